@@ -1,0 +1,22 @@
+"""luca-gym: the LUCA synthetic world for experimental reasoning.
+
+A JAX steady-state simulator of gene-regulatory "organisms", the hidden-ground-
+truth scorer of the LUCA paper, and (in later modules) Gymnasium environments
+over one pure session core.
+"""
+
+from luca_gym.types import Organism, OrganismArrays, OrganismMeta, SteadyState
+from luca_gym.world import MODES, TIERS, make_organism, sizes
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "MODES",
+    "TIERS",
+    "Organism",
+    "OrganismArrays",
+    "OrganismMeta",
+    "SteadyState",
+    "make_organism",
+    "sizes",
+]

@@ -1,0 +1,206 @@
+"""The steady-state simulator (SPEC 1.4-1.5), in JAX.
+
+Gene states follow s <- m * sigmoid(beta (W s + c + b)) + a, where (m, a) encode
+the interventions and the disease lock (BLOCK: m=0, a=0; BOOST: m=0, a=1;
+DAMPEN: m=0.5; a locked gene is clamped unless an intervention overrides it).
+The solver starts from the organism's healthy steady state, applies a damped
+update (the fixed point is that of ds/dt = f(s) - s) and stops when the
+residual max|f(s) - s| falls below ``TOL`` or after ``MAX_STEPS`` updates.
+
+Interventions are arrays (an int8 code per gene, a bool flag per signal), so a
+solve compiles once per organism size and ``vmap`` runs over interventions or
+over organisms:
+
+* :func:`solve` -- one organism, one intervention (jitted, no validation);
+* :func:`solve_interventions` -- one organism, a batch of interventions;
+* :func:`solve_organisms` -- a batch of organisms, one intervention each;
+* :func:`steady_state` -- the validated public entry for an :class:`Organism`.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from luca_gym.types import (
+    BLOCK,
+    BOOST,
+    DAMPEN,
+    INTERVENTION_TYPES,
+    LOCK_HI,
+    NONE,
+    Organism,
+    OrganismArrays,
+    SteadyState,
+)
+
+MAX_STEPS = 500
+TOL = 1e-6
+
+# Counts how many times the solver body has been traced (tests assert that a
+# new seed or tier never triggers a recompile).
+TRACE_COUNT = {"solve": 0}
+
+
+def _clamps(codes: jax.Array, gene_lock: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Per-gene (m, a) of the update m * f + a. An intervention overrides a lock;
+    DAMPEN on a locked gene halves the locked value."""
+    lock_value = jnp.where(gene_lock == LOCK_HI, 1.0, 0.0)
+    locked = gene_lock != 0
+    m = jnp.select([codes == BLOCK, codes == BOOST, codes == DAMPEN], [0.0, 0.0, 0.5], 1.0)
+    a = jnp.where(codes == BOOST, 1.0, 0.0)
+    m = jnp.where(locked & ((codes == NONE) | (codes == DAMPEN)), 0.0, m)
+    a = jnp.where(locked & (codes == NONE), lock_value, a)
+    a = jnp.where(locked & (codes == DAMPEN), 0.5 * lock_value, a)
+    return m.astype(jnp.float32), a.astype(jnp.float32)
+
+
+def phenotypes(arrays: OrganismArrays, states: jax.Array) -> jax.Array:
+    """Phenotypes float32 (..., P) of gene states float32 (..., N):
+    sigmoid(gamma * r . (s - s*)), so the healthy baseline reads exactly 0.5."""
+    return jax.nn.sigmoid(arrays.readout_gain * (states - arrays.baseline_state) @ arrays.readout.T)
+
+
+def _solve(
+    arrays: OrganismArrays, gene_codes: jax.Array, signal_flags: jax.Array, max_steps: int, tol: float
+) -> SteadyState:
+    TRACE_COUNT["solve"] += 1
+    m, a = _clamps(gene_codes, arrays.gene_lock)
+    active = (signal_flags | arrays.signal_persist).astype(jnp.float32)
+    drive = arrays.bias + active @ arrays.signal_effects
+    clamped = m == 0.0
+
+    def target(s):
+        return m * jax.nn.sigmoid(arrays.beta * (arrays.weights @ s + drive)) + a
+
+    def cond(carry):
+        _, residual, step = carry
+        return (residual >= tol) & (step < max_steps)
+
+    def body(carry):
+        s, _, step = carry
+        f = target(s)
+        # Clamped genes jump to their value; the others take a damped step.
+        s = jnp.where(clamped, a, s + arrays.damping * (f - s))
+        residual = jnp.max(jnp.abs(target(s) - s))
+        return s, residual, step + 1
+
+    s0 = arrays.baseline_state
+    r0 = jnp.max(jnp.abs(target(s0) - s0))
+    s, residual, steps = jax.lax.while_loop(cond, body, (s0, r0, jnp.int32(0)))
+    return SteadyState(
+        states=s, phenotypes=phenotypes(arrays, s), converged=residual < tol, steps=steps
+    )
+
+
+@partial(jax.jit, static_argnames=("max_steps", "tol"))
+def solve(arrays, gene_codes, signal_flags, max_steps: int = MAX_STEPS, tol: float = TOL) -> SteadyState:
+    """One organism, one intervention: ``gene_codes`` int8 (N,), ``signal_flags``
+    bool (S,). No validation (use :func:`steady_state` for checked input)."""
+    return _solve(arrays, gene_codes, signal_flags, max_steps, tol)
+
+
+@partial(jax.jit, static_argnames=("max_steps", "tol"))
+def solve_interventions(
+    arrays, gene_codes, signal_flags, max_steps: int = MAX_STEPS, tol: float = TOL
+) -> SteadyState:
+    """One organism, a batch of interventions: ``gene_codes`` int8 (B, N),
+    ``signal_flags`` bool (B, S). Returns a batched :class:`SteadyState`."""
+    return jax.vmap(_solve, in_axes=(None, 0, 0, None, None))(
+        arrays, gene_codes, signal_flags, max_steps, tol
+    )
+
+
+@partial(jax.jit, static_argnames=("max_steps", "tol"))
+def solve_organisms(
+    arrays, gene_codes, signal_flags, max_steps: int = MAX_STEPS, tol: float = TOL
+) -> SteadyState:
+    """A batch of organisms (``arrays`` stacked on a leading axis, see
+    :func:`stack`), one intervention each: ``gene_codes`` int8 (B, N),
+    ``signal_flags`` bool (B, S)."""
+    return jax.vmap(_solve, in_axes=(0, 0, 0, None, None))(
+        arrays, gene_codes, signal_flags, max_steps, tol
+    )
+
+
+def measure(key: jax.Array, arrays: OrganismArrays, states: jax.Array) -> jax.Array:
+    """Noisy phenotypes float32 (..., P): Gaussian noise of the tier's sigma is
+    added to each gene state, clipped to [0, 1], then read out. Pure in ``key``."""
+    noise = arrays.noise_sigma * jax.random.normal(key, states.shape, dtype=jnp.float32)
+    return phenotypes(arrays, jnp.clip(states + noise, 0.0, 1.0))
+
+
+def stack(organisms) -> OrganismArrays:
+    """Stack the arrays of organisms of one size on a new leading axis."""
+    arrays = [o.arrays if isinstance(o, Organism) else o for o in organisms]
+    sizes = {a.n_genes for a in arrays}
+    if len(sizes) != 1:
+        raise ValueError(f"organisms: cannot stack different sizes {sorted(sizes)}; stack one n_genes at a time")
+    return jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *arrays)
+
+
+def intervention_arrays(
+    organism: Organism, gene_codes=None, signal_flags=None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Validate and normalise an intervention for ``organism``.
+
+    Args:
+        gene_codes: int (N,) or (B, N) with values in 0..3 (NONE, BLOCK, BOOST,
+            DAMPEN); None means no gene intervention.
+        signal_flags: bool or 0/1 (S,) or (B, S); None means no signal activated.
+
+    Returns int8 and bool numpy arrays. Raises ValueError naming the argument,
+    the bad value and what is allowed; a latent gene may not be a target.
+    """
+    n, s = organism.n_genes, organism.n_signals
+    codes = np.zeros(n, np.int8) if gene_codes is None else np.asarray(gene_codes)
+    flags = np.zeros(s, bool) if signal_flags is None else np.asarray(signal_flags)
+    if codes.ndim not in (1, 2) or codes.shape[-1] != n:
+        raise ValueError(f"gene_codes: shape {codes.shape} not allowed; expected ({n},) or (batch, {n})")
+    if flags.ndim not in (1, 2) or flags.shape[-1] != s:
+        raise ValueError(f"signal_flags: shape {flags.shape} not allowed; expected ({s},) or (batch, {s})")
+    if codes.dtype.kind not in "iub":
+        raise ValueError(f"gene_codes: dtype {codes.dtype} not allowed; expected integer codes 0..3")
+    bad = codes[(codes < 0) | (codes > DAMPEN)]
+    if bad.size:
+        allowed = ", ".join(f"{i}={t}" for i, t in enumerate(INTERVENTION_TYPES))
+        raise ValueError(f"gene_codes: unknown code {int(bad.flat[0])}; allowed {allowed}")
+    if flags.dtype.kind not in "biu" or np.any((flags != 0) & (flags != 1)):
+        raise ValueError(f"signal_flags: values must be booleans or 0/1, got {flags.dtype} {np.unique(flags)[:4]}")
+    latent = np.asarray(organism.arrays.latent_mask)
+    hit = np.nonzero(np.any(codes.reshape(-1, n) != NONE, axis=0) & latent)[0]
+    if hit.size:
+        name = organism.meta.gene_names[hit[0]]
+        raise ValueError(f"gene_codes: {name} is latent and cannot be targeted; targetable genes are the non-latent ones")
+    if codes.ndim == 2 and flags.ndim == 2 and codes.shape[0] != flags.shape[0]:
+        raise ValueError(f"signal_flags: batch {flags.shape[0]} does not match gene_codes batch {codes.shape[0]}")
+    return codes.astype(np.int8), flags.astype(bool)
+
+
+def steady_state(
+    organism: Organism, gene_codes=None, signal_flags=None, key: jax.Array | None = None
+) -> SteadyState:
+    """Solve ``organism`` under an intervention (single or batched), validated.
+
+    With ``key``, the returned phenotypes are measured: noise is added to the
+    gene states before readout (``states`` stay noise-free ground truth).
+    """
+    codes, flags = intervention_arrays(organism, gene_codes, signal_flags)
+    if codes.ndim == 2 or flags.ndim == 2:
+        b = codes.shape[0] if codes.ndim == 2 else flags.shape[0]
+        codes = np.broadcast_to(codes, (b, organism.n_genes))
+        flags = np.broadcast_to(flags, (b, organism.n_signals))
+        result = solve_interventions(organism.arrays, codes, flags)
+    else:
+        result = solve(organism.arrays, codes, flags)
+    if key is not None:
+        result = SteadyState(
+            states=result.states,
+            phenotypes=measure(key, organism.arrays, result.states),
+            converged=result.converged,
+            steps=result.steps,
+        )
+    return result
