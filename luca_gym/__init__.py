@@ -20,3 +20,13 @@ __all__ = [
     "make_organism",
     "sizes",
 ]
+
+
+def _register() -> None:
+    import gymnasium
+
+    if "luca_gym/Luca-v0" not in gymnasium.registry:
+        gymnasium.register(id="luca_gym/Luca-v0", entry_point="luca_gym.envs:LucaEnv")
+
+
+_register()

@@ -14,6 +14,21 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
+# The intervention and malfunction codes live in luca_gym.types (one source);
+# re-exported here because the scorer's arguments use them.
+from luca_gym.types import (
+    BLOCK,
+    BOOST,
+    DAMPEN,
+    INTERVENTION_TYPES,
+    LOCK_HI,
+    LOCK_LO,
+    MALFUNCTION_TYPES,
+    NO_MALFUNCTION,
+    NONE,
+    PERSIST,
+)
+
 __all__ = [
     "ACCURACY_THRESHOLD",
     "HEALTHY_LOW",
@@ -49,21 +64,6 @@ ACCURACY_THRESHOLD = 0.10
 HEALTHY_LOW = 0.35
 HEALTHY_HIGH = 0.65
 NETWORK_SHIFT_THRESHOLD = 0.05
-
-# The intervention and malfunction codes live in luca_gym.types (one source);
-# re-exported here because the scorer's arguments use them.
-from luca_gym.types import (  # noqa: E402
-    BLOCK,
-    BOOST,
-    DAMPEN,
-    INTERVENTION_TYPES,
-    LOCK_HI,
-    LOCK_LO,
-    MALFUNCTION_TYPES,
-    NO_MALFUNCTION,
-    NONE,
-    PERSIST,
-)
 
 # Kinds of a row of the costed-call history read by strategy_metrics.
 HISTORY_EMPTY = 0
