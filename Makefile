@@ -14,8 +14,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
 	@touch $(STAMP)
 
+# The main job on built-in defaults: three baselines x 3 tiers x 2 modes x 5
+# seeds, the table, and a report (markdown + figures) in results/demo.
 demo: $(STAMP)
-	$(BIN)/python -m luca_gym.demo
+	@rm -f results/demo/sessions.jsonl
+	$(BIN)/luca-gym eval --seeds 0-4 --out results/demo
+	$(BIN)/luca-gym report results/demo > /dev/null
+	@echo "report: results/demo/report.md"
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 --durations=15

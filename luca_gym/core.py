@@ -92,8 +92,10 @@ TRACE_COUNT = {"step": 0, "reset": 0}
 class EnvParams:
     """Static session settings (hashable: a static ``jit`` argument).
 
+    The tier is not a setting of the core: the organism carries its dynamics, so
+    one compiled ``step`` serves every tier of a size and mode.
+
     Attributes:
-        tier: difficulty tier name (informational: the organism carries its dynamics).
         n_genes: N. n_signals: S. budget: B = N + S + 8 by default.
         disease: disease mode (diagnosis, rescue, composite of three).
         experiment_cost / rescue_cost: budget units per call (SPEC: 1 each).
@@ -105,7 +107,6 @@ class EnvParams:
         shaping_scale: the potential's scale.
     """
 
-    tier: str
     n_genes: int
     n_signals: int
     budget: int
@@ -140,7 +141,6 @@ def make_params(
     if not np.isfinite(shaping_scale):
         raise ValueError(f"shaping_scale: {shaping_scale!r} not allowed; a finite number")
     return EnvParams(
-        tier=tier,
         n_genes=n_genes,
         n_signals=sz.n_signals,
         budget=int(budget),

@@ -1,0 +1,22 @@
+"""The notebooks run end to end at small sizes (outputs are not committed)."""
+
+import os
+import pathlib
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+ROOT = pathlib.Path(__file__).resolve().parents[1] / "notebooks"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["quickstart.ipynb", "baselines.ipynb"])
+def test_notebook_runs(name, tmp_path, monkeypatch):
+    monkeypatch.setenv("LUCA_NOTEBOOK_SEEDS", "1")
+    nb = nbformat.read(ROOT / name, as_version=4)
+    assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), "outputs must not be committed"
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert not errors
+    assert any(c.outputs for c in nb.cells if c.cell_type == "code")
