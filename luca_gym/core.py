@@ -158,12 +158,13 @@ class Action:
 
     Attributes:
         kind: int32 (). One of :data:`ACTION_KINDS` (index).
-        gene_codes: int8 (N,). Intervention code per gene (experiment, rescue).
+        gene_codes: int32 (N,). Intervention code per gene (experiment, rescue);
+            int32 so an out-of-range code reaches the core's check unwrapped.
         signal_flags: bool (S,). Signals to activate (experiment, rescue).
         prediction: float32 (P,). Predicted phenotypes for the current task.
         diagnosis_target: int32 (). Unified index: gene g, or signal k as N + k.
         diagnosis_type: int32 (). LOCK_HI=1, LOCK_LO=2, PERSIST=3.
-        network: int8 (N, P). Submitted gene -> phenotype signs in {-1, 0, +1}.
+        network: int32 (N, P). Submitted gene -> phenotype signs in {-1, 0, +1}.
     """
 
     kind: jax.Array
@@ -185,17 +186,30 @@ def make_action(
     diagnosis_type: int = NO_MALFUNCTION,
     network=None,
 ) -> Action:
-    """Build an :class:`Action` with defaults (no target, 0.5 prediction)."""
+    """Build an :class:`Action` with defaults (no target, 0.5 prediction).
+    Integer values outside the int32 range raise ValueError (they cannot be
+    represented); every other value is judged by :func:`step`."""
     n, s = params.n_genes, params.n_signals
     return Action(
         kind=jnp.int32(kind),
-        gene_codes=jnp.zeros(n, jnp.int8) if gene_codes is None else jnp.asarray(gene_codes, jnp.int8),
+        gene_codes=jnp.zeros(n, jnp.int32) if gene_codes is None else _int32("gene_codes", gene_codes),
         signal_flags=jnp.zeros(s, bool) if signal_flags is None else jnp.asarray(signal_flags, bool),
         prediction=jnp.full(N_PHENOTYPES, 0.5, jnp.float32) if prediction is None else jnp.asarray(prediction, jnp.float32),
         diagnosis_target=jnp.int32(diagnosis_target),
         diagnosis_type=jnp.int32(diagnosis_type),
-        network=jnp.zeros((n, N_PHENOTYPES), jnp.int8) if network is None else jnp.asarray(network, jnp.int8),
+        network=jnp.zeros((n, N_PHENOTYPES), jnp.int32) if network is None else _int32("network", network),
     )
+
+
+def _int32(name: str, values) -> jax.Array:
+    array = np.asarray(values)
+    if array.dtype.kind in "iu":
+        info = np.iinfo(np.int32)
+        if array.size and (array.min() < info.min or array.max() > info.max):
+            raise ValueError(f"{name}: values must fit in int32, got {array.min()}..{array.max()}")
+    elif array.dtype.kind != "b":
+        raise ValueError(f"{name}: dtype {array.dtype} not allowed; expected integers")
+    return jnp.asarray(array, jnp.int32)
 
 
 @jax.tree_util.register_dataclass
@@ -490,7 +504,7 @@ def step(state: EnvState, action: Action, params: EnvParams):
         diagnosis_type=jnp.where(is_commit, action.diagnosis_type, state.diagnosis_type),
         best_rescue=jnp.where(is_rescue, jnp.maximum(state.best_rescue, true_fraction), state.best_rescue),
         n_rescues=state.n_rescues + is_rescue.astype(jnp.int32),
-        network=jnp.where(is_network, action.network, state.network),
+        network=jnp.where(is_network, action.network.astype(jnp.int8), state.network),
         network_submitted=state.network_submitted | is_network,
         history_codes=history_codes,
         history_signals=history_signals,

@@ -108,13 +108,6 @@ def action_from_dict(action: Any, params: core.EnvParams) -> core.Action:
             if np.any(array < info.min) or np.any(array > info.max):
                 raise ValueError(f"action['{name}']: value out of the int32 range")
         values[name] = array
-    if "gene_codes" in values:
-        # Out-of-range codes become -1 so the core refuses them (int8 would wrap).
-        codes = values["gene_codes"]
-        values["gene_codes"] = np.where((codes < 0) | (codes > DAMPEN), -1, codes).astype(np.int8)
-    if "network" in values:
-        net = values["network"]
-        values["network"] = np.where((net < -1) | (net > 1), 2, net).astype(np.int8)
     if "signal_flags" in values:
         flags = values["signal_flags"]
         if np.any((flags != 0) & (flags != 1)):
