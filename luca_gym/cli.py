@@ -101,14 +101,19 @@ class Progress:
 def cmd_eval(args) -> int:
     from luca_gym import eval as ev
 
-    agents = _names(args.agents, list(BASELINES), "agent")
+    agents = [a.strip() for a in args.agents.split(",") if a.strip()]
+    for a in agents:
+        if a not in BASELINES and not (ev.is_llm_agent(a) and a.partition(":")[2]):
+            raise UsageError(f"agent: {a!r} unknown; allowed {', '.join(BASELINES)}, openai:MODEL or anthropic:MODEL")
+    if not agents:
+        raise UsageError(f"agent: empty; allowed {', '.join(BASELINES)}, openai:MODEL or anthropic:MODEL")
     tiers = _names(args.tiers, list(world.TIERS), "tier")
     modes = _names(args.modes, list(world.MODES), "mode")
     seeds = parse_seeds(args.seeds)
     n_genes = _ints(args.n_genes, "n-genes")
     _writable_dir(args.out)
     specs = ev.plan(agents, tiers, modes, n_genes, seeds, backwards=args.backwards)
-    path = ev.sweep(specs, args.out, progress=Progress(args.quiet))
+    path = ev.sweep(specs, args.out, policy_factory=lambda name: ev.make_runner(name, args.base_url), progress=Progress(args.quiet))
     wanted = {spec.key() for spec in specs}
     records = [r for r in ev.load_sessions(path) if tuple(r[k] for k in ev.KEY_FIELDS) in wanted]
     for n in n_genes:
@@ -280,12 +285,26 @@ def describe_public(meta, obs, env) -> str:
     return "\n".join(lines)
 
 
+def cmd_mcp(args) -> int:
+    from luca_gym.envs.luca_env import LucaEnv
+    from luca_gym.wrappers.llm import ToolSession
+    from luca_gym.wrappers.mcp_server import serve
+
+    world.check_triple(args.seed, args.tier, args.n_genes, args.mode)
+    session = ToolSession(LucaEnv(tier=args.tier, mode=args.mode, n_genes=args.n_genes), seed=args.seed)
+    serve(session)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="luca-gym", description="LUCA: a synthetic world for experimental reasoning.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("eval", help="run a sweep of agents over organisms (resumable)")
-    p.add_argument("--agents", default=",".join(BASELINES), help=f"comma-separated: {', '.join(BASELINES)}")
+    p.add_argument(
+        "--agents", default=",".join(BASELINES), help=f"comma-separated: {', '.join(BASELINES)}, openai:MODEL, anthropic:MODEL"
+    )
+    p.add_argument("--base-url", default=None, help="OpenAI-compatible server for openai:MODEL agents (local servers too)")
     p.add_argument("--tiers", default=",".join(world.TIERS))
     p.add_argument("--modes", default=",".join(world.MODES))
     p.add_argument("--seeds", default="0-19", help="e.g. 0-19, 0,3,7 or 0-4,10")
@@ -300,7 +319,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="where to write report.md and figures (default: the results folder)")
     p.set_defaults(func=cmd_report)
 
-    for name, helptext, func in (("info", "describe one organism", cmd_info), ("play", "run a session at the terminal", cmd_play)):
+    for name, helptext, func in (
+        ("info", "describe one organism", cmd_info),
+        ("play", "run a session at the terminal", cmd_play),
+        ("mcp", "serve one session's tools over MCP (stdio)", cmd_mcp),
+    ):
         p = sub.add_parser(name, help=helptext)
         p.add_argument("--seed", type=int, default=0)
         p.add_argument("--tier", default="medium")
@@ -309,6 +332,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--backwards", action="store_true")
         if name == "info":
             p.add_argument("--graph", default=None, help="draw the true network to this PNG")
+        if name == "mcp":
+            p.set_defaults(backwards=False)
         p.set_defaults(func=func)
     return parser
 

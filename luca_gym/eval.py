@@ -86,7 +86,24 @@ def run_session(
             break
     else:
         raise RuntimeError(f"agent {spec.agent!r} did not end the session within {limit} calls")
-    scores = info["scores"]
+    return _record(spec, env, log, info["scores"], total, time.perf_counter() - started, truncated=bool(truncated))
+
+
+def run_tool_session(agent, spec: SessionSpec, env: LucaEnv | None = None) -> dict:
+    """Run one session of a tool-calling (LLM) agent through
+    :class:`~luca_gym.wrappers.llm.ToolSession`; same record format."""
+    from luca_gym.wrappers.llm import ToolSession, run_agent
+
+    env = env or LucaEnv(tier=spec.tier, mode=spec.mode, n_genes=spec.n_genes, backwards=spec.backwards)
+    started = time.perf_counter()
+    session = ToolSession(env, spec.seed)
+    result = run_agent(agent, session)
+    record = _record(spec, env, result["calls"], session.scores, result["return"], time.perf_counter() - started)
+    record["hypotheses"] = result["hypotheses"]
+    return record
+
+
+def _record(spec: SessionSpec, env: LucaEnv, log, scores, total, wall, truncated: bool = False) -> dict:
     return {
         "agent": spec.agent,
         "tier": spec.tier,
@@ -99,10 +116,24 @@ def run_session(
         "scores": scores,
         "n_alt": scores["n_alt"],
         "return": total,
-        "truncated": bool(truncated),
-        "wall_s": round(time.perf_counter() - started, 4),
+        "truncated": truncated,
+        "wall_s": round(wall, 4),
         "version": __version__,
     }
+
+
+def is_llm_agent(name: str) -> bool:
+    return str(name).startswith(("openai:", "anthropic:"))
+
+
+def make_runner(name: str, base_url: str | None = None):
+    """A baseline policy, or an LLM agent callable for ``openai:MODEL`` /
+    ``anthropic:MODEL``."""
+    if is_llm_agent(name):
+        from luca_gym.wrappers.llm import make_agent
+
+        return make_agent(name, base_url)
+    return make_policy(name)
 
 
 def _parse_line(path: str, lineno: int, line: str) -> dict:
@@ -147,8 +178,8 @@ def _trim_unfinished(path: str) -> None:
 def plan(agents, tiers, modes, n_genes, seeds, backwards=False) -> list[SessionSpec]:
     """The sessions of a sweep, validated (ValueError names the bad value)."""
     for a in agents:
-        if a not in BASELINES:
-            raise ValueError(f"agent: {a!r} unknown; allowed {', '.join(BASELINES)}")
+        if a not in BASELINES and not (is_llm_agent(a) and a.partition(":")[2]):
+            raise ValueError(f"agent: {a!r} unknown; allowed {', '.join(BASELINES)}, openai:MODEL or anthropic:MODEL")
     for seed in seeds:
         world.check_triple(seed, "easy", 20)
     for t in tiers:
@@ -170,7 +201,7 @@ def plan(agents, tiers, modes, n_genes, seeds, backwards=False) -> list[SessionS
 def sweep(
     specs: Iterable[SessionSpec],
     out_dir: str,
-    policy_factory: Callable[[str], Policy] = make_policy,
+    policy_factory: Callable[[str], object] = make_runner,
     progress: Callable[[int, int, SessionSpec], None] | None = None,
 ) -> str:
     """Run every session of ``specs`` not yet in ``out_dir``, appending each
@@ -191,7 +222,11 @@ def sweep(
             env_key = (spec.tier, spec.mode, spec.n_genes, spec.backwards)
             if env_key not in envs:
                 envs[env_key] = LucaEnv(tier=spec.tier, mode=spec.mode, n_genes=spec.n_genes, backwards=spec.backwards)
-            record = run_session(policy_factory(spec.agent), spec, envs[env_key])
+            runner = policy_factory(spec.agent)
+            if hasattr(runner, "act"):
+                record = run_session(runner, spec, envs[env_key])
+            else:
+                record = run_tool_session(runner, spec, envs[env_key])
             f.write(json.dumps(record, separators=(",", ":")) + "\n")
             f.flush()
             os.fsync(f.fileno())

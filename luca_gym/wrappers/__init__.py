@@ -1,0 +1,2 @@
+"""Adapters over the session core: LLM tool calls (``llm``), an MCP server
+(``mcp_server``). Imported on demand."""

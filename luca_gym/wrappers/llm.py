@@ -1,0 +1,594 @@
+"""Language-model agents through the same environment: tools, dispatcher, loop.
+
+:class:`ToolSession` wraps one :class:`~luca_gym.envs.LucaEnv` session and
+exposes the nine calls of the paper (appendices B and C) as tools. One
+registry (:data:`TOOLS`) produces the JSON Schemas in the OpenAI, Anthropic
+and MCP formats, and the dispatcher validates arguments with those same
+schemas before translating the call into a core action. Every rule (cost,
+phase, refusals, scoring) stays in the core; nothing here re-implements one.
+
+``call(name, arguments)`` never raises: a malformed or refused call returns
+``{"error": ..., "budget_remaining": ...}`` and changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from luca_gym import calls, core
+from luca_gym.envs.luca_env import LucaEnv
+from luca_gym.scoring import HEALTHY_HIGH, HEALTHY_LOW
+from luca_gym.types import MALFUNCTION_TYPES
+from luca_gym.wrappers.schema import validate
+
+MAX_PAYLOAD = 64 * 1024  # characters of JSON arguments
+MAX_HYPOTHESIS = 20_000
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    # (session) -> the "properties" of the arguments object, and its required names.
+    arguments: Callable[["ToolSession"], tuple[dict, list]]
+
+
+def _interventions(session: "ToolSession") -> dict:
+    return {
+        "type": "object",
+        "description": "Targets by name: a gene -> {\"type\": BLOCK|BOOST|DAMPEN}, a signal -> {\"type\": \"ACTIVATE\"}.",
+        "properties": {
+            **{g: {"$ref": "#/$defs/gene"} for g in session.targetable_genes},
+            **{s: {"$ref": "#/$defs/signal"} for s in session.meta.signal_labels},
+        },
+        "additionalProperties": False,
+        "minProperties": 1,
+    }
+
+
+def _no_arguments(session):
+    return {}, []
+
+
+TOOLS: tuple[Tool, ...] = (
+    Tool(
+        "get_organism_info",
+        "Free. The organism's targetable genes, signals, phenotypes, baseline phenotypes, healthy ranges, "
+        "aberrant phenotypes (disease mode) and the budget.",
+        _no_arguments,
+    ),
+    Tool(
+        "run_experiment",
+        "Costs 1 budget unit. Apply the interventions together and measure the steady-state phenotypes "
+        "(with measurement noise). An experiment that perturbs both genes of a held-out prediction task is refused.",
+        lambda s: ({"interventions": _interventions(s)}, ["interventions"]),
+    ),
+    Tool(
+        "get_next_prediction_task",
+        "Free. Reveal the next held-out two-gene prediction task (answer the current one first).",
+        _no_arguments,
+    ),
+    Tool(
+        "submit_prediction",
+        "Free. Predict every phenotype's steady-state value under the current prediction task. One submission per task.",
+        lambda s: (
+            {
+                "predictions": {
+                    "type": "object",
+                    "properties": {p: {"type": "number", "minimum": 0, "maximum": 1} for p in s.meta.phenotype_names},
+                    "required": list(s.meta.phenotype_names),
+                    "additionalProperties": False,
+                }
+            },
+            ["predictions"],
+        ),
+    ),
+    Tool(
+        "submit_hypothesis",
+        "Free. Store a free-text causal hypothesis (kept with the session, not scored).",
+        lambda s: ({"text": {"type": "string", "minLength": 1, "maxLength": MAX_HYPOTHESIS}}, ["text"]),
+    ),
+    Tool(
+        "submit_network",
+        "Free. Submit the gene -> phenotype edges you infer, each with its direction (+ raises, - lowers). "
+        "Scored by precision and recall at session end; a later submission replaces an earlier one.",
+        lambda s: (
+            {
+                "edges": {
+                    "type": "array",
+                    "maxItems": len(s.targetable_genes) * len(s.meta.phenotype_names),
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "gene": {"enum": list(s.targetable_genes)},
+                            "phenotype": {"enum": list(s.meta.phenotype_names)},
+                            "direction": {"enum": ["+", "-"]},
+                        },
+                        "required": ["gene", "phenotype", "direction"],
+                        "additionalProperties": False,
+                    },
+                }
+            },
+            ["edges"],
+        ),
+    ),
+    Tool(
+        "submit_malfunction_hypothesis",
+        "Free, disease mode only, ONE-WAY: commit your diagnosis (a gene locked high or low, or a persistently "
+        "active signal). It unlocks test_rescue; its score is revealed only when the session ends.",
+        lambda s: (
+            {
+                "target_name": {"enum": list(s.targetable_genes) + list(s.meta.signal_labels)},
+                "malfunction_type": {"enum": list(MALFUNCTION_TYPES[1:])},
+            },
+            ["target_name", "malfunction_type"],
+        ),
+    ),
+    Tool(
+        "test_rescue",
+        "Costs 1 budget unit, disease mode only, after submit_malfunction_hypothesis. Apply a corrective "
+        "intervention; returns the phenotypes, which are in the healthy range, and the restored fraction of the "
+        "aberrant phenotypes.",
+        lambda s: ({"interventions": _interventions(s)}, ["interventions"]),
+    ),
+    Tool("end", "Free. End the session and reveal the scores.", _no_arguments),
+)
+TOOL_NAMES = tuple(t.name for t in TOOLS)
+_DEFS = {
+    "gene": {
+        "type": "object",
+        "properties": {"type": {"enum": list(calls.GENE_TYPES)}},
+        "required": ["type"],
+        "additionalProperties": False,
+    },
+    "signal": {
+        "type": "object",
+        "properties": {"type": {"enum": [calls.SIGNAL_TYPE]}},
+        "required": ["type"],
+        "additionalProperties": False,
+    },
+}
+
+
+class ToolSession:
+    """One LUCA session driven by named tool calls.
+
+    Args:
+        env: a :class:`LucaEnv` (its tier, mode and N are used), or None to
+            build one from ``tier``, ``mode`` and ``n_genes``.
+        seed: the organism seed.
+    """
+
+    def __init__(self, env: LucaEnv | None = None, seed: int = 0, *, tier="medium", mode="healthy", n_genes=20):
+        self.env = env or LucaEnv(tier=tier, mode=mode, n_genes=n_genes)
+        self.obs, _ = self.env.reset(options={"organism_seed": seed})
+        self.seed = seed
+        self.meta = self.env.organism.meta
+        self.targetable_genes = tuple(g for g, t in zip(self.meta.gene_names, self.obs["targetable"]) if t)
+        self.hypotheses: list[str] = []
+        self.transcript: list[dict] = []
+        self.ended = False
+        self.scores: dict | None = None
+        self.total_reward = 0.0
+        self._schemas = {tool.name: self._schema(tool) for tool in TOOLS}
+
+    # -- schemas -----------------------------------------------------------------
+    def _schema(self, tool: Tool) -> dict:
+        properties, required = tool.arguments(self)
+        schema = {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+        if "interventions" in properties:
+            schema["$defs"] = _DEFS
+        return schema
+
+    def tool_specs(self) -> list[dict]:
+        """Neutral specs: ``{"name", "description", "input_schema"}``."""
+        return [{"name": t.name, "description": t.description, "input_schema": self._schemas[t.name]} for t in TOOLS]
+
+    def tools_openai(self) -> list[dict]:
+        return to_openai_tools(self.tool_specs())
+
+    def tools_anthropic(self) -> list[dict]:
+        return to_anthropic_tools(self.tool_specs())
+
+    def tools_mcp(self) -> list[dict]:
+        return [{"name": s["name"], "description": s["description"], "inputSchema": s["input_schema"]} for s in self.tool_specs()]
+
+    # -- dispatch ----------------------------------------------------------------
+    def call(self, name: Any, arguments: Any = None) -> dict:
+        """Dispatch one call. Never raises; errors come back as ``{"error": ...}``."""
+        try:
+            result = self._call(name, arguments)
+        except Exception as exc:  # noqa: BLE001 -- hostile input must never escape
+            result = self._error(f"internal error while handling the call ({type(exc).__name__}); the session is unchanged")
+        self.transcript.append(
+            {
+                "call": name if isinstance(name, str) and len(name) <= 64 else repr(name)[:64],
+                "arguments": self._loggable(arguments),
+                "result": result,
+                "budget_remaining": result.get("budget_remaining"),
+            }
+        )
+        return result
+
+    def _error(self, message: str) -> dict:
+        return {"error": message, "budget_remaining": int(self.obs["budget_left"])}
+
+    @staticmethod
+    def _loggable(arguments):
+        try:
+            text = arguments if isinstance(arguments, str) else json.dumps(arguments, allow_nan=False)
+        except (TypeError, ValueError, RecursionError, OverflowError):
+            return "<not JSON-serialisable>"
+        if len(text) > 2048:
+            return text[:2048] + "...<truncated>"
+        return arguments if not isinstance(arguments, str) else text
+
+    def parse_arguments(self, arguments: Any) -> dict:
+        """Arguments as a dict, from a dict or a JSON string. Raises ValueError."""
+        if arguments is None:
+            return {}
+        if isinstance(arguments, str):
+            if len(arguments) > MAX_PAYLOAD:
+                raise ValueError(f"arguments: {len(arguments)} characters; at most {MAX_PAYLOAD}")
+            try:
+                parsed = json.loads(arguments, parse_constant=_reject_constant)
+            except (json.JSONDecodeError, RecursionError) as exc:
+                raise ValueError(f"arguments: not valid JSON ({getattr(exc, 'msg', type(exc).__name__)})") from None
+        elif isinstance(arguments, dict):
+            try:
+                text = json.dumps(arguments, allow_nan=False)
+            except (TypeError, ValueError, RecursionError, OverflowError) as exc:
+                raise ValueError(f"arguments: not JSON data ({str(exc)[:80]}); NaN and Infinity are not allowed") from None
+            if len(text) > MAX_PAYLOAD:
+                raise ValueError(f"arguments: {len(text)} characters of JSON; at most {MAX_PAYLOAD}")
+            parsed = json.loads(text)
+        else:
+            raise ValueError(f"arguments: expected a JSON object or a dict, got {type(arguments).__name__}")
+        if not isinstance(parsed, dict):
+            raise ValueError(f"arguments: expected a JSON object, got {type(parsed).__name__}")
+        return parsed
+
+    def validate(self, name: str, arguments: Any) -> str | None:
+        """None if the call's arguments pass its schema, else the message."""
+        if not isinstance(name, str) or name not in self._schemas:
+            return f"unknown tool {_short(name)}; allowed {', '.join(TOOL_NAMES)}"
+        try:
+            args = self.parse_arguments(arguments)
+        except ValueError as exc:
+            return str(exc)
+        error = validate(args, self._schemas[name])
+        return f"invalid arguments for {name}: {error}" if error else None
+
+    def _call(self, name, arguments) -> dict:
+        error = self.validate(name, arguments)
+        if error:
+            return self._error(error)
+        args = self.parse_arguments(arguments)
+        if name == "get_organism_info":
+            return self.organism_info()
+        if name == "submit_hypothesis":
+            self.hypotheses.append(args["text"])
+            return {"stored": True, "budget_remaining": int(self.obs["budget_left"])}
+        action = self._action(name, args)
+        kind = int(action["kind"])
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.obs = obs
+        result = calls.describe_result(self.meta, kind, obs, info)
+        if info["error_code"] == 0:
+            self.total_reward += reward
+        if terminated or truncated:
+            self.ended = True
+            self.scores = info["scores"]
+            result["ended"] = True
+            result["scores"] = info["scores"]
+        return result
+
+    def _action(self, name: str, args: dict) -> dict:
+        m = self.meta
+        kind = calls.CALLS[name]
+        if name in ("run_experiment", "test_rescue"):
+            codes, flags = calls.interventions_from_names(m, args["interventions"])
+            return {"kind": kind, "gene_codes": codes.astype(np.int64), "signal_flags": flags.astype(np.int8)}
+        if name == "submit_prediction":
+            values = np.asarray([args["predictions"][p] for p in m.phenotype_names], np.float32)
+            return {"kind": kind, "prediction": values}
+        if name == "submit_network":
+            edges = [(e["gene"], e["phenotype"], e["direction"]) for e in args["edges"]]
+            return {"kind": kind, "network": calls.network_from_edges(m, edges).astype(np.int64)}
+        if name == "submit_malfunction_hypothesis":
+            return {
+                "kind": kind,
+                "diagnosis_target": calls.target_index(m, args["target_name"]),
+                "diagnosis_type": MALFUNCTION_TYPES.index(args["malfunction_type"]),
+            }
+        return {"kind": kind}
+
+    def organism_info(self) -> dict:
+        """What get_organism_info returns: public facts only."""
+        m, obs = self.meta, self.obs
+        info = {
+            "organism_id": f"org_{self.seed:08d}",
+            "gene_names": list(self.targetable_genes),
+            "signals": [{"label": s, "mode": mode} for s, mode in zip(m.signal_labels, m.signal_modes)],
+            "observable_phenotypes": list(m.phenotype_names),
+            "baseline_phenotypes": {p: round(float(v), 6) for p, v in zip(m.phenotype_names, obs["baseline_phenotypes"])},
+            "healthy_phenotype_ranges": {p: [HEALTHY_LOW, HEALTHY_HIGH] for p in m.phenotype_names},
+            "budget_remaining": int(obs["budget_left"]),
+            "budget_total": self.env.params.budget,
+        }
+        if self.env.params.disease:
+            info["aberrant_phenotypes"] = [p for p, a in zip(m.phenotype_names, obs["aberrant"]) if a]
+        return info
+
+    def record(self) -> dict:
+        """The session as one JSON-ready record (the harness's format)."""
+        return {
+            "calls": self.transcript,
+            "hypotheses": self.hypotheses,
+            "scores": self.scores,
+            "return": self.total_reward,
+        }
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"arguments: {name} is not allowed")
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def to_openai_tools(specs: list[dict]) -> list[dict]:
+    return [
+        {"type": "function", "function": {"name": s["name"], "description": s["description"], "parameters": s["input_schema"]}}
+        for s in specs
+    ]
+
+
+def to_anthropic_tools(specs: list[dict]) -> list[dict]:
+    return [{"name": s["name"], "description": s["description"], "input_schema": s["input_schema"]} for s in specs]
+
+
+# -- prompts ---------------------------------------------------------------------
+_VOCABULARY = (
+    "IMPORTANT: every gene name (G001, G002, ...), signal label and phenotype name in this organism is invented. "
+    "None refers to a real biological entity, and knowledge of real biology will not help and may mislead. "
+    "The only way to understand this organism is to experiment on it and reason from what you measure."
+)
+_BUDGET = (
+    "BUDGET: each run_experiment and each test_rescue costs 1 unit; every other call is free. Every result "
+    "reports budget_remaining. When the budget is spent, experiments and rescues are refused. Measurements carry noise."
+)
+
+
+def system_prompt(disease: bool) -> str:
+    """The system prompt for healthy or disease mode."""
+    lines = [
+        "You are an experimental scientist studying a synthetic organism: a network of interacting genes whose "
+        "steady state sets a few observable phenotypes. You can BLOCK (force to zero), BOOST (force to maximum) "
+        "or DAMPEN (halve) genes, and ACTIVATE external signals, alone or in combination.",
+        _VOCABULARY,
+    ]
+    if disease:
+        lines += [
+            "DISEASE: the organism has exactly one malfunction: a gene locked high (LOCK_HI), a gene locked low "
+            "(LOCK_LO), or a signal that is persistently active (PERSIST). It pushes some phenotypes out of their "
+            "healthy range. Your goals, in order: (1) diagnose it with submit_malfunction_hypothesis -- this is "
+            "ONE-WAY, cannot be revised, and its score is shown only at the end; (2) find a rescue: test_rescue is "
+            "available only after the diagnosis and reports how many aberrant phenotypes return to range; "
+            "(3) answer the prediction tasks; (4) submit your network and a hypothesis.",
+            "Hints: an intervention that repeats a lock (BOOST on a gene locked high, BLOCK on one locked low, "
+            "ACTIVATE on a signal already on) changes little. Keep at least 4 units for rescue and predictions.",
+        ]
+    else:
+        lines += [
+            "Your goals, in order: (1) predict the phenotypes under held-out two-gene interventions: call "
+            "get_next_prediction_task for one task at a time and answer it with submit_prediction; a prediction "
+            "counts when every phenotype is within 0.10 of the truth; (2) submit the gene -> phenotype network you "
+            "infer with submit_network, and a short hypothesis with submit_hypothesis.",
+        ]
+    lines += [
+        _BUDGET,
+        "Start with get_organism_info. The two genes of a held-out task cannot be perturbed together in an "
+        "experiment: the joint outcome must be predicted from your causal model, and effects are not simply "
+        "additive. Call end when you are done.",
+    ]
+    return "\n\n".join(lines)
+
+
+# -- the agent loop --------------------------------------------------------------
+@dataclass
+class ToolCall:
+    name: str
+    arguments: Any
+    id: str = field(default_factory=lambda: f"call_{uuid.uuid4().hex[:12]}")
+
+
+@dataclass
+class AgentTurn:
+    """What an agent returns: optional text and the tool calls it makes."""
+
+    content: str | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+
+
+# An agent: (messages, tool specs) -> AgentTurn. Messages use a neutral format:
+# {"role": "system"|"user", "content"}, {"role": "assistant", "content",
+# "tool_calls": [{"id", "name", "arguments"}]}, {"role": "tool", "tool_call_id",
+# "name", "content"}.
+Agent = Callable[[list, list], AgentTurn]
+
+
+def run_agent(agent: Agent, session: ToolSession, max_turns: int = 300) -> dict:
+    """Let ``agent`` drive ``session`` until it ends (or ``max_turns`` turns,
+    or a turn with no tool call: then the session is ended for it). Returns
+    the session record; the messages exchanged are in ``record["messages"]``."""
+    messages: list[dict] = [
+        {"role": "system", "content": system_prompt(session.env.params.disease)},
+        {"role": "user", "content": "A new organism is ready. Begin."},
+    ]
+    specs = session.tool_specs()
+    for _ in range(max_turns):
+        turn = agent(messages, specs)
+        messages.append(
+            {
+                "role": "assistant",
+                "content": turn.content,
+                "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in turn.tool_calls],
+            }
+        )
+        if not turn.tool_calls:
+            break
+        for c in turn.tool_calls:
+            result = session.call(c.name, c.arguments)
+            messages.append({"role": "tool", "tool_call_id": c.id, "name": c.name, "content": json.dumps(result)})
+            if session.ended:
+                break
+        if session.ended:
+            break
+    if not session.ended:
+        session.call("end", {})
+    record = session.record()
+    record["messages"] = messages
+    return record
+
+
+class ScriptedAgent:
+    """Replays a fixed list of (tool name, arguments) calls, one per turn."""
+
+    def __init__(self, script: list[tuple[str, Any]]):
+        self.script = list(script)
+        self.turn = 0
+
+    def __call__(self, messages, tools) -> AgentTurn:
+        if self.turn >= len(self.script):
+            return AgentTurn(content="done")
+        name, arguments = self.script[self.turn]
+        self.turn += 1
+        return AgentTurn(tool_calls=[ToolCall(name, arguments)])
+
+
+# -- provider adapters (optional extra: pip install "luca-gym[llm]") -----------
+def _openai_messages(messages: list[dict]) -> list[dict]:
+    out = []
+    for m in messages:
+        if m["role"] == "assistant":
+            msg = {"role": "assistant", "content": m.get("content")}
+            if m.get("tool_calls"):
+                msg["tool_calls"] = [
+                    {
+                        "id": c["id"],
+                        "type": "function",
+                        "function": {"name": c["name"], "arguments": c["arguments"] if isinstance(c["arguments"], str) else json.dumps(c["arguments"])},
+                    }
+                    for c in m["tool_calls"]
+                ]
+            out.append(msg)
+        elif m["role"] == "tool":
+            out.append({"role": "tool", "tool_call_id": m["tool_call_id"], "content": m["content"]})
+        else:
+            out.append({"role": m["role"], "content": m["content"]})
+    return out
+
+
+def _anthropic_messages(messages: list[dict]) -> tuple[str, list[dict]]:
+    system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+    out: list[dict] = []
+    for m in messages:
+        if m["role"] == "user":
+            out.append({"role": "user", "content": m["content"]})
+        elif m["role"] == "assistant":
+            blocks = [{"type": "text", "text": m["content"]}] if m.get("content") else []
+            for c in m.get("tool_calls") or []:
+                args = c["arguments"]
+                if isinstance(args, str):
+                    try:
+                        args = json.loads(args)
+                    except json.JSONDecodeError:
+                        args = {"_unparsed": args}
+                blocks.append({"type": "tool_use", "id": c["id"], "name": c["name"], "input": args})
+            out.append({"role": "assistant", "content": blocks or [{"type": "text", "text": "(no content)"}]})
+        elif m["role"] == "tool":
+            block = {"type": "tool_result", "tool_use_id": m["tool_call_id"], "content": m["content"]}
+            if out and out[-1]["role"] == "user" and isinstance(out[-1]["content"], list):
+                out[-1]["content"].append(block)
+            else:
+                out.append({"role": "user", "content": [block]})
+    return system, out
+
+
+class OpenAIChatAgent:
+    """An OpenAI-compatible chat-completions model (``base_url`` for local
+    servers). The API key is read from ``api_key_env`` when the client is made
+    and is never stored on this object or written to a transcript."""
+
+    def __init__(self, model: str, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY", client=None, **kwargs):
+        self.model, self.base_url, self.api_key_env, self.kwargs = model, base_url, api_key_env, kwargs
+        self._client = client
+
+    def _get_client(self):
+        if self._client is None:
+            import os
+
+            from openai import OpenAI
+
+            self._client = OpenAI(base_url=self.base_url, api_key=os.environ.get(self.api_key_env, "not-set"))
+        return self._client
+
+    def __call__(self, messages, tools) -> AgentTurn:
+        response = self._get_client().chat.completions.create(
+            model=self.model, messages=_openai_messages(messages), tools=to_openai_tools(tools), **self.kwargs
+        )
+        message = response.choices[0].message
+        return AgentTurn(
+            content=message.content,
+            tool_calls=[ToolCall(c.function.name, c.function.arguments, c.id) for c in (message.tool_calls or [])],
+        )
+
+    def __repr__(self) -> str:
+        return f"OpenAIChatAgent(model={self.model!r}, base_url={self.base_url!r})"
+
+
+class AnthropicAgent:
+    """An Anthropic messages-API model; the key comes from ``api_key_env``."""
+
+    def __init__(self, model: str, api_key_env: str = "ANTHROPIC_API_KEY", client=None, max_tokens: int = 4096, **kwargs):
+        self.model, self.api_key_env, self.max_tokens, self.kwargs = model, api_key_env, max_tokens, kwargs
+        self._client = client
+
+    def _get_client(self):
+        if self._client is None:
+            import os
+
+            from anthropic import Anthropic
+
+            self._client = Anthropic(api_key=os.environ.get(self.api_key_env))
+        return self._client
+
+    def __call__(self, messages, tools) -> AgentTurn:
+        system, msgs = _anthropic_messages(messages)
+        response = self._get_client().messages.create(
+            model=self.model, system=system, messages=msgs, tools=to_anthropic_tools(tools), max_tokens=self.max_tokens, **self.kwargs
+        )
+        text = "".join(b.text for b in response.content if b.type == "text") or None
+        uses = [ToolCall(b.name, b.input, b.id) for b in response.content if b.type == "tool_use"]
+        return AgentTurn(content=text, tool_calls=uses)
+
+    def __repr__(self) -> str:
+        return f"AnthropicAgent(model={self.model!r})"
+
+
+def make_agent(spec: str, base_url: str | None = None) -> Agent:
+    """``openai:MODEL`` or ``anthropic:MODEL`` -> an agent callable."""
+    provider, _, model = spec.partition(":")
+    if not model or provider not in ("openai", "anthropic"):
+        raise ValueError(f"agent: {spec!r} unknown; allowed openai:MODEL or anthropic:MODEL")
+    if provider == "openai":
+        return OpenAIChatAgent(model, base_url=base_url)
+    return AnthropicAgent(model)
