@@ -19,6 +19,7 @@ from luca_gym import calls, core, world
 from luca_gym.baselines import BASELINES
 
 EXIT_USAGE = 2
+MAX_SEEDS = 100_000
 
 
 class UsageError(ValueError):
@@ -36,6 +37,8 @@ def parse_seeds(text: str) -> list[int]:
                 lo, hi = int(lo), int(hi)
                 if lo > hi:
                     raise UsageError(f"seeds: range {part!r} runs backwards; write LOW-HIGH with LOW <= HIGH")
+                if hi - lo >= MAX_SEEDS:
+                    raise UsageError(f"seeds: range {part!r} has more than {MAX_SEEDS} seeds")
                 seeds.update(range(lo, hi + 1))
             else:
                 seeds.add(int(part))
@@ -45,11 +48,13 @@ def parse_seeds(text: str) -> list[int]:
             raise UsageError(f"seeds: {part!r} is not a seed or range; allowed e.g. 0-19, 0,3,7 or 0-4,10") from None
     if any(s < 0 for s in seeds):
         raise UsageError(f"seeds: {min(seeds)} is negative; seeds are integers >= 0")
+    if any(s >= 2**63 for s in seeds):
+        raise UsageError(f"seeds: {max(seeds)} is too large; seeds are integers below 2**63")
     return sorted(seeds)
 
 
 def _names(text: str, allowed, what: str) -> list[str]:
-    items = [x.strip() for x in text.split(",") if x.strip()]
+    items = list(dict.fromkeys(x.strip() for x in text.split(",") if x.strip()))
     for x in items:
         if x not in allowed:
             raise UsageError(f"{what}: {x!r} unknown; allowed {', '.join(allowed)}")
@@ -63,19 +68,21 @@ def _ints(text: str, what: str) -> list[int]:
         values = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise UsageError(f"{what}: {text!r} is not a comma-separated list of integers") from None
+    if not values:
+        raise UsageError(f"{what}: empty; give one or more sizes, e.g. 20 or 20,40,80")
     for v in values:
         if not world.MIN_GENES <= v <= world.MAX_GENES:
             raise UsageError(f"{what}: {v} out of range; allowed {world.MIN_GENES}..{world.MAX_GENES}")
-    return values
+    return list(dict.fromkeys(values))
 
 
-def _writable_dir(path: str) -> None:
+def _writable_dir(path: str, what: str = "out") -> None:
     try:
         os.makedirs(path, exist_ok=True)
     except OSError as exc:
-        raise UsageError(f"out: cannot create folder {path!r} ({exc.strerror})") from None
+        raise UsageError(f"{what}: cannot create folder {path!r} ({exc.strerror})") from None
     if not os.access(path, os.W_OK):
-        raise UsageError(f"out: folder {path!r} is not writable")
+        raise UsageError(f"{what}: folder {path!r} is not writable")
 
 
 class Progress:
@@ -164,7 +171,7 @@ def cmd_info(args) -> int:
         from luca_gym.report import draw_network
 
         folder = os.path.dirname(os.path.abspath(args.graph))
-        _writable_dir(folder)
+        _writable_dir(folder, "graph")
         draw_network(organism, args.graph)
         print(f"  network drawn to {args.graph} (ground truth: for researchers, not for agents)")
     return 0
@@ -242,7 +249,11 @@ def cmd_play(args, stdin=None, stdout=None) -> int:
         line = stdin.readline()
         if not line:
             return 0
-        words = shlex.split(line) if line.strip() else []
+        try:
+            words = shlex.split(line)
+        except ValueError as exc:
+            say(f"error: {exc}; quote text with matching quotes")
+            continue
         if not words:
             continue
         verb = words[0].lower()

@@ -142,9 +142,21 @@ def _parse_line(path: str, lineno: int, line: str) -> dict:
     except json.JSONDecodeError as exc:
         raise ResultsError(f"{path}:{lineno}: corrupt line ({exc.msg}); fix or remove that line") from None
     missing = [k for k in (*KEY_FIELDS, "scores") if not isinstance(record, dict) or k not in record]
+    if not missing:
+        scores = record["scores"]
+        missing = [f"scores.{k}" for k in (*SCORE_FIELDS, *STRATEGY_FIELDS, "n_alt") if not isinstance(scores, dict) or k not in scores]
     if missing:
         raise ResultsError(f"{path}:{lineno}: corrupt line (missing {', '.join(missing)}); fix or remove that line")
     return record
+
+
+def _complete(text: str) -> bool:
+    """Whether a last line without its newline is nonetheless a whole record."""
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(record, dict) and all(k in record for k in (*KEY_FIELDS, "scores"))
 
 
 def load_sessions(path: str) -> list[dict]:
@@ -158,7 +170,8 @@ def load_sessions(path: str) -> list[dict]:
     with open(path, encoding="utf-8") as f:
         text = f.read()
     lines = text.split("\n")
-    complete = lines[:-1]  # the text after the last newline is an unfinished write
+    # Text after the last newline is an unfinished write, unless it is whole.
+    complete = lines if _complete(lines[-1]) else lines[:-1]
     records = []
     for lineno, line in enumerate(complete, 1):
         if line.strip():
@@ -167,11 +180,16 @@ def load_sessions(path: str) -> list[dict]:
 
 
 def _trim_unfinished(path: str) -> None:
-    """Cut an unfinished last line (a write killed half-way) so appends start clean."""
+    """Cut an unfinished last line (a write killed half-way) so appends start
+    clean; a whole record that only lacks its newline gets the newline."""
     with open(path, "rb+") as f:
         data = f.read()
         end = data.rfind(b"\n") + 1
-        if end != len(data):
+        if end == len(data):
+            return
+        if _complete(data[end:].decode("utf-8", errors="replace")):
+            f.write(b"\n")
+        else:
             f.truncate(end)
 
 
@@ -188,13 +206,14 @@ def plan(agents, tiers, modes, n_genes, seeds, backwards=False) -> list[SessionS
         world.check_triple(0, "easy", 20, m)
     for n in n_genes:
         world.check_triple(0, "easy", n)
+    unique = lambda xs: list(dict.fromkeys(xs))  # noqa: E731 -- a repeated name runs once
     return [
         SessionSpec(a, t, m, n, s, backwards)
-        for n in n_genes
-        for t in tiers
-        for m in modes
-        for a in agents
-        for s in seeds
+        for n in unique(n_genes)
+        for t in unique(tiers)
+        for m in unique(modes)
+        for a in unique(agents)
+        for s in unique(seeds)
     ]
 
 
@@ -206,7 +225,7 @@ def sweep(
 ) -> str:
     """Run every session of ``specs`` not yet in ``out_dir``, appending each
     record as it ends. Returns the results file's path."""
-    specs = list(specs)
+    specs = list(dict.fromkeys(specs))
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, SESSIONS_FILE)
     done = set()

@@ -1,0 +1,317 @@
+"""The ``luca-gym`` command: bad input gets one line on stderr naming the
+problem and what is allowed, exit code 2, and leaves what is on disk alone;
+``report`` writes markdown and PNG figures; ``info --graph`` draws a network;
+``play`` runs a session from typed calls.
+
+Most cases run ``main([...])`` in-process; a few run the installed console
+script to check the real exit code.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from luca_gym import eval as ev
+from luca_gym import world
+from luca_gym.cli import build_parser, cmd_play, main, parse_seeds
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+AGENTS_ALLOWED = "random, heuristic, causal-sweep"
+
+
+def make_record(agent, tier, mode, n, seed, composite) -> dict:
+    scores = dict(
+        composite=composite, prediction=composite, diagnosis=0.5, rescue=0.5,
+        budget_fraction=0.5, single_gene_fraction=1.0, gene_coverage=0.5, block_fraction=1.0,
+        redundancy=0.0, commit_point=0.0, n_alt=0,
+    )
+    return {"agent": agent, "tier": tier, "mode": mode, "n_genes": n, "seed": seed, "backwards": False, "scores": scores}
+
+
+RECORDS = [
+    make_record(agent, tier, mode, n, seed, 0.25 * ((seed + len(agent)) % 5))
+    for agent in ("random", "heuristic", "causal-sweep")
+    for tier, mode, n in (("easy", "healthy", 20), ("medium", "healthy", 20), ("easy", "disease", 20), ("medium", "healthy", 40))
+    for seed in (0, 1)
+]
+
+
+def write_results(folder: Path, lines: list[str]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / ev.SESSIONS_FILE).write_text("".join(line + "\n" for line in lines))
+    return folder
+
+
+@pytest.fixture
+def results(tmp_path) -> Path:
+    """A results folder with valid sessions and an earlier report.md."""
+    folder = write_results(tmp_path / "results", [json.dumps(r) for r in RECORDS])
+    (folder / "report.md").write_text("# an earlier report\n")
+    return folder
+
+
+def snapshot(folder: Path) -> dict:
+    return {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def one_error_line(err: str, command: str) -> str:
+    lines = err.splitlines()
+    assert len(lines) == 1, f"expected one line on stderr, got {lines}"
+    assert lines[0].startswith(f"luca-gym {command}: error: ")
+    return lines[0]
+
+
+def luca_gym_command() -> list[str]:
+    script = Path(sys.executable).with_name("luca-gym")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "luca_gym.cli"]
+
+
+# -- bad input ----------------------------------------------------------------------
+EVAL_DEFAULTS = {"--agents": "random", "--tiers": "easy", "--modes": "healthy", "--seeds": "0", "--n-genes": "20"}
+BAD_EVAL = [
+    ({"--agents": "robot"}, ["agent", "'robot'", AGENTS_ALLOWED]),
+    ({"--agents": "random,robot"}, ["agent", "'robot'", AGENTS_ALLOWED]),
+    ({"--agents": ","}, ["agent", "empty", AGENTS_ALLOWED]),
+    ({"--tiers": "extreme"}, ["tier", "'extreme'", "easy, medium, hard"]),
+    ({"--modes": "sick"}, ["mode", "'sick'", "healthy, disease"]),
+    ({"--seeds": "5-2"}, ["seeds", "'5-2'", "LOW <= HIGH"]),
+    ({"--seeds": "-1"}, ["seeds", "-1", ">= 0"]),
+    ({"--seeds": "a-b"}, ["seeds", "'a-b'", "0-19"]),
+    ({"--seeds": ""}, ["seeds", "''", "0-19"]),
+    ({"--n-genes": "3"}, ["n-genes", "3", "4..4096"]),
+    ({"--n-genes": "5000"}, ["n-genes", "5000", "4..4096"]),
+    ({"--n-genes": "twenty"}, ["n-genes", "'twenty'", "integers"]),
+]
+
+
+def eval_argv(out: Path, **overrides) -> list[str]:
+    opts = {**EVAL_DEFAULTS, **overrides}
+    return ["eval", *[x for kv in opts.items() for x in kv], "--out", str(out), "--quiet"]
+
+
+@pytest.mark.parametrize("bad, words", BAD_EVAL, ids=[f"{k}={v!r}" for b, _ in BAD_EVAL for k, v in b.items()])
+def test_eval_bad_input(results, capsys, bad, words):
+    before = snapshot(results)
+    assert main(eval_argv(results, **bad)) == 2
+    captured = capsys.readouterr()
+    line = one_error_line(captured.err, "eval")
+    for w in words:
+        assert w in line
+    assert snapshot(results) == before
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["info", "--tier", "extreme"], ["tier", "'extreme'", "easy, medium, hard"]),
+        (["info", "--mode", "sick"], ["mode", "'sick'", "healthy, disease"]),
+        (["info", "--n-genes", "2"], ["2", "4..4096"]),
+        (["info", "--seed", "-1"], ["seed", "-1", "0..2**63-1"]),
+        (["play", "--tier", "extreme"], ["tier", "'extreme'", "easy, medium, hard"]),
+        (["play", "--n-genes", "5000"], ["5000", "4..4096"]),
+    ],
+)
+def test_info_and_play_bad_input(capsys, argv, words):
+    assert main(argv) == 2
+    line = one_error_line(capsys.readouterr().err, argv[0])
+    for w in words:
+        assert w in line
+
+
+def test_parse_seeds_forms():
+    assert parse_seeds("0-4,10") == [0, 1, 2, 3, 4, 10]
+    assert parse_seeds("3,0,3") == [0, 3]
+    assert parse_seeds("7") == [7]
+
+
+def test_eval_unwritable_output_folder(results, capsys):
+    before = snapshot(results)
+    out = results / ev.SESSIONS_FILE / "sub"  # its parent is a regular file
+    assert main(eval_argv(out)) == 2
+    line = one_error_line(capsys.readouterr().err, "eval")
+    assert f"out: cannot create folder {str(out)!r}" in line
+    assert snapshot(results) == before
+
+
+def test_report_unwritable_output_folder(results, capsys):
+    before = snapshot(results)
+    out = results / "report.md" / "figures"
+    assert main(["report", str(results), "--out", str(out)]) == 2
+    line = one_error_line(capsys.readouterr().err, "report")
+    assert str(out) in line
+    assert snapshot(results) == before
+
+
+def test_info_graph_unwritable_folder(results, capsys):
+    before = snapshot(results)
+    assert main(["info", "--tier", "easy", "--graph", str(results / "report.md" / "net.png")]) == 2
+    line = one_error_line(capsys.readouterr().err, "info")
+    assert str(results / "report.md") in line
+    assert snapshot(results) == before
+
+
+def test_info_graph_error_names_the_graph_argument(results, capsys):
+    assert main(["info", "--tier", "easy", "--graph", str(results / "report.md" / "net.png")]) == 2
+    line = one_error_line(capsys.readouterr().err, "info")
+    named = line.removeprefix("luca-gym info: error: ").split(":")[0]
+    assert named in ("graph", "--graph")
+
+
+@pytest.fixture
+def corrupt(tmp_path) -> Path:
+    lines = [json.dumps(RECORDS[0]), '{"agent": "random", "tier": "ea', json.dumps(RECORDS[1])]
+    return write_results(tmp_path / "corrupt", lines)
+
+
+def test_report_corrupt_line(corrupt, capsys):
+    before = snapshot(corrupt)
+    assert main(["report", str(corrupt)]) == 2
+    line = one_error_line(capsys.readouterr().err, "report")
+    assert f"{ev.SESSIONS_FILE}:2: corrupt line" in line and "fix or remove" in line
+    assert snapshot(corrupt) == before  # no report.md, no figures, results untouched
+
+
+def test_resumed_eval_corrupt_line(corrupt, capsys):
+    before = snapshot(corrupt)
+    assert main(eval_argv(corrupt, **{"--seeds": "0-3"})) == 2
+    line = one_error_line(capsys.readouterr().err, "eval")
+    assert f"{ev.SESSIONS_FILE}:2: corrupt line" in line
+    assert snapshot(corrupt) == before
+
+
+def test_report_missing_results(tmp_path, capsys):
+    assert main(["report", str(tmp_path / "nowhere")]) == 2
+    assert "no such results file" in one_error_line(capsys.readouterr().err, "report")
+
+
+def test_report_line_without_score_metrics(tmp_path, capsys):
+    record = dict(RECORDS[0], scores={})
+    folder = write_results(tmp_path / "noscores", [json.dumps(record)])
+    assert main(["report", str(folder)]) == 2
+    assert "corrupt line" in one_error_line(capsys.readouterr().err, "report")
+
+
+def test_eval_empty_n_genes_is_refused(results, capsys):
+    assert main(eval_argv(results, **{"--n-genes": ""})) == 2
+    assert "n-genes" in one_error_line(capsys.readouterr().err, "eval")
+
+
+def test_eval_repeated_agent_runs_each_session_once(tmp_path, capsys):
+    assert main(eval_argv(tmp_path, **{"--agents": "random,random"})) == 0
+    lines = (tmp_path / ev.SESSIONS_FILE).read_text().splitlines()
+    assert len(lines) == 1
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["eval", "--agents", "robot", "--out", "{out}"], ["'robot'", AGENTS_ALLOWED]),
+        (["report", "{corrupt}"], [":2: corrupt line"]),
+    ],
+)
+def test_real_exit_code(results, corrupt, argv, words):
+    before = snapshot(results), snapshot(corrupt)
+    argv = [a.format(out=results, corrupt=corrupt) for a in argv]
+    proc = subprocess.run(luca_gym_command() + argv, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    line = one_error_line(proc.stderr, argv[0])
+    for w in words:
+        assert w in line
+    assert (snapshot(results), snapshot(corrupt)) == before
+
+
+# -- report and info ---------------------------------------------------------------------
+def test_report_writes_markdown_and_figures(results, capsys):
+    assert main(["report", str(results)]) == 0
+    text = (results / "report.md").read_text()
+    assert capsys.readouterr().out.strip() == text.strip()
+    for heading in ("## Composite score (N=20)", "## Disease sub-scores (N=20)", "## Strategy (medium healthy)",
+                    "## Scaling (medium healthy, prediction accuracy)"):
+        assert heading in text
+    assert f"{len(RECORDS)} sessions" in text
+    assert ev.composite_table(RECORDS, 20) in text
+    for name in ("composite.png", "disease.png", "scaling.png"):
+        data = (results / name).read_bytes()
+        assert data.startswith(PNG_MAGIC), name
+        assert len(data) > 1000
+
+
+def test_report_to_another_folder(results, tmp_path, capsys):
+    before = snapshot(results)
+    out = tmp_path / "elsewhere"
+    assert main(["report", str(results / ev.SESSIONS_FILE), "--out", str(out)]) == 0
+    assert (out / "report.md").read_text().startswith("# LUCA results")
+    assert (out / "composite.png").read_bytes().startswith(PNG_MAGIC)
+    assert snapshot(results) == before
+
+
+def test_info_graph_writes_png_and_prints_fingerprint(tmp_path, capsys):
+    path = tmp_path / "figs" / "net.png"
+    assert main(["info", "--seed", "3", "--tier", "hard", "--graph", str(path)]) == 0
+    out = capsys.readouterr().out
+    fingerprint = world.make_organism(3, "hard", 20, "healthy").fingerprint()
+    assert f"fingerprint {fingerprint[:16]}" in out
+    assert "seed=3 tier=hard N=20" in out
+    assert path.read_bytes().startswith(PNG_MAGIC)
+
+
+# -- play ----------------------------------------------------------------------------------
+def play(script: str, *options: str) -> tuple[int, str]:
+    args = build_parser().parse_args(["play", *options])
+    stdout = io.StringIO()
+    rc = cmd_play(args, stdin=io.StringIO(script), stdout=stdout)
+    return rc, stdout.getvalue()
+
+
+def test_play_scripted_session():
+    script = "\n".join(
+        [
+            "help",
+            "info",
+            "bogus G001",
+            "experiment G001=BLOCK",
+            "predict 0.5 0.5",
+            "task",
+            "predict 0.5 0.5 0.5",
+            "task",
+            "predict 0.5 0.5 0.5",
+            "end",
+            "experiment G002=BLOCK",
+        ]
+    ) + "\n"
+    rc, out = play(script, "--tier", "easy", "--seed", "0")
+    assert rc == 0
+    assert "budget 31" in out
+    assert "run_experiment" in out and "healthy range" in out  # help, info
+    bogus = out.index("error: unknown call 'bogus'; type help")
+    experiment = out.index("'phenotypes'")
+    assert bogus < experiment, "the unknown call must not end the session"
+    measured = next(line for line in out.splitlines() if "'phenotypes'" in line)
+    assert "'budget_remaining': 30," in measured  # the unknown call cost nothing, the experiment 1
+    assert "error: predict: give 3 numbers" in out
+    assert out.count("'interventions'") == 2  # two tasks revealed
+    assert out.count("'stored': True") == 2  # two predictions stored
+    assert out.count("session over. scores:") == 1
+    tail = out[out.index("session over. scores:") :]
+    assert "'composite':" in tail and "'prediction':" in tail
+    # the session ended at 'end': the experiment typed after it was never read
+    assert out.count("luca> ") == script.count("\n") - 1
+
+
+def test_play_refused_call_keeps_session_open():
+    rc, out = play("task\ntask\nend\n", "--tier", "medium", "--seed", "2")
+    assert rc == 0
+    assert "submit a prediction for the current task before revealing the next" in out
+    assert out.count("session over") == 1
+
+
+def test_play_unbalanced_quote_keeps_session_open():
+    rc, out = play("hypothesis it's G001\nend\n", "--tier", "easy")
+    assert rc == 0
+    assert "session over" in out

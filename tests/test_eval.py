@@ -1,0 +1,335 @@
+"""The evaluation harness: session records, resumable sweeps (including a
+sweep killed half-way and a write cut short) and the paper's summary tables.
+
+Real sessions run at N=20 on the easy tier only; the tables are checked on a
+hand-made list of records whose numbers are known.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from luca_gym import calls
+from luca_gym import eval as ev
+from luca_gym.baselines import make_policy
+
+EXPECTED_SCORES = (*ev.SCORE_FIELDS, "network_precision", "network_recall", "network_f1", *ev.STRATEGY_FIELDS, "n_alt")
+
+
+def strict_json(line):
+    """json.loads that refuses NaN / Infinity (not JSON)."""
+
+    def refuse(name):
+        raise ValueError(f"non-JSON constant {name}")
+
+    return json.loads(line, parse_constant=refuse)
+
+
+def key_of(record) -> tuple:
+    return tuple(record[k] for k in ev.KEY_FIELDS)
+
+
+class CountingFactory:
+    def __init__(self):
+        self.made = []
+
+    def __call__(self, agent):
+        self.made.append(agent)
+        return make_policy(agent)
+
+
+SPECS = ev.plan(["random", "causal-sweep"], ["easy"], ["healthy", "disease"], [20], [0, 1])
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    """A small sweep, run once: (results path, the factory's log)."""
+    out = tmp_path_factory.mktemp("sweep")
+    factory = CountingFactory()
+    path = ev.sweep(SPECS, str(out), policy_factory=factory)
+    return Path(path), factory
+
+
+# -- plan --------------------------------------------------------------------------
+def test_plan_is_the_full_product():
+    specs = ev.plan(["random", "heuristic"], ["easy", "hard"], ["healthy", "disease"], [20, 40], [3, 5, 7])
+    assert len(specs) == 2 * 2 * 2 * 2 * 3
+    assert len({s.key() for s in specs}) == len(specs)
+    assert {s.seed for s in specs} == {3, 5, 7}
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        ((["robot"], ["easy"], ["healthy"], [20], [0]), ["'robot'", "random, heuristic, causal-sweep"]),
+        ((["random"], ["extreme"], ["healthy"], [20], [0]), ["'extreme'", "easy, medium, hard"]),
+        ((["random"], ["easy"], ["sick"], [20], [0]), ["'sick'", "healthy, disease"]),
+        ((["random"], ["easy"], ["healthy"], [3], [0]), ["n_genes", "4..4096"]),
+        ((["random"], ["easy"], ["healthy"], [20], [-1]), ["seed", "-1"]),
+    ],
+)
+def test_plan_refuses_bad_values(args, words):
+    with pytest.raises(ValueError) as err:
+        ev.plan(*args)
+    for w in words:
+        assert w in str(err.value)
+
+
+# -- the session record --------------------------------------------------------------
+def test_sweep_writes_one_line_per_session(swept):
+    path, factory = swept
+    text = path.read_text()
+    assert text.endswith("\n")
+    lines = text.splitlines()
+    assert len(lines) == len(SPECS) == len(factory.made)
+    records = [strict_json(line) for line in lines]
+    assert [key_of(r) for r in records] == [s.key() for s in SPECS]
+    assert ev.load_sessions(str(path.parent)) == records
+
+
+def test_session_record_fields(swept):
+    path, _ = swept
+    for line in path.read_text().splitlines():
+        r = strict_json(line)
+        assert r["agent"] in ("random", "causal-sweep")
+        assert (r["tier"], r["n_genes"], r["backwards"]) == ("easy", 20, False)
+        assert r["mode"] in ("healthy", "disease")
+        assert r["budget"] == 31
+        for name in EXPECTED_SCORES:
+            assert isinstance(r["scores"][name], (int, float)), name
+        assert r["n_alt"] == r["scores"]["n_alt"]
+        assert isinstance(r["n_alt"], int) and r["n_alt"] >= 0
+        if r["mode"] == "healthy":
+            assert r["n_alt"] == 0
+            assert r["scores"]["composite"] == pytest.approx(r["scores"]["prediction"])
+        else:
+            s = r["scores"]
+            assert s["composite"] == pytest.approx((s["prediction"] + s["diagnosis"] + s["rescue"]) / 3, abs=1e-6)
+        assert r["return"] == pytest.approx(r["scores"]["composite"], abs=1e-5)
+        budget = r["budget"]
+        for c in r["calls"]:
+            assert set(c) == {"call", "arguments", "result", "budget_remaining"}
+            assert c["call"] in calls.CALLS
+            assert isinstance(c["arguments"], dict)
+            assert c["result"]["budget_remaining"] == c["budget_remaining"]
+            assert c["budget_remaining"] <= budget
+            budget = c["budget_remaining"]
+            assert "error" not in c["result"]
+        assert r["calls"][-1]["call"] == "end"
+
+
+def test_session_record_logs_calls_by_name(swept):
+    path, _ = swept
+    records = [strict_json(line) for line in path.read_text().splitlines()]
+    sweep = next(r for r in records if (r["agent"], r["mode"]) == ("causal-sweep", "disease"))
+    experiments = [c for c in sweep["calls"] if c["call"] == "run_experiment"]
+    assert len(experiments) == sweep["scores"]["n_experiments"] > 0
+    first = experiments[0]
+    (target, spec), = first["arguments"]["interventions"].items()
+    assert target.startswith("G") and spec["type"] in ("BLOCK", "BOOST")
+    assert len(first["result"]["phenotypes"]) == 3
+    assert all(0.0 <= v <= 1.0 for v in first["result"]["phenotypes"].values())
+    assert first["result"]["status"] in ("converged", "max_steps_reached")
+    reveal = next(c for c in sweep["calls"] if c["call"] == "get_next_prediction_task")
+    assert len(reveal["result"]["interventions"]) == 2
+    diagnosis = next(c for c in sweep["calls"] if c["call"] == "submit_malfunction_hypothesis")
+    assert diagnosis["arguments"]["malfunction_type"] in ("LOCK_HI", "LOCK_LO", "PERSIST")
+    rescue = next(c for c in sweep["calls"] if c["call"] == "test_rescue")
+    assert 0.0 <= rescue["result"]["restored_fraction"] <= 1.0
+
+
+# -- resume -------------------------------------------------------------------------
+def test_same_sweep_again_runs_nothing(swept):
+    path, _ = swept
+    before = path.read_bytes()
+    factory = CountingFactory()
+    seen = []
+    ev.sweep(SPECS, str(path.parent), policy_factory=factory, progress=lambda i, n, spec: seen.append((i, n, spec)))
+    assert factory.made == []
+    assert path.read_bytes() == before
+    assert seen == [(0, 0, None)]
+
+
+def test_wider_sweep_runs_only_the_new_sessions(tmp_path, swept):
+    path, _ = swept
+    (tmp_path / ev.SESSIONS_FILE).write_bytes(path.read_bytes())
+    wider = ev.plan(["random", "causal-sweep"], ["easy"], ["healthy"], [20], [0, 1, 2])
+    factory = CountingFactory()
+    ev.sweep(wider, str(tmp_path), policy_factory=factory)
+    assert sorted(factory.made) == ["causal-sweep", "random"]
+    lines = (tmp_path / ev.SESSIONS_FILE).read_bytes()
+    assert lines.startswith(path.read_bytes())
+    keys = [key_of(strict_json(line)) for line in lines.decode().splitlines()]
+    assert len(keys) == len(set(keys)) == len(SPECS) + 2
+
+
+def test_unfinished_last_line_is_ignored_and_trimmed(tmp_path, swept):
+    path, _ = swept
+    data = path.read_bytes()
+    records = data.splitlines(keepends=True)
+    # Keep the first session, then a write cut short half-way through the second.
+    cut = records[0] + records[1][: len(records[1]) // 2]
+    (tmp_path / ev.SESSIONS_FILE).write_bytes(cut)
+    assert [key_of(r) for r in ev.load_sessions(str(tmp_path))] == [SPECS[0].key()]
+    factory = CountingFactory()
+    ev.sweep(SPECS[:2], str(tmp_path), policy_factory=factory)
+    assert factory.made == [SPECS[1].agent]
+    after = (tmp_path / ev.SESSIONS_FILE).read_bytes()
+    assert after.startswith(records[0]) and after.endswith(b"\n")
+    assert [key_of(strict_json(x)) for x in after.splitlines()] == [SPECS[0].key(), SPECS[1].key()]
+
+
+def test_corrupt_middle_line_is_refused_and_kept(tmp_path, swept):
+    path, _ = swept
+    lines = path.read_bytes().splitlines(keepends=True)
+    data = lines[0] + b'{"agent": "random", "tier"\n' + lines[1]
+    (tmp_path / ev.SESSIONS_FILE).write_bytes(data)
+    with pytest.raises(ev.ResultsError, match=r"sessions\.jsonl:2: corrupt line"):
+        ev.load_sessions(str(tmp_path))
+    factory = CountingFactory()
+    with pytest.raises(ev.ResultsError):
+        ev.sweep(SPECS, str(tmp_path), policy_factory=factory)
+    assert factory.made == []
+    assert (tmp_path / ev.SESSIONS_FILE).read_bytes() == data
+
+
+def test_sweep_runs_a_repeated_spec_once(tmp_path):
+    spec = ev.SessionSpec("random", "easy", "healthy", 20, 0)
+    ev.sweep([spec, spec], str(tmp_path))
+    lines = (tmp_path / ev.SESSIONS_FILE).read_text().splitlines()
+    assert len(lines) == 1
+
+
+def luca_gym_command() -> list[str]:
+    script = Path(sys.executable).with_name("luca-gym")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "luca_gym.cli"]
+
+
+def test_resume_after_killed_sweep(tmp_path):
+    """Kill a CLI sweep (SIGKILL) part-way, leave a half-written line, rerun:
+    exactly one line per session, every line parses, nothing before the kill
+    is rewritten."""
+    out = tmp_path / "results"
+    cmd = luca_gym_command() + [
+        "eval", "--agents", "random,heuristic", "--tiers", "easy", "--modes", "healthy,disease",
+        "--seeds", "0-9", "--out", str(out), "--quiet",
+    ]
+    expected = {(a, "easy", m, 20, s, False) for a in ("random", "heuristic") for m in ("healthy", "disease") for s in range(10)}
+    path = out / ev.SESSIONS_FILE
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 240  # a guard against a hang, not a speed check
+        while proc.poll() is None and time.monotonic() < deadline:
+            if path.exists() and path.read_bytes().count(b"\n") >= 3:
+                proc.send_signal(signal.SIGKILL)
+                break
+            time.sleep(0.01)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the sweep finished before it could be killed"
+    killed = path.read_bytes()
+    complete = killed[: killed.rfind(b"\n") + 1]
+    done = complete.count(b"\n")
+    assert 3 <= done < len(expected)
+
+    with open(path, "ab") as f:
+        f.write(b'{"agent":"random","tier":"easy","mode":"dise')  # a write cut short
+    rerun = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    assert "Composite score, N=20" in rerun.stdout
+
+    data = path.read_bytes()
+    assert data.startswith(complete) and data.endswith(b"\n")
+    records = [strict_json(line) for line in data.decode().splitlines()]
+    keys = [key_of(r) for r in records]
+    assert len(keys) == len(set(keys)) == len(expected)
+    assert set(keys) == expected
+    for r in records:
+        assert r["calls"][-1]["call"] == "end"
+
+
+# -- summaries on hand-made records ----------------------------------------------------
+def make_record(agent, tier, mode, n, seed, composite, **scores) -> dict:
+    base = dict(
+        composite=composite, prediction=composite, diagnosis=0.0, rescue=0.0,
+        budget_fraction=0.5, single_gene_fraction=1.0, gene_coverage=0.5, block_fraction=1.0,
+        redundancy=0.0, commit_point=0.0, n_alt=0,
+    )
+    base.update(scores)
+    return {"agent": agent, "tier": tier, "mode": mode, "n_genes": n, "seed": seed, "backwards": False, "scores": base}
+
+
+RECORDS = [
+    # easy healthy: random 0 and 1 (mean 0.5, population std 0.5; ddof=1 would be 0.707)
+    make_record("random", "easy", "healthy", 20, 0, 0.0),
+    make_record("random", "easy", "healthy", 20, 1, 1.0),
+    make_record("causal-sweep", "easy", "healthy", 20, 0, 1.0),
+    make_record("causal-sweep", "easy", "healthy", 20, 1, 1.0),
+    # easy disease: sub-scores chosen so the gap is known
+    make_record("random", "easy", "disease", 20, 0, 0.25, prediction=0.5, diagnosis=0.0, rescue=0.25, n_alt=2),
+    make_record("random", "easy", "disease", 20, 1, 0.25, prediction=0.5, diagnosis=0.0, rescue=0.25, n_alt=4),
+    make_record("heuristic", "easy", "disease", 20, 0, 0.5, prediction=0.5, diagnosis=1.0, rescue=0.0),
+    # medium healthy at N=20 and N=40 (strategy and scaling)
+    make_record("heuristic", "medium", "healthy", 20, 0, 0.5, budget_fraction=0.6, single_gene_fraction=0.25,
+                gene_coverage=0.75, block_fraction=0.5, redundancy=0.1, commit_point=0.2),
+    make_record("heuristic", "medium", "healthy", 20, 1, 0.7, budget_fraction=0.8, single_gene_fraction=0.75,
+                gene_coverage=0.25, block_fraction=1.0, redundancy=0.3, commit_point=0.4),
+    make_record("heuristic", "medium", "healthy", 40, 0, 0.25),
+    make_record("random", "medium", "healthy", 40, 0, 0.75),
+]
+
+
+def test_summary_uses_population_std():
+    s = ev.summary(RECORDS)
+    mean, std, count = s[("random", "easy", "healthy", 20)]["composite"]
+    assert (mean, count) == (0.5, 2)
+    assert std == pytest.approx(0.5)
+    assert std == pytest.approx(np.std([0.0, 1.0], ddof=0))
+    assert s[("random", "easy", "disease", 20)]["n_alt"] == (3.0, 1.0, 2)
+    assert s[("heuristic", "medium", "healthy", 20)]["commit_point"] == pytest.approx((0.3, 0.1, 2))
+    assert ("random", "medium", "healthy", 20) not in s
+
+
+def test_composite_table():
+    table = ev.composite_table(RECORDS, 20).splitlines()
+    assert table[0] == "| agent | easy H | medium H | easy D |"
+    rows = {line.split(" | ")[0].strip("| "): line for line in table[2:]}
+    assert list(rows) == ["random", "heuristic", "causal-sweep"]
+    assert "0.500 ± 0.500 (paper 0.667)" in rows["random"]
+    assert "0.250 ± 0.000 (paper 0.358)" in rows["random"]
+    assert "1.000 ± 0.000 (paper 1.000)" in rows["causal-sweep"]
+    assert "0.600 ± 0.100 (paper 0.575)" in rows["heuristic"]
+    assert rows["causal-sweep"].count(" - ") == 2  # no medium H, no easy D for causal-sweep
+    assert "paper" not in ev.composite_table(RECORDS, 20, with_paper=False)
+
+
+def test_disease_table():
+    table = ev.disease_table(RECORDS, 20).splitlines()
+    assert table[0].startswith("| tier | agent | prediction | diagnosis | rescue | composite | rescue - diagnosis |")
+    assert "| easy | random | 0.500 | 0.000 | 0.250 | 0.250 | +0.250 |" in table
+    assert "| easy | heuristic | 0.500 | 1.000 | 0.000 | 0.500 | -1.000 |" in table
+    assert not any("causal-sweep" in line for line in table)
+    assert len(table) == 4
+
+
+def test_strategy_table():
+    table = ev.strategy_table(RECORDS).splitlines()
+    assert "| heuristic | 0.70 | 50.0% | 50.0% | 75.0% | 0.20 | 0.30 |" in table
+    assert len(table) == 3  # only heuristic has medium healthy N=20 records
+
+
+def test_scaling_table():
+    table = ev.scaling_table(RECORDS).splitlines()
+    assert table[0] == "| N | budget | random | heuristic |"
+    assert table[2] == "| 20 | 31 | - | 0.600 ± 0.100 (paper 0.550) |"
+    assert table[3] == "| 40 | 54 | 0.750 ± 0.000 (paper 0.617) | 0.250 ± 0.000 (paper 0.567) |"
