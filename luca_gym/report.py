@@ -19,6 +19,17 @@ def _pyplot():
     return plt
 
 
+def _finish(plt, fig, ax, path: str, ylabel: str, title: str) -> None:
+    """Score axis, title, legend; save and close."""
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(0, 1.05)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def figure_composite(records, path: str, n_genes: int = 20) -> None:
     """Grouped bars: composite by condition and agent, ±1 std."""
     plt = _pyplot()
@@ -32,13 +43,7 @@ def figure_composite(records, path: str, n_genes: int = 20) -> None:
         ax.bar(np.arange(len(conds)) + i * width, [x[0] for x in stats], width, yerr=[x[1] for x in stats], label=a, capsize=2)
     ax.set_xticks(np.arange(len(conds)) + width * (len(agents) - 1) / 2)
     ax.set_xticklabels([f"{t}\n{m}" for t, m in conds])
-    ax.set_ylabel("composite score")
-    ax.set_ylim(0, 1.05)
-    ax.set_title(f"Composite by condition (N={n_genes})")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _finish(plt, fig, ax, path, "composite score", f"Composite by condition (N={n_genes})")
 
 
 def figure_disease(records, path: str, n_genes: int = 20) -> None:
@@ -78,13 +83,7 @@ def figure_scaling(records, path: str, tier: str = "medium", mode: str = "health
         ax.fill_between(x, m - sd, m + sd, alpha=0.15)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("genes N")
-    ax.set_ylabel("prediction accuracy")
-    ax.set_ylim(0, 1.05)
-    ax.set_title(f"Scaling ({tier} {mode})")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _finish(plt, fig, ax, path, "prediction accuracy", f"Scaling ({tier} {mode})")
 
 
 def write_report(results: str, out_dir: str | None = None) -> str:
