@@ -43,6 +43,7 @@ from luca_gym.types import (
     NO_MALFUNCTION,
     PERSIST,
     OrganismArrays,
+    SteadyState,
 )
 
 # -- action kinds -------------------------------------------------------------
@@ -442,7 +443,20 @@ def step(state: EnvState, action: Action, params: EnvParams):
     measured = is_experiment | is_rescue
     codes = jnp.where(measured, action.gene_codes, 0).astype(jnp.int8)
     flags = action.signal_flags & measured
-    result, noisy = _measure(state.noise_key, state.measure_count, o, codes, flags)
+    # Free calls skip the solver (under vmap the cond becomes a select).
+    result, noisy = jax.lax.cond(
+        measured,
+        lambda: _measure(state.noise_key, state.measure_count, o, codes, flags),
+        lambda: (
+            SteadyState(
+                states=o.baseline_state,
+                phenotypes=state.last_phenotypes,
+                converged=jnp.bool_(True),
+                steps=jnp.int32(0),
+            ),
+            state.last_phenotypes,
+        ),
+    )
     cost = jnp.where(is_experiment, params.experiment_cost, 0) + jnp.where(is_rescue, params.rescue_cost, 0)
 
     # Single-target tables: one gene and no signal, or one signal and no gene.
