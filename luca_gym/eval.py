@@ -98,7 +98,9 @@ def run_tool_session(agent, spec: SessionSpec, env: LucaEnv | None = None) -> di
     started = time.perf_counter()
     session = ToolSession(env, spec.seed)
     result = run_agent(agent, session)
-    record = _record(spec, env, result["calls"], session.scores, result["return"], time.perf_counter() - started)
+    record = _record(
+        spec, env, result["calls"], session.scores, result["return"], time.perf_counter() - started, truncated=session.truncated
+    )
     record["hypotheses"] = result["hypotheses"]
     return record
 

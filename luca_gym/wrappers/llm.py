@@ -13,6 +13,7 @@ phase, refusals, scoring) stays in the core; nothing here re-implements one.
 
 from __future__ import annotations
 
+import copy
 import json
 import uuid
 from dataclasses import dataclass, field
@@ -173,6 +174,7 @@ class ToolSession:
         self.hypotheses: list[str] = []
         self.transcript: list[dict] = []
         self.ended = False
+        self.truncated = False
         self.scores: dict | None = None
         self.total_reward = 0.0
         self._schemas = {tool.name: self._schema(tool) for tool in TOOLS}
@@ -186,8 +188,11 @@ class ToolSession:
         return schema
 
     def tool_specs(self) -> list[dict]:
-        """Neutral specs: ``{"name", "description", "input_schema"}``."""
-        return [{"name": t.name, "description": t.description, "input_schema": self._schemas[t.name]} for t in TOOLS]
+        """Neutral specs: ``{"name", "description", "input_schema"}`` (copies:
+        editing one cannot change what the session accepts)."""
+        return [
+            {"name": t.name, "description": t.description, "input_schema": copy.deepcopy(self._schemas[t.name])} for t in TOOLS
+        ]
 
     def tools_openai(self) -> list[dict]:
         return to_openai_tools(self.tool_specs())
@@ -207,7 +212,7 @@ class ToolSession:
             result = self._error(f"internal error while handling the call ({type(exc).__name__}); the session is unchanged")
         self.transcript.append(
             {
-                "call": name if isinstance(name, str) and len(name) <= 64 else repr(name)[:64],
+                "call": name[:64] if isinstance(name, str) else f"<{type(name).__name__}>",
                 "arguments": self._loggable(arguments),
                 "result": result,
                 "budget_remaining": result.get("budget_remaining"),
@@ -220,13 +225,15 @@ class ToolSession:
 
     @staticmethod
     def _loggable(arguments):
+        """A copy of the arguments fit for the transcript (later changes by the
+        caller cannot alter the log); long or non-JSON ones are abbreviated."""
         try:
             text = arguments if isinstance(arguments, str) else json.dumps(arguments, allow_nan=False)
         except (TypeError, ValueError, RecursionError, OverflowError):
             return "<not JSON-serialisable>"
         if len(text) > 2048:
             return text[:2048] + "...<truncated>"
-        return arguments if not isinstance(arguments, str) else text
+        return text if isinstance(arguments, str) else json.loads(text)
 
     def parse_arguments(self, arguments: Any) -> dict:
         """Arguments as a dict, from a dict or a JSON string. Raises ValueError."""
@@ -237,13 +244,23 @@ class ToolSession:
                 raise ValueError(f"arguments: {len(arguments)} characters; at most {MAX_PAYLOAD}")
             try:
                 parsed = json.loads(arguments, parse_constant=_reject_constant)
-            except (json.JSONDecodeError, RecursionError) as exc:
-                raise ValueError(f"arguments: not valid JSON ({getattr(exc, 'msg', type(exc).__name__)})") from None
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"arguments: not valid JSON ({exc.msg})") from None
+            except RecursionError:
+                raise ValueError("arguments: JSON nested too deeply") from None
+            except ValueError as exc:
+                if str(exc).startswith("arguments:"):
+                    raise
+                raise ValueError("arguments: not valid JSON (a number is too large)") from None
         elif isinstance(arguments, dict):
             try:
-                text = json.dumps(arguments, allow_nan=False)
-            except (TypeError, ValueError, RecursionError, OverflowError) as exc:
-                raise ValueError(f"arguments: not JSON data ({str(exc)[:80]}); NaN and Infinity are not allowed") from None
+                text = json.dumps(arguments, allow_nan=False, ensure_ascii=False)
+            except ValueError as exc:
+                message = str(exc)
+                hint = "NaN and Infinity are not allowed" if "float" in message else message[:80]
+                raise ValueError(f"arguments: not JSON data ({hint})") from None
+            except (TypeError, RecursionError, OverflowError) as exc:
+                raise ValueError(f"arguments: not JSON data ({type(exc).__name__}: {str(exc)[:80]})") from None
             if len(text) > MAX_PAYLOAD:
                 raise ValueError(f"arguments: {len(text)} characters of JSON; at most {MAX_PAYLOAD}")
             parsed = json.loads(text)
@@ -255,7 +272,9 @@ class ToolSession:
 
     def validate(self, name: str, arguments: Any) -> str | None:
         """None if the call's arguments pass its schema, else the message."""
-        if not isinstance(name, str) or name not in self._schemas:
+        if not isinstance(name, str):
+            return f"unknown tool: the name must be a string, got {type(name).__name__}; allowed {', '.join(TOOL_NAMES)}"
+        if name not in self._schemas:
             return f"unknown tool {_short(name)}; allowed {', '.join(TOOL_NAMES)}"
         try:
             args = self.parse_arguments(arguments)
@@ -272,6 +291,8 @@ class ToolSession:
         if name == "get_organism_info":
             return self.organism_info()
         if name == "submit_hypothesis":
+            if self.ended:
+                return self._error(core.ERROR_MESSAGES[core.ERROR_CODES["session_ended"]])
             self.hypotheses.append(args["text"])
             return {"stored": True, "budget_remaining": int(self.obs["budget_left"])}
         action = self._action(name, args)
@@ -279,10 +300,10 @@ class ToolSession:
         obs, reward, terminated, truncated, info = self.env.step(action)
         self.obs = obs
         result = calls.describe_result(self.meta, kind, obs, info)
-        if info["error_code"] == 0:
-            self.total_reward += reward
+        self.total_reward += reward
         if terminated or truncated:
             self.ended = True
+            self.truncated = truncated
             self.scores = info["scores"]
             result["ended"] = True
             result["scores"] = info["scores"]
@@ -382,15 +403,16 @@ def system_prompt(disease: bool) -> str:
             "healthy range. Your goals, in order: (1) diagnose it with submit_malfunction_hypothesis -- this is "
             "ONE-WAY, cannot be revised, and its score is shown only at the end; (2) find a rescue: test_rescue is "
             "available only after the diagnosis and reports how many aberrant phenotypes return to range; "
-            "(3) answer the prediction tasks; (4) submit your network and a hypothesis.",
+            "(3) answer the prediction tasks (get_next_prediction_task, then submit_prediction; each phenotype "
+            "predicted within 0.10 of the truth earns credit); (4) submit your network and a hypothesis.",
             "Hints: an intervention that repeats a lock (BOOST on a gene locked high, BLOCK on one locked low, "
             "ACTIVATE on a signal already on) changes little. Keep at least 4 units for rescue and predictions.",
         ]
     else:
         lines += [
             "Your goals, in order: (1) predict the phenotypes under held-out two-gene interventions: call "
-            "get_next_prediction_task for one task at a time and answer it with submit_prediction; a prediction "
-            "counts when every phenotype is within 0.10 of the truth; (2) submit the gene -> phenotype network you "
+            "get_next_prediction_task for one task at a time and answer it with submit_prediction; each "
+            "phenotype predicted within 0.10 of the truth earns credit; (2) submit the gene -> phenotype network you "
             "infer with submit_network, and a short hypothesis with submit_hypothesis.",
         ]
     lines += [
@@ -447,7 +469,9 @@ def run_agent(agent: Agent, session: ToolSession, max_turns: int = 300) -> dict:
             break
         for c in turn.tool_calls:
             result = session.call(c.name, c.arguments)
-            messages.append({"role": "tool", "tool_call_id": c.id, "name": c.name, "content": json.dumps(result)})
+            messages.append(
+                {"role": "tool", "tool_call_id": c.id, "name": c.name, "content": json.dumps(result), "is_error": "error" in result}
+            )
             if session.ended:
                 break
         if session.ended:
@@ -516,6 +540,8 @@ def _anthropic_messages(messages: list[dict]) -> tuple[str, list[dict]]:
             out.append({"role": "assistant", "content": blocks or [{"type": "text", "text": "(no content)"}]})
         elif m["role"] == "tool":
             block = {"type": "tool_result", "tool_use_id": m["tool_call_id"], "content": m["content"]}
+            if m.get("is_error"):
+                block["is_error"] = True
             if out and out[-1]["role"] == "user" and isinstance(out[-1]["content"], list):
                 out[-1]["content"].append(block)
             else:

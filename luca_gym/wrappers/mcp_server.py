@@ -25,7 +25,9 @@ def build_server(session: ToolSession):
             is_error="error" in result,
         )
 
-    return Server("luca-gym", on_list_tools=list_tools, on_call_tool=call_tool)
+    from luca_gym import __version__
+
+    return Server("luca-gym", version=__version__, on_list_tools=list_tools, on_call_tool=call_tool)
 
 
 def serve(session: ToolSession) -> None:

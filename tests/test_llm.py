@@ -1,0 +1,819 @@
+"""The LLM tool interface (``luca_gym.wrappers.llm``): a replay of the paper's
+worked session (appendix C) checked against the Gymnasium env, the tool
+schemas checked both ways against the reference ``jsonschema`` library, the
+prompts, the agent loop and the OpenAI / Anthropic adapters with fake clients
+(no network), API-key hygiene and the evaluation record.
+
+Malformed calls are fuzzed in ``test_llm_fuzz.py``; the MCP server in
+``test_mcp.py``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import sys
+import types
+from types import SimpleNamespace
+
+import jsonschema
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from luca_gym import calls, core
+from luca_gym import eval as ev
+from luca_gym import report
+from luca_gym.baselines import make_policy
+from luca_gym.envs.luca_env import LucaEnv
+from luca_gym.types import MALFUNCTION_TYPES
+from luca_gym.wrappers import llm
+from luca_gym.wrappers.llm import AgentTurn, AnthropicAgent, OpenAIChatAgent, ScriptedAgent, ToolSession, run_agent
+
+SEED, TIER, MODE = 0, "easy", "disease"
+GENES = [f"G{i:03d}" for i in range(1, 21)]
+NINE_TOOLS = {
+    "get_organism_info",
+    "run_experiment",
+    "get_next_prediction_task",
+    "submit_prediction",
+    "submit_hypothesis",
+    "submit_network",
+    "submit_malfunction_hypothesis",
+    "test_rescue",
+    "end",
+}
+COSTED = {"run_experiment", "test_rescue"}
+SENTINEL_OPENAI = "sk-SENTINEL-openai-7c1f0e5d9b3a"
+SENTINEL_ANTHROPIC = "sk-ant-SENTINEL-anthropic-42d8e6"
+
+
+def block(*genes) -> dict:
+    return {"interventions": {g: {"type": "BLOCK"} for g in genes}}
+
+
+def appendix_script(phenotypes) -> list:
+    """The shape of the paper's appendix C session (disease, easy, seed 0):
+    organism info, four group BLOCKs of five genes, single-gene BLOCKs (21
+    experiments in all), a one-way diagnosis, a rescue test (budget 9 left,
+    as in the paper), two prediction tasks, a network, a hypothesis, end.
+    The script uses public names only; the diagnosis is a guess, as the
+    paper's agent's was."""
+    p0, p1, p2 = phenotypes
+    return [
+        ("get_organism_info", {}),
+        *[("run_experiment", block(*GENES[k : k + 5])) for k in (0, 5, 10, 15)],
+        *[("run_experiment", block(g)) for g in GENES[:17]],
+        ("submit_malfunction_hypothesis", {"target_name": "G012", "malfunction_type": "LOCK_HI"}),
+        ("test_rescue", {"interventions": {"G014": {"type": "BOOST"}}}),
+        ("get_next_prediction_task", {}),
+        ("submit_prediction", {"predictions": {p0: 0.3, p1: 0.6, p2: 0.5}}),
+        ("get_next_prediction_task", {}),
+        ("submit_prediction", {"predictions": {p0: 0.45, p1: 0.55, p2: 0.42}}),
+        (
+            "submit_network",
+            {
+                "edges": [
+                    {"gene": "G004", "phenotype": p0, "direction": "+"},
+                    {"gene": "G013", "phenotype": p0, "direction": "-"},
+                    {"gene": "G016", "phenotype": p1, "direction": "-"},
+                    {"gene": "G008", "phenotype": p2, "direction": "+"},
+                ]
+            },
+        ),
+        ("submit_hypothesis", {"text": "G012 looks locked high; boosting G014 compensates."}),
+        ("end", {}),
+    ]
+
+
+def new_session(tier=TIER, mode=MODE, seed=SEED) -> ToolSession:
+    return ToolSession(seed=seed, tier=tier, mode=mode)
+
+
+def env_action(meta, name: str, args: dict) -> dict:
+    """The LucaEnv action dict of a named call, built with ``calls`` helpers."""
+    kind = calls.CALLS[name]
+    if name in ("run_experiment", "test_rescue"):
+        codes, flags = calls.interventions_from_names(meta, args["interventions"])
+        return {"kind": kind, "gene_codes": codes, "signal_flags": flags}
+    if name == "submit_prediction":
+        return {"kind": kind, "prediction": np.asarray([args["predictions"][p] for p in meta.phenotype_names], np.float32)}
+    if name == "submit_network":
+        edges = [(e["gene"], e["phenotype"], e["direction"]) for e in args["edges"]]
+        return {"kind": kind, "network": calls.network_from_edges(meta, edges)}
+    if name == "submit_malfunction_hypothesis":
+        return {
+            "kind": kind,
+            "diagnosis_target": calls.target_index(meta, args["target_name"]),
+            "diagnosis_type": MALFUNCTION_TYPES.index(args["malfunction_type"]),
+        }
+    return {"kind": kind}
+
+
+def replay_on_env(script) -> dict:
+    """The script's core calls sent to a fresh LucaEnv directly."""
+    env = LucaEnv(tier=TIER, mode=MODE)
+    obs, _ = env.reset(options={"organism_seed": SEED})
+    meta = env.organism.meta
+    budgets, results, total = [], [], 0.0
+    for name, args in script:
+        if calls.CALLS[name] is None:  # free calls with no core action
+            budgets.append(int(obs["budget_left"]))
+            results.append(None)
+            continue
+        action = env_action(meta, name, args)
+        obs, reward, terminated, truncated, info = env.step(action)
+        total += reward
+        budgets.append(int(obs["budget_left"]))
+        results.append(calls.describe_result(meta, int(action["kind"]), obs, info))
+        if terminated or truncated:
+            break
+    return {"budgets": budgets, "results": results, "scores": env.scores(), "return": total}
+
+
+@pytest.fixture(scope="module")
+def appendix():
+    """The appendix-C-like session run once through run_agent + ScriptedAgent,
+    and once through LucaEnv directly."""
+    session = new_session()
+    script = appendix_script(session.meta.phenotype_names)
+    record = run_agent(ScriptedAgent(script), session)
+    return {"session": session, "script": script, "record": record, "env": replay_on_env(script)}
+
+
+# -- 1. the worked session ---------------------------------------------------
+def test_appendix_session_scores_equal_the_env(appendix):
+    session, record, env = appendix["session"], appendix["record"], appendix["env"]
+    assert session.ended and record["scores"] is not None
+    assert set(record["scores"]) == set(env["scores"])
+    for key in env["scores"]:
+        assert record["scores"][key] == env["scores"][key], key
+    assert record["return"] == pytest.approx(env["return"], abs=1e-6)
+    assert record["return"] == pytest.approx(record["scores"]["composite"], abs=1e-5)
+    assert record["scores"]["n_experiments"] == 21 and record["scores"]["n_rescue_tests"] == 1
+
+
+def test_appendix_session_shows_the_rescue_diagnosis_dissociation(appendix):
+    """As in the paper's transcript: a rescue that works under a wrong diagnosis
+    (pinned to organism (0, easy, 20) in disease mode as generated today)."""
+    scores = appendix["record"]["scores"]
+    assert scores["rescue"] == 1.0
+    assert scores["diagnosis"] == 0.0
+    assert scores["composite"] == pytest.approx((scores["prediction"] + 1.0) / 3, abs=1e-6)
+
+
+def test_appendix_session_budget_and_results_per_call_equal_the_env(appendix):
+    script, record, env = appendix["script"], appendix["record"], appendix["env"]
+    log = record["calls"]
+    assert [c["call"] for c in log] == [name for name, _ in script]
+    budgets = [c["budget_remaining"] for c in log]
+    assert budgets == env["budgets"]
+    expected, left = [], 31
+    for name, _ in script:
+        left -= name in COSTED
+        expected.append(left)
+    assert budgets == expected
+    assert budgets[[name for name, _ in script].index("test_rescue")] == 9  # as in the paper's transcript
+    for entry, direct in zip(log, env["results"]):
+        if direct is not None:
+            result = {k: v for k, v in entry["result"].items() if k not in ("ended", "scores")}
+            assert result == direct, entry["call"]
+
+
+def test_appendix_session_returns_are_shaped_like_the_paper(appendix):
+    session, record = appendix["session"], appendix["record"]
+    phenotypes = list(session.meta.phenotype_names)
+    log = record["calls"]
+    for entry in log:
+        result = entry["result"]
+        assert "error" not in result, entry
+        assert isinstance(result["budget_remaining"], int)
+        json.dumps(result, allow_nan=False)
+    info = log[0]["result"]
+    assert set(info) >= {
+        "organism_id",
+        "gene_names",
+        "signals",
+        "observable_phenotypes",
+        "baseline_phenotypes",
+        "healthy_phenotype_ranges",
+        "aberrant_phenotypes",
+        "budget_remaining",
+        "budget_total",
+    }
+    assert info["organism_id"] == "org_00000000"
+    assert info["gene_names"] == GENES
+    assert info["budget_remaining"] == info["budget_total"] == 31
+    assert info["observable_phenotypes"] == phenotypes
+    assert info["healthy_phenotype_ranges"] == {p: [0.35, 0.65] for p in phenotypes}
+    assert info["aberrant_phenotypes"] and set(info["aberrant_phenotypes"]) <= set(phenotypes)
+    assert all(set(s) == {"label", "mode"} and s["mode"] in ("activates", "inhibits") for s in info["signals"])
+    for entry in log:
+        result = entry["result"]
+        if entry["call"] in COSTED:
+            assert list(result["phenotypes"]) == phenotypes
+            assert all(0.0 <= v <= 1.0 for v in result["phenotypes"].values())
+            assert result["status"] in ("converged", "max_steps_reached")
+            assert isinstance(result["steps"], int) and result["steps"] >= 1
+    rescue = next(c["result"] for c in log if c["call"] == "test_rescue")
+    assert list(rescue["phenotype_in_healthy_range"]) == phenotypes
+    assert all(isinstance(v, bool) for v in rescue["phenotype_in_healthy_range"].values())
+    assert rescue["phenotype_in_healthy_range"] == {p: 0.35 <= v <= 0.65 for p, v in rescue["phenotypes"].items()}
+    assert 0.0 <= rescue["restored_fraction"] <= 1.0
+    diagnosis = next(c["result"] for c in log if c["call"] == "submit_malfunction_hypothesis")
+    assert diagnosis["stored"] is True and "test_rescue" in diagnosis["note"]
+    assert set(diagnosis) == {"stored", "note", "budget_remaining"}  # the score is withheld
+    tasks = [c["result"] for c in log if c["call"] == "get_next_prediction_task"]
+    assert [t["task_index"] for t in tasks] == [0, 1]
+    for t in tasks:
+        assert len(t["interventions"]) == 2 and set(t["interventions"]) <= set(GENES)
+    # Nothing hidden before the end; the scores appear once, on `end`.
+    for entry in log[:-1]:
+        text = json.dumps(entry["result"])
+        assert "scores" not in entry["result"] and "malfunction" not in text and "n_alt" not in text
+    assert log[-1]["result"]["ended"] is True and log[-1]["result"]["scores"] == record["scores"]
+    json.dumps({k: v for k, v in record.items()}, allow_nan=False)
+
+
+def test_session_reproduces_across_two_tool_sessions(appendix):
+    again = run_agent(ScriptedAgent(appendix["script"]), new_session())
+    assert again["scores"] == appendix["record"]["scores"]
+    assert [c["result"] for c in again["calls"]] == [c["result"] for c in appendix["record"]["calls"]]
+
+
+# -- 3. schemas: one source, checked both ways --------------------------------
+def _schemas_by_format(session):
+    openai = {t["function"]["name"]: t for t in session.tools_openai()}
+    anthropic = {t["name"]: t for t in session.tools_anthropic()}
+    mcp = {t["name"]: t for t in session.tools_mcp()}
+    return openai, anthropic, mcp
+
+
+@pytest.mark.parametrize("tier,mode", [("easy", "disease"), ("medium", "healthy"), ("hard", "disease")])
+def test_three_formats_carry_the_same_valid_schema(tier, mode):
+    session = new_session(tier, mode)
+    openai, anthropic, mcp = _schemas_by_format(session)
+    assert set(openai) == set(anthropic) == set(mcp) == NINE_TOOLS
+    for name in NINE_TOOLS:
+        o, a, m = openai[name], anthropic[name], mcp[name]
+        assert o["type"] == "function" and set(o) == {"type", "function"}
+        assert set(o["function"]) == {"name", "description", "parameters"}
+        assert set(a) == {"name", "description", "input_schema"}
+        assert set(m) == {"name", "description", "inputSchema"}
+        assert o["function"]["parameters"] == a["input_schema"] == m["inputSchema"]
+        assert o["function"]["description"] == a["description"] == m["description"] != ""
+        schema = m["inputSchema"]
+        jsonschema.Draft202012Validator.check_schema(schema)
+        assert schema["type"] == "object"
+        json.dumps(schema, allow_nan=False)
+    latent = [g for g, t in zip(session.meta.gene_names, session.obs["targetable"]) if not t]
+    assert bool(latent) == (tier == "hard")
+    text = json.dumps(session.tools_mcp())
+    for g in latent:
+        assert f'"{g}"' not in text
+
+
+def test_tool_specs_match_the_registry():
+    session = new_session()
+    assert tuple(s["name"] for s in session.tool_specs()) == llm.TOOL_NAMES
+    assert set(llm.TOOL_NAMES) == NINE_TOOLS == set(calls.CALLS)
+
+
+JSON_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(10**30), max_value=10**30),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=12),
+)
+JSON_VALUES = st.recursive(
+    JSON_SCALARS,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)),
+    max_leaves=12,
+)
+
+
+def valid_arguments(session: ToolSession, name: str):
+    genes, signals = list(session.targetable_genes), list(session.meta.signal_labels)
+    phenotypes = list(session.meta.phenotype_names)
+    if name in ("run_experiment", "test_rescue"):
+        targets = st.lists(st.sampled_from(genes + signals), min_size=1, max_size=6, unique=True)
+
+        def spec(ts, draw_types):
+            return {"interventions": {t: {"type": ("ACTIVATE" if t in signals else k)} for t, k in zip(ts, draw_types)}}
+
+        return targets.flatmap(
+            lambda ts: st.lists(st.sampled_from(calls.GENE_TYPES), min_size=len(ts), max_size=len(ts)).map(
+                lambda ks: spec(ts, ks)
+            )
+        )
+    if name == "submit_prediction":
+        unit = st.one_of(st.floats(0.0, 1.0), st.sampled_from([0, 1]))
+        return st.fixed_dictionaries({p: unit for p in phenotypes}).map(lambda d: {"predictions": d})
+    if name == "submit_hypothesis":
+        return st.text(min_size=1, max_size=40).map(lambda t: {"text": t})
+    if name == "submit_network":
+        edge = st.fixed_dictionaries(
+            {"gene": st.sampled_from(genes), "phenotype": st.sampled_from(phenotypes), "direction": st.sampled_from(["+", "-"])}
+        )
+        return st.lists(edge, max_size=8).map(lambda es: {"edges": es})
+    if name == "submit_malfunction_hypothesis":
+        return st.fixed_dictionaries(
+            {"target_name": st.sampled_from(genes + signals), "malfunction_type": st.sampled_from(MALFUNCTION_TYPES[1:])}
+        )
+    return st.just({})
+
+
+def _paths(value, prefix=()):
+    """Every (path) inside nested dicts/lists, the root included."""
+    yield prefix
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _paths(v, prefix + (k,))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _paths(v, prefix + (i,))
+
+
+def _get(value, path):
+    for p in path:
+        value = value[p]
+    return value
+
+
+@st.composite
+def mutated(draw, session: ToolSession, name: str):
+    """A valid argument dict, then 0..3 random mutations: drop a key, add a
+    key, replace a value with any JSON value, a near-miss string or number,
+    or blow a list past its limit."""
+    args = copy.deepcopy(draw(valid_arguments(session, name)))
+    names = list(session.targetable_genes) + list(session.meta.signal_labels) + list(session.meta.phenotype_names)
+    near = st.one_of(
+        st.sampled_from(names).map(lambda s: s.lower()),
+        st.sampled_from(["G000", "G021", "G1", "ACTIVATE", "BLOCK", "LOCK_HI", "lock_hi", "block", "+", "up", "", "type"]),
+        st.text(max_size=6),
+    )
+    for _ in range(draw(st.integers(0, 3))):
+        paths = list(_paths(args))
+        path = draw(st.sampled_from(paths))
+        target = _get(args, path)
+        op = draw(st.sampled_from(["drop", "add", "replace", "near", "number", "grow"]))
+        if op == "drop" and path:
+            parent = _get(args, path[:-1])
+            del parent[path[-1]]
+        elif op == "add" and isinstance(target, dict):
+            target[draw(st.one_of(near, st.text(max_size=6)))] = draw(JSON_VALUES)
+        elif op == "grow" and isinstance(target, list) and target:
+            target.extend(copy.deepcopy(target) * (70 // len(target) + 1))
+        elif path and op in ("replace", "near", "number"):
+            parent = _get(args, path[:-1])
+            value = {
+                "replace": JSON_VALUES,
+                "near": near,
+                "number": st.one_of(st.floats(-2, 3), st.integers(-5, 5), st.just(10**400), st.just(1e308)),
+            }[op]
+            parent[path[-1]] = draw(value)
+        elif op == "replace":
+            args = draw(JSON_VALUES)
+    return args
+
+
+@pytest.fixture(scope="module")
+def schema_sessions():
+    return {"disease": new_session(), "healthy": new_session("medium", "healthy"), "hard": new_session("hard", "disease")}
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=st.data(), kind=st.sampled_from(["disease", "healthy", "hard"]), name=st.sampled_from(sorted(NINE_TOOLS)))
+def test_schema_and_dispatcher_agree_both_ways(schema_sessions, data, kind, name):
+    session = schema_sessions[kind]
+    schema = {t["name"]: t["inputSchema"] for t in session.tools_mcp()}[name]
+    validator = jsonschema.Draft202012Validator(schema)
+    args = data.draw(mutated(session, name))
+    reference = validator.is_valid(args)
+    event(f"schema-valid={reference}")
+    # The same verdict when the arguments arrive as a JSON string.
+    from_text = session.validate(name, json.dumps(args))
+    assert reference == (from_text is None), (args, from_text)
+    if args is not None:  # Python None is the documented "no arguments" (an empty object)
+        ours = session.validate(name, args)
+        assert reference == (ours is None), (args, ours)
+    if not reference:
+        assert isinstance(from_text, str) and from_text
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(args=st.dictionaries(st.text(max_size=14), JSON_VALUES, max_size=3), name=st.sampled_from(sorted(NINE_TOOLS)))
+def test_schema_and_dispatcher_agree_on_arbitrary_json(schema_sessions, args, name):
+    session = schema_sessions["disease"]
+    schema = {t["name"]: t["inputSchema"] for t in session.tools_mcp()}[name]
+    assert jsonschema.Draft202012Validator(schema).is_valid(args) == (session.validate(name, args) is None)
+
+
+def test_valid_examples_are_accepted_and_mutations_seen_both_ways(schema_sessions):
+    """Guard against a vacuous agreement test: valid and invalid cases both occur."""
+    session = schema_sessions["disease"]
+    schema = {t["name"]: t["inputSchema"] for t in session.tools_mcp()}
+    good = {
+        "run_experiment": block("G001", "G002"),
+        "submit_prediction": {"predictions": {p: 0.5 for p in session.meta.phenotype_names}},
+        "submit_malfunction_hypothesis": {"target_name": session.meta.signal_labels[0], "malfunction_type": "PERSIST"},
+        "submit_network": {"edges": []},
+        "end": {},
+    }
+    for name, args in good.items():
+        assert jsonschema.Draft202012Validator(schema[name]).is_valid(args)
+        assert session.validate(name, args) is None
+    bad = {
+        "run_experiment": {"interventions": {}},
+        "submit_prediction": {"predictions": {p: 1.5 for p in session.meta.phenotype_names}},
+        "submit_malfunction_hypothesis": {"target_name": "G001", "malfunction_type": "lock_hi"},
+        "submit_network": {"edges": [{"gene": "G001", "phenotype": session.meta.phenotype_names[0], "direction": "up"}]},
+        "end": {"now": True},
+    }
+    for name, args in bad.items():
+        assert not jsonschema.Draft202012Validator(schema[name]).is_valid(args)
+        assert session.validate(name, args)
+
+
+def test_non_ascii_hypothesis_within_max_length_is_accepted():
+    session = new_session()
+    schema = {t["name"]: t["inputSchema"] for t in session.tools_mcp()}["submit_hypothesis"]
+    args = {"text": "é" * 12_000}
+    assert jsonschema.Draft202012Validator(schema).is_valid(args)
+    assert session.validate("submit_hypothesis", args) is None
+
+
+def test_editing_a_returned_tool_spec_does_not_change_validation():
+    session = new_session()
+    spec = session.tools_openai()[1]["function"]["parameters"]
+    spec["properties"]["interventions"]["properties"].clear()
+    spec["properties"]["interventions"]["additionalProperties"] = True
+    assert session.validate("run_experiment", {"interventions": {"NOPE": {"type": "BLOCK"}}}) is not None
+
+
+# -- 4. prompts ----------------------------------------------------------------
+REAL_BIOLOGY = (
+    "TP53", "p53", "BRCA1", "BRCA2", "MYC", "EGFR", "KRAS", "lacZ", "lac operon", "trp", "GAL4", "insulin",
+    "glucose", "lactose", "ATP", "cAMP", "NADH", "calcium", "E. coli", "Escherichia", "yeast", "Saccharomyces",
+    "Drosophila", "Arabidopsis", "mouse", "human", "bacteria", "mitochondri", "ribosome", "mRNA", "DNA", "RNA",
+    "protein", "kinase", "enzyme", "receptor", "hormone", "transcription factor", "apoptosis", "cancer", "NF-kB",
+    "Wnt", "Notch", "Hedgehog", "mTOR", "cell cycle",
+)
+
+
+@pytest.mark.parametrize("disease", [False, True])
+def test_prompts_state_the_rules_and_name_no_real_biology(disease):
+    prompt = llm.system_prompt(disease)
+    low = prompt.lower()
+    # The invented-vocabulary rule.
+    assert "invented" in low and "real biolog" in low and "experiment" in low
+    # The goals.
+    assert "goals" in low and re.search("prediction[ _]task", low)
+    assert "get_organism_info" in prompt and "Call end" in prompt
+    # The budget rule.
+    assert "run_experiment" in prompt and "test_rescue" in prompt and "1 unit" in prompt
+    assert "free" in low and "budget_remaining" in prompt and "refused" in low
+    if disease:
+        assert "submit_malfunction_hypothesis" in prompt and "one-way" in low and "cannot be revised" in low
+        assert all(t in prompt for t in ("LOCK_HI", "LOCK_LO", "PERSIST"))
+        assert "only after the diagnosis" in low
+    else:
+        for tool in ("get_next_prediction_task", "submit_prediction", "submit_network", "submit_hypothesis"):
+            assert tool in prompt
+        assert "within 0.10" in prompt
+        assert "submit_malfunction_hypothesis" not in prompt and "LOCK_HI" not in prompt
+    for word in REAL_BIOLOGY:
+        assert not re.search(rf"(?<![A-Za-z]){re.escape(word)}(?![a-z])", prompt, re.IGNORECASE), word
+
+
+def test_prompts_differ_by_mode_and_name_no_organism():
+    healthy, disease = llm.system_prompt(False), llm.system_prompt(True)
+    assert healthy != disease
+    session = new_session()
+    for name in (*session.meta.phenotype_names, *session.meta.signal_labels):
+        assert name not in healthy and name not in disease
+
+
+# -- 5. agent loop, adapters, keys, records ---------------------------------------
+def fake_openai_response(turn: list, n: int):
+    if not turn:
+        message = SimpleNamespace(role="assistant", content="I am done.", tool_calls=None)
+    else:
+        message = SimpleNamespace(
+            role="assistant",
+            content=None,
+            tool_calls=[
+                SimpleNamespace(
+                    id=f"call_{n}_{i}", type="function", function=SimpleNamespace(name=name, arguments=json.dumps(args))
+                )
+                for i, (name, args) in enumerate(turn)
+            ],
+        )
+    return SimpleNamespace(choices=[SimpleNamespace(index=0, message=message, finish_reason="tool_calls")])
+
+
+class FakeOpenAI:
+    """Shaped like ``openai.OpenAI``: ``client.chat.completions.create(**kw)``."""
+
+    def __init__(self, turns=(), api_key=None, base_url=None):
+        self.turns, self.requests, self.api_key, self.base_url = list(turns), [], api_key, base_url
+        self.chat = SimpleNamespace(completions=SimpleNamespace(create=self._create))
+
+    def __repr__(self):
+        return "FakeOpenAI()"
+
+    def _create(self, **kwargs):
+        self.requests.append(copy.deepcopy(kwargs))
+        turn = self.turns.pop(0) if self.turns else []
+        return fake_openai_response(turn, len(self.requests))
+
+
+class FakeAnthropic:
+    """Shaped like ``anthropic.Anthropic``: ``client.messages.create(**kw)``."""
+
+    def __init__(self, turns=(), api_key=None):
+        self.turns, self.requests, self.api_key = list(turns), [], api_key
+        self.messages = SimpleNamespace(create=self._create)
+
+    def __repr__(self):
+        return "FakeAnthropic()"
+
+    def _create(self, **kwargs):
+        self.requests.append(copy.deepcopy(kwargs))
+        turn = self.turns.pop(0) if self.turns else []
+        n = len(self.requests)
+        blocks = [SimpleNamespace(type="text", text=f"step {n}")]
+        blocks += [SimpleNamespace(type="tool_use", id=f"toolu_{n}_{i}", name=name, input=args) for i, (name, args) in enumerate(turn)]
+        return SimpleNamespace(content=blocks, stop_reason="tool_use" if turn else "end_turn")
+
+
+def provider_turns(phenotypes) -> list:
+    """A short full session, one or two calls per turn; one turn is malformed."""
+    p = {name: 0.5 for name in phenotypes}
+    return [
+        [("get_organism_info", {})],
+        [("run_experiment", block("G001")), ("run_experiment", block("G002"))],
+        [("run_experiment", {"interventions": {"G999": {"type": "BLOCK"}}})],
+        [("submit_malfunction_hypothesis", {"target_name": "G012", "malfunction_type": "LOCK_HI"})],
+        [("test_rescue", {"interventions": {"G014": {"type": "BOOST"}}})],
+        [("get_next_prediction_task", {})],
+        [("submit_prediction", {"predictions": p})],
+        [("get_next_prediction_task", {}), ("submit_prediction", {"predictions": p})],
+        [("submit_hypothesis", {"text": "G012 locked high?"})],
+        [("end", {})],
+    ]
+
+
+def _flat(turns):
+    return [call for turn in turns for call in turn]
+
+
+def test_openai_agent_drives_a_full_session_in_openai_format():
+    session = new_session()
+    turns = provider_turns(session.meta.phenotype_names)
+    client = FakeOpenAI(turns)
+    agent = OpenAIChatAgent("gpt-test", client=client, temperature=0)
+    record = run_agent(agent, session)
+    assert session.ended and record["scores"] is not None
+    assert [c["call"] for c in record["calls"]] == [name for name, _ in _flat(turns)]
+    assert "G999" in record["calls"][3]["result"]["error"]
+    assert session.hypotheses == ["G012 locked high?"]
+    assert len(client.requests) == len(turns)
+    tools = session.tools_openai()
+    for request in client.requests:
+        assert request["model"] == "gpt-test" and request["temperature"] == 0
+        assert request["tools"] == tools
+        msgs = request["messages"]
+        assert msgs[0] == {"role": "system", "content": llm.system_prompt(True)}
+        assert msgs[1]["role"] == "user"
+        json.dumps(msgs, allow_nan=False)
+    msgs = client.requests[-1]["messages"]
+    i = 2
+    for turn in turns[:-1]:
+        assistant = msgs[i]
+        assert assistant["role"] == "assistant" and len(assistant["tool_calls"]) == len(turn)
+        for tc, (name, args) in zip(assistant["tool_calls"], turn):
+            assert tc["type"] == "function" and tc["function"]["name"] == name
+            assert isinstance(tc["function"]["arguments"], str) and json.loads(tc["function"]["arguments"]) == args
+        for k, tc in enumerate(assistant["tool_calls"]):
+            reply = msgs[i + 1 + k]
+            assert set(reply) == {"role", "tool_call_id", "content"}
+            assert reply["role"] == "tool" and reply["tool_call_id"] == tc["id"]
+            assert "budget_remaining" in json.loads(reply["content"])
+        i += 1 + len(turn)
+    assert i == len(msgs)
+    assert {m["role"] for m in msgs} == {"system", "user", "assistant", "tool"}
+
+
+def test_anthropic_agent_drives_a_full_session_in_anthropic_format():
+    session = new_session()
+    turns = provider_turns(session.meta.phenotype_names)
+    client = FakeAnthropic(turns)
+    agent = AnthropicAgent("claude-test", client=client, max_tokens=512)
+    record = run_agent(agent, session)
+    assert session.ended and record["scores"] is not None
+    assert [c["call"] for c in record["calls"]] == [name for name, _ in _flat(turns)]
+    assert len(client.requests) == len(turns)
+    tools = session.tools_anthropic()
+    for request in client.requests:
+        assert request["model"] == "claude-test" and request["max_tokens"] == 512
+        assert request["system"] == llm.system_prompt(True)
+        assert request["tools"] == tools
+        msgs = request["messages"]
+        assert all(m["role"] in ("user", "assistant") for m in msgs)
+        assert [m["role"] for m in msgs] == ["user", "assistant"] * (len(msgs) // 2) + ["user"] * (len(msgs) % 2)
+        json.dumps(msgs, allow_nan=False)
+    msgs = client.requests[-1]["messages"]
+    assert msgs[0]["role"] == "user" and isinstance(msgs[0]["content"], str)
+    for k, turn in enumerate(turns[:-1]):
+        assistant, reply = msgs[1 + 2 * k], msgs[2 + 2 * k]
+        assert assistant["role"] == "assistant"
+        assert assistant["content"][0] == {"type": "text", "text": f"step {k + 1}"}
+        uses = [b for b in assistant["content"] if b["type"] == "tool_use"]
+        assert [(u["name"], u["input"]) for u in uses] == turn
+        assert reply["role"] == "user" and isinstance(reply["content"], list)
+        assert [b["type"] for b in reply["content"]] == ["tool_result"] * len(turn)
+        assert [b["tool_use_id"] for b in reply["content"]] == [u["id"] for u in uses]
+        for b in reply["content"]:
+            assert "budget_remaining" in json.loads(b["content"])
+    assert len(msgs) == 1 + 2 * (len(turns) - 1)
+
+
+def test_provider_agents_and_the_scripted_agent_score_alike():
+    phenotypes = new_session().meta.phenotype_names
+    turns = provider_turns(phenotypes)
+    scripted = run_agent(ScriptedAgent(_flat(turns)), new_session())
+    openai = run_agent(OpenAIChatAgent("m", client=FakeOpenAI(turns)), new_session())
+    anthropic = run_agent(AnthropicAgent("m", client=FakeAnthropic(turns)), new_session())
+    assert scripted["scores"] == openai["scores"] == anthropic["scores"]
+    assert [c["result"] for c in scripted["calls"]] == [c["result"] for c in openai["calls"]]
+
+
+@pytest.fixture
+def fake_provider_modules(monkeypatch):
+    """Fake ``openai`` / ``anthropic`` modules that record the client they made;
+    sentinel keys in the environment."""
+    made = {}
+
+    def openai_factory(base_url=None, api_key=None):
+        made["openai"] = FakeOpenAI(provider_turns(new_session().meta.phenotype_names), api_key=api_key, base_url=base_url)
+        return made["openai"]
+
+    def anthropic_factory(api_key=None):
+        made["anthropic"] = FakeAnthropic(provider_turns(new_session().meta.phenotype_names), api_key=api_key)
+        return made["anthropic"]
+
+    monkeypatch.setitem(sys.modules, "openai", types.SimpleNamespace(OpenAI=openai_factory))
+    monkeypatch.setitem(sys.modules, "anthropic", types.SimpleNamespace(Anthropic=anthropic_factory))
+    monkeypatch.setenv("OPENAI_API_KEY", SENTINEL_OPENAI)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", SENTINEL_ANTHROPIC)
+    return made
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_api_keys_never_reach_a_log(fake_provider_modules, provider):
+    agent = llm.make_agent(f"{provider}:model-x")
+    sentinel = SENTINEL_OPENAI if provider == "openai" else SENTINEL_ANTHROPIC
+    session = new_session()
+    record = run_agent(agent, session)
+    client = fake_provider_modules[provider]
+    assert client.api_key == sentinel  # the key did reach the client
+    assert session.ended and record["scores"] is not None
+    logs = {
+        "record": json.dumps(record),
+        "messages": json.dumps(record["messages"]),
+        "requests": json.dumps(client.requests),
+        "transcript": json.dumps(session.transcript),
+        "repr": repr(agent) + str(agent),
+    }
+    spec = ev.SessionSpec(f"{provider}:model-x", TIER, MODE, 20, SEED)
+    fake_provider_modules.clear()
+    logs["eval"] = json.dumps(ev.run_tool_session(llm.make_agent(spec.agent), spec))
+    for where, text in logs.items():
+        assert SENTINEL_OPENAI not in text and SENTINEL_ANTHROPIC not in text, where
+        assert "SENTINEL" not in text, where
+
+
+def test_hypotheses_are_stored_with_the_session():
+    session = new_session()
+    texts = ["G003 drives the first phenotype.", "Signal feedback: ünïcode ✓", "x" * 5000]
+    script = [("submit_hypothesis", {"text": t}) for t in texts] + [("end", {})]
+    record = run_agent(ScriptedAgent(script), session)
+    assert session.hypotheses == texts and record["hypotheses"] == texts
+    spec = ev.SessionSpec("scripted", TIER, MODE, 20, SEED)
+    out = ev.run_tool_session(ScriptedAgent(script), spec)
+    assert out["hypotheses"] == texts
+    # Not scored: the same session without hypotheses scores the same.
+    plain = run_agent(ScriptedAgent([("end", {})]), new_session())
+    assert plain["scores"] == record["scores"]
+
+
+def test_a_turn_without_tool_calls_ends_the_session():
+    session = new_session()
+    record = run_agent(ScriptedAgent([("run_experiment", block("G001"))]), session)
+    assert session.ended and record["scores"] is not None
+    assert [c["call"] for c in record["calls"]] == ["run_experiment", "end"]
+    assert record["messages"][-1]["role"] == "assistant" and record["messages"][-1]["tool_calls"] == []
+
+
+def test_max_turns_ends_the_session():
+    session = new_session()
+
+    def chatty(messages, tools):
+        return AgentTurn(tool_calls=[llm.ToolCall("get_organism_info", {})])
+
+    record = run_agent(chatty, session, max_turns=5)
+    assert session.ended and [c["call"] for c in record["calls"]] == ["get_organism_info"] * 5 + ["end"]
+
+
+def test_tool_sessions_write_eval_records_the_harness_reads(appendix, tmp_path):
+    spec = ev.SessionSpec("scripted", TIER, MODE, 20, SEED)
+    record = ev.run_tool_session(ScriptedAgent(appendix["script"]), spec)
+    baseline = ev.run_session(make_policy("random"), ev.SessionSpec("random", TIER, MODE, 20, SEED))
+    assert set(record) - set(baseline) == {"hypotheses"}
+    assert set(baseline) <= set(record)
+    assert record["scores"] == appendix["record"]["scores"]
+    assert record["return"] == pytest.approx(record["scores"]["composite"], abs=1e-5)
+    assert record["budget"] == 31 and record["n_alt"] == record["scores"]["n_alt"]
+    for entry in record["calls"]:
+        assert set(entry) >= {"call", "arguments", "result", "budget_remaining"}
+    path = tmp_path / ev.SESSIONS_FILE
+    with open(path, "w", encoding="utf-8") as f:
+        for r in (baseline, record):
+            f.write(json.dumps(r, allow_nan=False, separators=(",", ":")) + "\n")
+    loaded = ev.load_sessions(str(tmp_path))
+    assert [r["agent"] for r in loaded] == ["random", "scripted"]
+    assert loaded[1]["scores"] == record["scores"] and loaded[1]["hypotheses"] == record["hypotheses"]
+    text = report.write_report(str(tmp_path))
+    assert "scripted" in text and "random" in text
+    assert (tmp_path / "report.md").exists()
+    assert ("scripted", TIER, MODE, 20) in ev.summary(loaded)
+
+
+def test_free_calls_still_work_when_the_budget_is_spent():
+    session = new_session()
+    for g in GENES + GENES[:11]:
+        assert "error" not in session.call("run_experiment", block(g))
+    assert session.obs["budget_left"] == 0
+    refused = session.call("run_experiment", block("G001"))
+    assert "budget" in refused["error"] and refused["budget_remaining"] == 0
+    assert session.call("get_organism_info")["budget_remaining"] == 0
+    assert session.call("get_next_prediction_task", {})["task_index"] == 0
+    assert session.call("submit_malfunction_hypothesis", {"target_name": "G001", "malfunction_type": "LOCK_HI"})["stored"]
+    assert "budget" in session.call("test_rescue", block("G001"))["error"]
+    assert session.call("end")["ended"] is True
+
+
+def test_return_equals_composite_when_refused_calls_truncate_the_session():
+    session = new_session()
+    session.call("submit_malfunction_hypothesis", {"target_name": "G002", "malfunction_type": "LOCK_LO"})
+    prediction = {"predictions": {p: 0.5 for p in session.meta.phenotype_names}}
+    for _ in range(session.env.params.max_steps):
+        if session.ended:
+            break
+        session.call("submit_prediction", prediction)  # refused: no task is open
+    assert session.ended and session.scores["composite"] > 0
+    assert session.total_reward == pytest.approx(session.scores["composite"], abs=1e-5)
+
+
+def test_tool_session_record_says_truncated_when_max_steps_closed_it():
+    session_prediction = {"predictions": {p: 0.5 for p in new_session().meta.phenotype_names}}
+    script = [("submit_prediction", session_prediction)] * 400
+    spec = ev.SessionSpec("scripted", TIER, MODE, 20, SEED)
+    record = ev.run_tool_session(ScriptedAgent(script), spec)
+    assert record["calls"][-1]["result"].get("ended") is True
+    assert len(record["calls"]) == LucaEnv(tier=TIER, mode=MODE).params.max_steps
+    assert record["truncated"] is True
+
+
+def test_a_hypothesis_after_end_is_refused():
+    session = new_session()
+    session.call("end")
+    result = session.call("submit_hypothesis", {"text": "too late"})
+    assert "error" in result and session.hypotheses == []
+
+
+def test_a_committed_diagnosis_is_one_way_and_unlocks_rescue():
+    session = new_session()
+    before = session.call("test_rescue", block("G001"))
+    assert "diagnosis" in before["error"] and before["budget_remaining"] == 31
+    first = session.call("submit_malfunction_hypothesis", {"target_name": "G012", "malfunction_type": "LOCK_HI"})
+    assert first["stored"] is True
+    second = session.call("submit_malfunction_hypothesis", {"target_name": "G002", "malfunction_type": "LOCK_LO"})
+    assert "one-way" in second["error"]
+    assert int(session.env.state.diagnosis_target) == GENES.index("G012")
+    rescue = session.call("test_rescue", block("G001"))
+    assert "restored_fraction" in rescue and rescue["budget_remaining"] == 30
+
+
+def test_healthy_mode_has_no_diagnosis_and_no_aberrant_field():
+    session = new_session(mode="healthy")
+    info = session.call("get_organism_info")
+    assert "aberrant_phenotypes" not in info
+    result = session.call("submit_malfunction_hypothesis", {"target_name": "G001", "malfunction_type": "LOCK_HI"})
+    assert "disease mode" in result["error"]
+    assert not bool(session.env.state.committed)
+    assert core.ERROR_MESSAGES[int(session.env.state.last_error)] == result["error"]
