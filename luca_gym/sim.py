@@ -38,7 +38,7 @@ from luca_gym.types import (
 )
 
 MAX_STEPS = 500
-TOL = 1e-6
+TOL = 2e-7  # residual max|f(s) - s|; 1e-6 left hard fixed points up to 1e-5 off (see README)
 
 # Counts how many times the solver body has been traced (tests assert that a
 # new seed or tier never triggers a recompile).
@@ -70,27 +70,27 @@ def _solve(
     TRACE_COUNT["solve"] += 1
     m, a = _clamps(gene_codes, arrays.gene_lock)
     active = (signal_flags | arrays.signal_persist).astype(jnp.float32)
-    drive = arrays.bias + active @ arrays.signal_effects
+    drive = arrays.baseline_input + active @ arrays.signal_effects
     clamped = m == 0.0
 
     def target(s):
-        return m * jax.nn.sigmoid(arrays.beta * (arrays.weights @ s + drive)) + a
+        # W s + b, written as W (s - s*) + (W s* + b) to keep rounding small.
+        return m * jax.nn.sigmoid(arrays.beta * (arrays.weights @ (s - arrays.baseline_state) + drive)) + a
 
     def cond(carry):
-        _, residual, step = carry
+        _, _, residual, step = carry
         return (residual >= tol) & (step < max_steps)
 
     def body(carry):
-        s, _, step = carry
-        f = target(s)
+        s, f, _, step = carry
         # Clamped genes jump to their value; the others take a damped step.
         s = jnp.where(clamped, a, s + arrays.damping * (f - s))
-        residual = jnp.max(jnp.abs(target(s) - s))
-        return s, residual, step + 1
+        f = target(s)
+        return s, f, jnp.max(jnp.abs(f - s)), step + 1
 
     s0 = arrays.baseline_state
-    r0 = jnp.max(jnp.abs(target(s0) - s0))
-    s, residual, steps = jax.lax.while_loop(cond, body, (s0, r0, jnp.int32(0)))
+    f0 = target(s0)
+    s, _, residual, steps = jax.lax.while_loop(cond, body, (s0, f0, jnp.max(jnp.abs(f0 - s0)), jnp.int32(0)))
     return SteadyState(
         states=s, phenotypes=phenotypes(arrays, s), converged=residual < tol, steps=steps
     )
@@ -139,7 +139,8 @@ def stack(organisms) -> OrganismArrays:
     sizes = {a.n_genes for a in arrays}
     if len(sizes) != 1:
         raise ValueError(f"organisms: cannot stack different sizes {sorted(sizes)}; stack one n_genes at a time")
-    return jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *arrays)
+    # Stack on the host: one transfer instead of a device op per leaf and organism.
+    return jax.tree_util.tree_map(lambda *xs: jnp.asarray(np.stack([np.asarray(x) for x in xs])), *arrays)
 
 
 def intervention_arrays(

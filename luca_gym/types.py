@@ -37,6 +37,10 @@ class OrganismArrays:
     Attributes:
         weights: float32 (N, N). ``weights[i, j]`` is the effect of gene j on gene i.
         bias: float32 (N,). Per-gene bias b.
+        baseline_input: float32 (N,). W s* + b, computed in float64: the solver
+            evaluates W (s - s*) + (W s* + b), which keeps float32 rounding small
+            near the baseline, so the convergence tolerance sits well above the
+            rounding floor even for large organisms.
         beta: float32 (). Sigmoid steepness of the tier.
         damping: float32 (). Fraction of the update applied per solver step.
         signal_effects: float32 (S, N). Input added to each gene by each active
@@ -67,6 +71,7 @@ class OrganismArrays:
 
     weights: jax.Array
     bias: jax.Array
+    baseline_input: jax.Array
     beta: jax.Array
     damping: jax.Array
     signal_effects: jax.Array

@@ -52,7 +52,11 @@ WEIGHT_MAGNITUDE = (0.5, 1.5)
 SIGNAL_STRENGTH = (1.0, 2.0)
 BASELINE_STATE = (0.3, 0.7)
 MAX_ATTEMPTS = 50
-REPAIR_ROUNDS = 4
+REPAIR_ROUNDS = 10
+# A repair edge is strong (and unscaled): one direct link must make the gene visible at any N.
+REPAIR_MAGNITUDE = (1.0, 1.5)
+# The healthy fixed point must attract the solver's damped update.
+STABILITY_MARGIN = 1e-3
 
 
 @dataclass(frozen=True)
@@ -238,10 +242,10 @@ class _Attempt:
         n, t, sz = self.n, self.tier, self.sizes
         rng = self.rng(0)
         m = sz.n_modules
+        # Balanced modules (sizes differ by at most one): random sizes made the
+        # intra-module pair count, hence the edge count, swing past the paper's range.
         module = np.empty(n, np.int32)
-        perm = rng.permutation(n)
-        module[perm[:m]] = np.arange(m)
-        module[perm[m:]] = rng.integers(m, size=n - m)
+        module[rng.permutation(n)] = np.arange(n) % m
 
         order = rng.permutation(n)
         rank = np.empty(n, np.int64)
@@ -259,9 +263,13 @@ class _Attempt:
         for _ in range(round_half_up(t.ffl_per_20 * n / 20)):
             a, b, c = sorted(rng.choice(n, 3, replace=False), key=lambda g: rank[g])
             adj[b, a] = adj[c, b] = adj[c, a] = True
+        # Feedback edges close a loop: along a forward edge i -> k (and on to a
+        # child j of k when k has one), then back to i.
         for _ in range(round_half_up(t.feedback_per_20 * n / 20)):
-            i, j = sorted(rng.choice(n, 2, replace=False), key=lambda g: rank[g])
-            adj[i, j] = True  # from the later gene j back to the earlier gene i
+            k, i = np.argwhere(adj & forward)[rng.integers(np.count_nonzero(adj & forward))]
+            children = np.flatnonzero(adj[:, k] & (rank > rank[k]))
+            j = rng.choice(children) if children.size else k
+            adj[i, j] = True
         magnitude = rng.uniform(*WEIGHT_MAGNITUDE, size=(n, n)) * weight_scale(t, n)
         sign = np.where(rng.random((n, n)) < t.inhibition, -1.0, 1.0)
         self.weights = np.where(adj, magnitude * sign, 0.0)
@@ -305,14 +313,23 @@ class _Attempt:
         readout[phen, genes] = rng.uniform(*READOUT_WEIGHT, size=genes.size) * np.where(rng.random(genes.size) < 0.5, -1.0, 1.0)
         self.readout, self.readout_mask, self.latent_mask = readout, readout_mask, latent_mask
 
-        if self.backwards:
-            self.weights, self.signal_effects, self.readout = -self.weights, -self.signal_effects, -self.readout
-            self.signal_modes = tuple("inhibits" if x == "activates" else "activates" for x in self.signal_modes)
+        self.fixed_bias = None
+
+    def flip(self) -> None:
+        """The backwards organism (appendix E.1): every signed quantity of the
+        settled forward organism inverted -- weights, biases, signal modes,
+        readout weights; phenotypes are re-centred on the new baseline."""
+        self.fixed_bias = -self.bias()
+        self.weights, self.signal_effects, self.readout = -self.weights, -self.signal_effects, -self.readout
+        self.signal_modes = tuple("inhibits" if x == "activates" else "activates" for x in self.signal_modes)
 
     def bias(self) -> np.ndarray:
+        """Forward: the bias that makes s* the healthy fixed point of the
+        current weights. Backwards: the inverted forward bias, fixed."""
+        if self.fixed_bias is not None:
+            return self.fixed_bias
         s = self.target_state
-        b = np.log(s / (1 - s)) / self.tier.beta - self.weights @ s
-        return -b if self.backwards else b
+        return np.log(s / (1 - s)) / self.tier.beta - self.weights @ s
 
     def arrays(self, baseline_state, **disease) -> OrganismArrays:
         n, s = self.n, self.sizes.n_signals
@@ -320,6 +337,7 @@ class _Attempt:
         fields = dict(
             weights=f32(self.weights),
             bias=f32(self.current_bias),
+            baseline_input=f32(self.weights @ np.asarray(baseline_state, np.float64) + self.current_bias),
             beta=f32(self.tier.beta),
             damping=f32(self.tier.damping),
             signal_effects=f32(self.signal_effects),
@@ -346,13 +364,20 @@ class _Attempt:
 
     # -- step 10: dynamics and the healthy baseline ----------------------------
     def solve_baseline(self) -> OrganismArrays | None:
+        """The healthy steady state, or None if it is not reached or not stable
+        (an unstable fixed point would not be the solver's answer from nearby)."""
         self.current_bias = self.bias()
-        start = np.full(self.n, 0.5) if self.backwards else self.target_state
+        start = self.target_state if self.fixed_bias is None else np.full(self.n, 0.5)
         provisional = self.arrays(start)
         r = sim.solve(provisional, np.zeros(self.n, np.int8), np.zeros(self.sizes.n_signals, bool))
         if not bool(r.converged):
             return None
-        return self.arrays(np.asarray(r.states))
+        state = np.asarray(r.states, np.float64)
+        d = self.tier.damping
+        jacobian = (1 - d) * np.eye(self.n) + d * (self.tier.beta * state * (1 - state))[:, None] * self.weights
+        if np.max(np.abs(np.linalg.eigvals(jacobian))) >= 1 - STABILITY_MARGIN:
+            return None
+        return self.arrays(state)
 
     # -- steps 11-13: every gene visible, latent genes relevant ----------------
     def visible(self, arrays: OrganismArrays):
@@ -370,15 +395,15 @@ class _Attempt:
         silent = np.flatnonzero(shift <= DETECTABLE_SHIFT)
         if silent.size == 0:
             return True
-        rng = self.rng(3 + self.repairs)
+        rng = self.rng(3 + self.repairs + (REPAIR_ROUNDS + 1 if self.fixed_bias is not None else 0))
         for g in silent:
             later = np.flatnonzero(self.readout_mask & (self.rank > self.rank[g]))
             if later.size == 0:
                 return False
-            h = rng.choice(later)
-            # Unscaled: one direct link must make the gene visible at any N.
-            magnitude = rng.uniform(*WEIGHT_MAGNITUDE) * (1 if rng.random() >= self.tier.inhibition else -1)
-            self.weights[h, g] = -magnitude if self.backwards else magnitude
+            fresh = later[self.weights[later, g] == 0]  # a new edge leaves the existing ones intact
+            h = rng.choice(fresh if fresh.size else later)
+            magnitude = rng.uniform(*REPAIR_MAGNITUDE) * (1 if rng.random() >= self.tier.inhibition else -1)
+            self.weights[h, g] = magnitude
         return True
 
     # -- SPEC 1.6: the malfunction ---------------------------------------------
@@ -464,8 +489,9 @@ class _Attempt:
                     return tasks, base
         return None
 
-    def run(self) -> Organism | None:
-        self.build_network()
+    def settle(self):
+        """Steps 10-12: solve the baseline, check every gene is visible, repair
+        and repeat. Returns (arrays, single-target phenotypes) or None."""
         self.repairs = 0
         while True:
             arrays = self.solve_baseline()
@@ -476,10 +502,22 @@ class _Attempt:
                 return None
             shift = np.abs(singles[: 2 * self.n] - 0.5).max(axis=1).reshape(2, self.n).max(axis=0)
             if (shift > DETECTABLE_SHIFT).all():
-                break
+                return arrays, singles
             if self.repairs == REPAIR_ROUNDS or not self.repair_silent(singles):
                 return None
             self.repairs += 1
+
+    def run(self) -> Organism | None:
+        self.build_network()
+        settled = self.settle()
+        if settled is not None and self.backwards:
+            # The backwards organism inverts the settled forward one, so both
+            # share their network (up to repairs the inverted dynamics need).
+            self.flip()
+            settled = self.settle()
+        if settled is None:
+            return None
+        arrays, singles = settled
 
         n_alt = 0
         if self.mode == "disease":

@@ -1,0 +1,118 @@
+"""Shared fixtures for the world and simulator tests.
+
+Generating an organism and compiling a solver are the expensive parts of these
+tests, so organisms come from one cached factory per test process (pytest-xdist
+workers each hold their own cache) and batched solves are padded to a few fixed
+batch sizes, so each organism size compiles a handful of shapes only.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+from luca_gym import sim, world
+from luca_gym.types import Organism
+
+TIERS = ("easy", "medium", "hard")
+MODES = ("healthy", "disease")
+GUARANTEE_SEEDS = range(20)
+
+
+@functools.lru_cache(maxsize=None)
+def make(seed: int, tier: str, n: int = 20, mode: str = "healthy", backwards: bool = False) -> Organism:
+    """The organism of a triple, generated once per test process (a process-wide
+    cache: session scope, shared by both test files on an xdist worker)."""
+    return world.make_organism(seed, tier, n, mode, backwards)
+
+
+# N=1280 generation takes ~10 s per attempt-round on this machine; a generator
+# that cannot meet its guarantees would spend MAX_ATTEMPTS (50) attempts, about
+# a quarter of an hour, before raising. The large-organism tests allow it the
+# first LARGE_ATTEMPTS attempts only: the attempts are a deterministic sequence,
+# so a success is the very organism ``make_organism`` returns.
+LARGE_ATTEMPTS = 2
+_large_failures: dict[tuple, str] = {}
+
+
+def make_large(seed: int, tier: str, n: int) -> Organism:
+    """``make(seed, tier, n)`` within the first LARGE_ATTEMPTS attempts; a failure
+    is remembered so a second test in this process fails at once."""
+    key = (seed, tier, n)
+    if key in _large_failures:
+        pytest.fail(_large_failures[key])
+    saved = world.MAX_ATTEMPTS
+    world.MAX_ATTEMPTS = LARGE_ATTEMPTS
+    try:
+        return make(seed, tier, n)
+    except RuntimeError as error:
+        _large_failures[key] = f"make_organism{key} within its first {LARGE_ATTEMPTS} attempts: {error}"
+        pytest.fail(_large_failures[key])
+    finally:
+        world.MAX_ATTEMPTS = saved
+
+
+def _padded_size(b: int, n: int) -> int:
+    """Batches are padded to 64 or a multiple of 1024 (a multiple of 8 for large
+    N): few compiled shapes, and little wasted work on large organisms."""
+    if n >= 320:
+        return -(-b // 8) * 8
+    if b <= 64:
+        return 64
+    return -(-b // 1024) * 1024
+
+
+def solve_batch(arrays, codes: np.ndarray, flags: np.ndarray):
+    """``sim.solve_interventions`` on a batch padded with no-op rows to a fixed
+    size; returns numpy (states (B, N), phenotypes (B, P), converged (B,), steps (B,))."""
+    codes = np.asarray(codes, np.int8)
+    flags = np.asarray(flags, bool)
+    b = codes.shape[0]
+    size = _padded_size(b, codes.shape[1])
+    codes = np.concatenate([codes, np.zeros((size - b, codes.shape[1]), np.int8)])
+    flags = np.concatenate([flags, np.zeros((size - b, flags.shape[1]), bool)])
+    r = sim.solve_interventions(arrays, codes, flags)
+    return (
+        np.asarray(r.states)[:b],
+        np.asarray(r.phenotypes)[:b],
+        np.asarray(r.converged)[:b],
+        np.asarray(r.steps)[:b],
+    )
+
+
+def solve_one(arrays, codes=None, flags=None):
+    """``sim.solve`` on one intervention (defaults: none); returns the SteadyState."""
+    n, s = arrays.n_genes, arrays.n_signals
+    codes = np.zeros(n, np.int8) if codes is None else np.asarray(codes, np.int8)
+    flags = np.zeros(s, bool) if flags is None else np.asarray(flags, bool)
+    return sim.solve(arrays, codes, flags)
+
+
+def singles(n: int, n_signals: int, genes, codes) -> tuple[np.ndarray, np.ndarray]:
+    """One row per (code, gene) for each code in ``codes`` and each gene in
+    ``genes`` (code-major), then one row per signal activated alone."""
+    genes = np.asarray(genes, int)
+    rows = len(codes) * genes.size + n_signals
+    c = np.zeros((rows, n), np.int8)
+    f = np.zeros((rows, n_signals), bool)
+    for k, code in enumerate(codes):
+        c[k * genes.size + np.arange(genes.size), genes] = code
+    f[len(codes) * genes.size + np.arange(n_signals), np.arange(n_signals)] = True
+    return c, f
+
+
+def random_interventions(rng: np.random.Generator, organism: Organism, count: int, sizes=(1, 2, 5), signal_p=0.25):
+    """``count`` random interventions on targetable genes: the number of targets
+    cycles through ``sizes``, codes BLOCK/BOOST/DAMPEN at random, and each signal
+    is activated with probability ``signal_p``. Returns codes (B, N), flags (B, S)."""
+    n, s = organism.n_genes, organism.n_signals
+    targetable = np.flatnonzero(~np.asarray(organism.arrays.latent_mask))
+    codes = np.zeros((count, n), np.int8)
+    for b in range(count):
+        k = sizes[b % len(sizes)]
+        genes = rng.choice(targetable, size=k, replace=False)
+        codes[b, genes] = rng.integers(1, 4, size=k)
+    flags = rng.random((count, s)) < signal_p
+    return codes, flags
