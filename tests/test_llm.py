@@ -67,7 +67,7 @@ def appendix_script(phenotypes) -> list:
         *[("run_experiment", block(*GENES[k : k + 5])) for k in (0, 5, 10, 15)],
         *[("run_experiment", block(g)) for g in GENES[:17]],
         ("submit_malfunction_hypothesis", {"target_name": "G012", "malfunction_type": "LOCK_HI"}),
-        ("test_rescue", {"interventions": {"G014": {"type": "BOOST"}}}),
+        ("test_rescue", {"interventions": {"G015": {"type": "BLOCK"}}}),
         ("get_next_prediction_task", {}),
         ("submit_prediction", {"predictions": {p0: 0.3, p1: 0.6, p2: 0.5}}),
         ("get_next_prediction_task", {}),
@@ -83,7 +83,7 @@ def appendix_script(phenotypes) -> list:
                 ]
             },
         ),
-        ("submit_hypothesis", {"text": "G012 looks locked high; boosting G014 compensates."}),
+        ("submit_hypothesis", {"text": "G012 looks locked high; blocking G015 compensates."}),
         ("end", {}),
     ]
 
