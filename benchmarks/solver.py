@@ -10,7 +10,7 @@ Prints the machine, then:
     interventions); compiled first, ``block_until_ready``, best and median of
     several repeats;
   * a plain numpy loop over the same solves one at a time: (i) 500 updates
-    always (the paper harness), (ii) stopping when max|f(s) - s| < 1e-6;
+    always (the paper harness), (ii) stopping when max|f(s) - s| < sim.TOL;
   * the ratios JAX / numpy;
   * organisms generated per second at N=20 and N=320 (fresh seeds, after a
     warm-up generation that compiles the solver);
@@ -85,7 +85,7 @@ def numpy_params(arrays):
 
 def numpy_solve(p, codes, flags, fixed_steps: bool):
     """One steady state with numpy, one update at a time: 500 updates always
-    (``fixed_steps``) or until max|f(s) - s| < 1e-6 (cap 500)."""
+    (``fixed_steps``) or until max|f(s) - s| < sim.TOL, the JAX solver's rule (cap 500)."""
     lock = p["gene_lock"]
     m = np.where(codes == DAMPEN, 0.5, np.where(codes == NONE, 1.0, 0.0))
     a = np.where(codes == BOOST, 1.0, 0.0)
@@ -99,7 +99,7 @@ def numpy_solve(p, codes, flags, fixed_steps: bool):
     s = p["baseline_state"].copy()
     for _ in range(500):
         f = m / (1.0 + np.exp(-beta * (w @ s + drive))) + a
-        if not fixed_steps and np.max(np.abs(f - s)) < 1e-6:
+        if not fixed_steps and np.max(np.abs(f - s)) < sim.TOL:
             break
         s = np.where(clamped, a, s + damping * (f - s))
     phen = 1.0 / (1.0 + np.exp(-p["readout_gain"] * (p["readout"] @ (s - p["baseline_state"]))))
@@ -186,7 +186,7 @@ def main() -> None:
 
     print(f"\n## Steady-state solves per second, N={N} (medium), single-gene interventions")
     print(f"numpy loop, one solve at a time: (i) 500 updates {rate_fixed:,.0f}/s; "
-          f"(ii) to convergence (residual < 1e-6) {rate_converge:,.0f}/s "
+          f"(ii) to convergence (residual < {sim.TOL:g}) {rate_converge:,.0f}/s "
           f"(numpy vs JAX phenotypes agree within {diff:.1e})")
     header = ("| batch | JAX solve_organisms best (median) /s | vs (i) | vs (ii) "
               "| JAX solve_interventions best (median) /s | vs (i) | vs (ii) |")

@@ -1,6 +1,5 @@
 """The notebooks run end to end at small sizes (outputs are not committed)."""
 
-import os
 import pathlib
 
 import nbformat
