@@ -26,7 +26,11 @@ def _register() -> None:
     import gymnasium
 
     if "luca_gym/Luca-v0" not in gymnasium.registry:
-        gymnasium.register(id="luca_gym/Luca-v0", entry_point="luca_gym.envs:LucaEnv")
+        gymnasium.register(
+            id="luca_gym/Luca-v0",
+            entry_point="luca_gym.envs:LucaEnv",
+            vector_entry_point="luca_gym.envs:LucaVectorEnv",
+        )
 
 
 _register()

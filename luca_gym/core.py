@@ -610,22 +610,25 @@ def observation_shapes(params: EnvParams) -> dict:
     }
 
 
-@partial(jax.jit, static_argnames=("params",))
-def session_scores(state: EnvState, params: EnvParams) -> dict:
+@partial(jax.jit, static_argnames=("params", "network"))
+def session_scores(state: EnvState, params: EnvParams, network: bool = True) -> dict:
     """The hidden score breakdown of a session (SPEC §3). Adapters show it only
-    once ``state.ended``. Network truth is solved here (2N noise-free solves)."""
+    once ``state.ended``. Network truth is solved here (2N noise-free solves);
+    ``network=False`` returns the four headline scores only (cheap, batched use)."""
     o = state.organism
     n = params.n_genes
     prediction = scoring.prediction_accuracy(state.predictions, o.task_truth, state.predicted)
     diagnosis = scoring.diagnosis_score(state.diagnosis_target, state.diagnosis_type, o.malfunction_target, o.malfunction_type)
     rescue = scoring.rescue_score(state.best_rescue, state.n_rescues)
     composite = scoring.composite_score(params.disease, prediction, diagnosis, rescue)
+    if not network:
+        return {"composite": composite, "prediction": prediction, "diagnosis": diagnosis, "rescue": rescue}
     eye = jnp.eye(n, dtype=jnp.int8)
     no_signal = jnp.zeros((n, params.n_signals), bool)
     block = sim.solve_interventions(o, eye * BLOCK, no_signal).phenotypes
     boost = sim.solve_interventions(o, eye * BOOST, no_signal).phenotypes
     truth = scoring.network_truth(o.baseline_phenotypes, block, boost)
-    network = scoring.network_scores(state.network, truth, ~o.latent_mask)
+    edges = scoring.network_scores(state.network, truth, ~o.latent_mask)
     strategy = scoring.strategy_metrics(
         state.history_codes,
         state.history_signals,
@@ -641,9 +644,9 @@ def session_scores(state: EnvState, params: EnvParams) -> dict:
         "diagnosis": diagnosis,
         "rescue": rescue,
         "task_scores": scoring.task_scores(state.predictions, o.task_truth, state.predicted),
-        "network_precision": network["precision"],
-        "network_recall": network["recall"],
-        "network_f1": network["f1"],
+        "network_precision": edges["precision"],
+        "network_recall": edges["recall"],
+        "network_f1": edges["f1"],
         **strategy,
         "n_alt": o.n_alt,
         "malfunction_target": o.malfunction_target,

@@ -1,0 +1,284 @@
+"""``LucaVectorEnv``: many LUCA sessions at once over ``jit(vmap(core.step))``,
+and :func:`rollout`, a whole batch of sessions as one jit-compiled ``lax.scan``.
+
+The session state stays on the device as one batched pytree; observations
+cross to numpy only at the Gymnasium boundary (``numpy=False`` keeps them as
+JAX arrays). Every autoreset draws a fresh organism seed and generates that
+organism; it never replays a cached first state.
+
+Generation itself is numpy (``world.make_organism``), not a traced JAX
+function: an autoreset generates the new organisms on the host (memoised by
+triple) and writes them into the batch. ``benchmarks/rollout.py`` measures what
+that costs.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+import numpy as np
+from gymnasium.vector import AutoresetMode
+from gymnasium.vector.utils import batch_space
+
+from luca_gym import core
+from luca_gym.envs.luca_env import (
+    ORGANISM_SEED_HIGH,
+    action_space,
+    cached_organism,
+    observation_space,
+    to_numpy_observation,
+)
+
+_batched_reset = jax.jit(jax.vmap(core.reset, in_axes=(0, 0, None)), static_argnums=2)
+_batched_step = jax.jit(jax.vmap(core.step, in_axes=(0, 0, None)), static_argnums=2)
+
+
+@jax.jit
+def _select(mask, new, old):
+    """Rows of ``new`` where ``mask``, else rows of ``old`` (any pytree)."""
+    return jax.tree_util.tree_map(lambda a, b: jnp.where(mask.reshape((-1,) + (1,) * (a.ndim - 1)), a, b), new, old)
+
+
+def organism_batch(seeds, tier: str, n_genes: int, mode: str, backwards: bool = False):
+    """Stacked organism arrays and noise keys for ``seeds`` (host generation)."""
+    organisms = [cached_organism(int(s), tier, n_genes, mode, backwards).arrays for s in seeds]
+    stacked = jax.tree_util.tree_map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *organisms)
+    keys = np.stack([np.asarray(core.noise_key(int(s), tier, n_genes)) for s in seeds])
+    return stacked, keys
+
+
+class LucaVectorEnv(gym.vector.VectorEnv):
+    """``num_envs`` LUCA sessions stepped together.
+
+    Args:
+        num_envs: the batch size.
+        tier, mode, n_genes, backwards, max_steps, dense_shaping: as LucaEnv.
+        autoreset_mode: "next_step" (default: the step after an episode ends
+            resets that sub-env and ignores its action) or "same_step" (the
+            ending step returns the new episode's first observation; the last
+            one is in ``info["final_obs"]``).
+        numpy: return numpy observations (default) or JAX arrays.
+
+    Actions are the LucaEnv dict with a leading ``num_envs`` axis. ``info``
+    holds ``error_code`` per sub-env and, where an episode ended on this step,
+    ``composite``, ``prediction``, ``diagnosis``, ``rescue``, ``organism_seed``
+    (with the ``_name`` masks Gymnasium uses).
+    """
+
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
+
+    def __init__(
+        self,
+        num_envs: int,
+        tier: str = "medium",
+        mode: str = "healthy",
+        n_genes: int = 20,
+        backwards: bool = False,
+        autoreset_mode: str = "next_step",
+        max_steps: int | None = None,
+        dense_shaping: bool = False,
+        numpy: bool = True,
+    ):
+        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+            raise ValueError(f"num_envs: {num_envs!r} not allowed; a positive integer")
+        modes = {"next_step": AutoresetMode.NEXT_STEP, "same_step": AutoresetMode.SAME_STEP}
+        if autoreset_mode not in modes and autoreset_mode not in modes.values():
+            raise ValueError(f"autoreset_mode: {autoreset_mode!r} not allowed; allowed 'next_step' or 'same_step'")
+        self.autoreset_mode = modes.get(autoreset_mode, autoreset_mode)
+        self.metadata = {**self.metadata, "autoreset_mode": self.autoreset_mode}
+        self.params = core.make_params(tier, n_genes, mode, max_steps=max_steps, dense_shaping=dense_shaping)
+        self.num_envs = int(num_envs)
+        self.tier, self.mode, self.n_genes, self.backwards, self.numpy = tier, mode, n_genes, bool(backwards), numpy
+        self.single_observation_space = observation_space(self.params)
+        self.single_action_space = action_space(self.params)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self.state = None
+        self.organism_seeds = np.zeros(self.num_envs, np.int64)
+        self._autoreset = np.zeros(self.num_envs, bool)
+
+    # -- helpers -----------------------------------------------------------------
+    def _draw_seeds(self, count: int) -> np.ndarray:
+        return self.np_random.integers(0, ORGANISM_SEED_HIGH, size=count)
+
+    def _fresh(self, mask: np.ndarray, obs, state):
+        """Reset the sub-envs in ``mask`` on newly drawn organisms."""
+        seeds = self.organism_seeds.copy()
+        seeds[mask] = self._draw_seeds(int(mask.sum()))
+        organisms, keys = organism_batch(seeds, self.tier, self.n_genes, self.mode, self.backwards)
+        new_obs, new_state = _batched_reset(keys, organisms, self.params)
+        self.organism_seeds = seeds
+        if state is None:
+            return new_obs, new_state
+        m = jnp.asarray(mask)
+        return _select(m, new_obs, obs), _select(m, new_state, state)
+
+    def _out(self, obs):
+        return to_numpy_observation(obs) if self.numpy else obs
+
+    def _actions(self, actions: dict) -> core.Action:
+        if not isinstance(actions, dict):
+            raise ValueError(f"actions: expected a dict of batched fields, got {type(actions).__name__}")
+        b, n, s = self.num_envs, self.params.n_genes, self.params.n_signals
+        shapes = {
+            "kind": (b,),
+            "gene_codes": (b, n),
+            "signal_flags": (b, s),
+            "prediction": (b, 3),
+            "diagnosis_target": (b,),
+            "diagnosis_type": (b,),
+            "network": (b, n, 3),
+        }
+        unknown = sorted(set(actions) - set(shapes))
+        if unknown:
+            raise ValueError(f"actions: unknown field {unknown[0]!r}; allowed {sorted(shapes)}")
+        if "kind" not in actions:
+            raise ValueError("actions: field 'kind' is required")
+        fields = {}
+        for name, shape in shapes.items():
+            if name in actions:
+                value = np.asarray(actions[name]) if self.numpy else actions[name]
+                if tuple(value.shape) != shape:
+                    raise ValueError(f"actions['{name}']: shape {tuple(value.shape)} not allowed; expected {shape}")
+                fields[name] = value
+        defaults = {
+            "gene_codes": jnp.zeros((b, n), jnp.int32),
+            "signal_flags": jnp.zeros((b, s), bool),
+            "prediction": jnp.full((b, 3), 0.5, jnp.float32),
+            "diagnosis_target": jnp.zeros(b, jnp.int32),
+            "diagnosis_type": jnp.zeros(b, jnp.int32),
+            "network": jnp.zeros((b, n, 3), jnp.int32),
+        }
+        dtypes = {"kind": jnp.int32, "gene_codes": jnp.int32, "signal_flags": bool, "prediction": jnp.float32,
+                  "diagnosis_target": jnp.int32, "diagnosis_type": jnp.int32, "network": jnp.int32}
+        return core.Action(**{k: jnp.asarray(fields.get(k, defaults.get(k)), dtypes[k]) for k in dtypes})
+
+    # -- gymnasium API -----------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        options = dict(options or {})
+        unknown = sorted(set(options) - {"organism_seeds"})
+        if unknown:
+            raise ValueError(f"options: unknown key {unknown[0]!r}; allowed 'organism_seeds'")
+        if "organism_seeds" in options:
+            seeds = np.asarray(options["organism_seeds"], np.int64)
+            if seeds.shape != (self.num_envs,) or np.any(seeds < 0):
+                raise ValueError(f"options['organism_seeds']: {self.num_envs} non-negative seeds required")
+            self.organism_seeds = seeds
+            organisms, keys = organism_batch(seeds, self.tier, self.n_genes, self.mode, self.backwards)
+            obs, self.state = _batched_reset(keys, organisms, self.params)
+        else:
+            obs, self.state = self._fresh(np.ones(self.num_envs, bool), None, None)
+        self._obs = obs
+        self._autoreset[:] = False
+        return self._out(obs), {"organism_seed": self.organism_seeds.copy()}
+
+    def step(self, actions):
+        if self.state is None:
+            raise RuntimeError("step() called before reset()")
+        action = self._actions(actions)
+        obs, state, reward, terminated, truncated, core_info = _batched_step(self.state, action, self.params)
+        reward, terminated, truncated = np.asarray(reward), np.asarray(terminated), np.asarray(truncated)
+        info = {"error_code": np.asarray(core_info["error"])}
+        if self.autoreset_mode == AutoresetMode.NEXT_STEP and self._autoreset.any():
+            # Sub-envs whose episode ended last step start a new one; their action is ignored.
+            obs, state = self._fresh(self._autoreset, obs, state)
+            reward = np.where(self._autoreset, 0.0, reward)
+            terminated = np.where(self._autoreset, False, terminated)
+            truncated = np.where(self._autoreset, False, truncated)
+            info["error_code"] = np.where(self._autoreset, 0, info["error_code"])
+        done = terminated | truncated
+        if done.any():
+            scores = jax.device_get(_batched_scores(state, self.params))
+            for name in ("composite", "prediction", "diagnosis", "rescue"):
+                info[name] = np.where(done, scores[name], 0.0)
+                info[f"_{name}"] = done.copy()
+            info["organism_seed"] = np.where(done, self.organism_seeds, -1)
+            info["_organism_seed"] = done.copy()
+        if self.autoreset_mode == AutoresetMode.SAME_STEP and done.any():
+            info["final_obs"] = self._out(obs)
+            info["_final_obs"] = done.copy()
+            obs, state = self._fresh(done, obs, state)
+        else:
+            self._autoreset = done
+        self.state, self._obs = state, obs
+        return self._out(obs), reward.astype(np.float32), terminated, truncated, info
+
+
+_batched_scores = jax.jit(jax.vmap(partial(core.session_scores, network=False), in_axes=(0, None)), static_argnums=1)
+
+
+def rollout(policy_fn, key: jax.Array, organisms, noise_keys, params: core.EnvParams, num_steps: int):
+    """Run one session per organism for ``num_steps`` steps as one jitted
+    ``lax.scan`` (no Python in the loop).
+
+    Args:
+        policy_fn: jittable ``(key, obs) -> core.Action`` over a batch.
+        organisms: stacked organism arrays (B leading); noise_keys: (B, 2) keys.
+    Returns (returns float32 (B,), composite float32 (B,), ended bool (B,)).
+    """
+    return _rollout(policy_fn, key, organisms, noise_keys, params, num_steps)
+
+
+@partial(jax.jit, static_argnames=("policy_fn", "params", "num_steps"))
+def _rollout(policy_fn, key, organisms, noise_keys, params, num_steps):
+    obs, state = jax.vmap(core.reset, in_axes=(0, 0, None))(noise_keys, organisms, params)
+
+    def body(carry, k):
+        obs, state, total = carry
+        action = policy_fn(k, obs)
+        obs, state, reward, _, _, _ = jax.vmap(core.step, in_axes=(0, 0, None))(state, action, params)
+        return (obs, state, total + reward), None
+
+    (obs, state, total), _ = jax.lax.scan(body, (obs, state, jnp.zeros(noise_keys.shape[0], jnp.float32)), jax.random.split(key, num_steps))
+    scores = jax.vmap(partial(core.session_scores, network=False), in_axes=(0, None))(state, params)
+    return total, scores["composite"], state.ended
+
+
+def random_policy(params: core.EnvParams):
+    """The random baseline as a jittable batched policy: reveal each task and
+    predict 0.5; in disease mode a random diagnosis and one random
+    single-target rescue (its only costed call); then end."""
+    n, s = params.n_genes, params.n_signals
+
+    def random_target(key, targetable):
+        """A random targetable gene (B,) or, with probability S/(N+S), a signal."""
+        k1, k2, k3 = jax.random.split(key, 3)
+        b = targetable.shape[0]
+        start = jax.random.randint(k1, (b,), 0, n)
+        order = (jnp.arange(n)[None, :] - start[:, None]) % n
+        gene = jnp.argmin(jnp.where(targetable, order, n + 1), axis=1)
+        is_signal = jax.random.randint(k2, (b,), 0, n + s) >= n
+        return gene, is_signal, jax.random.randint(k3, (b,), 0, s)
+
+    def act(key, obs):
+        mask, targetable = obs["action_mask"], obs["targetable"].astype(bool)
+        b = mask.shape[0]
+        k_diag, k_lock, k_rescue, k_code = jax.random.split(key, 4)
+        gene, is_signal, signal = random_target(k_diag, targetable)
+        lock = jax.random.randint(k_lock, (b,), 1, 3)  # LOCK_HI or LOCK_LO
+        r_gene, r_is_signal, r_signal = random_target(k_rescue, targetable)
+        r_code = jax.random.randint(k_code, (b,), 1, 4)  # BLOCK, BOOST or DAMPEN
+        untouched = obs["budget_left"] == params.budget
+        kind = jnp.select(
+            [mask[:, core.REVEAL_TASK], mask[:, core.SUBMIT_PREDICTION], mask[:, core.COMMIT_DIAGNOSIS],
+             mask[:, core.TEST_RESCUE] & untouched],
+            [core.REVEAL_TASK, core.SUBMIT_PREDICTION, core.COMMIT_DIAGNOSIS, core.TEST_RESCUE],
+            core.END,
+        )
+        codes = jnp.where(r_is_signal[:, None], 0, jax.nn.one_hot(r_gene, n, dtype=jnp.int32) * r_code[:, None])
+        flags = r_is_signal[:, None] & jax.nn.one_hot(r_signal, s, dtype=bool)
+        return core.Action(
+            kind=kind.astype(jnp.int32),
+            gene_codes=codes.astype(jnp.int32),
+            signal_flags=flags,
+            prediction=jnp.full((b, 3), 0.5, jnp.float32),
+            diagnosis_target=jnp.where(is_signal, n + signal, gene).astype(jnp.int32),
+            diagnosis_type=jnp.where(is_signal, 3, lock).astype(jnp.int32),
+            network=jnp.zeros((b, n, 3), jnp.int32),
+        )
+
+    return act

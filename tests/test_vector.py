@@ -1,0 +1,107 @@
+"""LucaVectorEnv and the pure rollout (first part of the batched-rollout work)."""
+
+import gymnasium as gym
+import jax
+import numpy as np
+import pytest
+
+import luca_gym  # noqa: F401  (registers the environments)
+from luca_gym import core
+from luca_gym.baselines import make_policy
+from luca_gym.envs import LucaEnv, LucaVectorEnv, random_policy, rollout
+from luca_gym.envs.vector import organism_batch
+from luca_gym.eval import SessionSpec, run_session
+
+B = 6
+
+
+def end_all(b):
+    return {"kind": np.full(b, core.END)}
+
+
+def test_make_vec_reaches_the_vector_env():
+    env = gym.make_vec("luca_gym/Luca-v0", num_envs=B, tier="easy", mode="healthy")
+    assert isinstance(env, LucaVectorEnv)
+    assert env.metadata["autoreset_mode"] == gym.vector.AutoresetMode.NEXT_STEP
+
+
+def test_observations_stay_in_the_batched_space():
+    env = LucaVectorEnv(B, "hard", "disease")
+    obs, info = env.reset(seed=3)
+    assert env.observation_space.contains(obs)
+    assert len(set(info["organism_seed"].tolist())) == B
+    codes = np.zeros((B, 20), np.int64)
+    codes[np.arange(B), np.arange(B)] = 1
+    obs, reward, terminated, truncated, info = env.step({"kind": np.zeros(B, np.int64), "gene_codes": codes})
+    assert env.observation_space.contains(obs)
+    assert reward.shape == (B,) and terminated.dtype == bool and truncated.dtype == bool
+    assert info["error_code"].shape == (B,)
+
+
+def test_next_step_autoreset_draws_new_organisms():
+    env = LucaVectorEnv(B, "easy", "healthy")
+    obs, info = env.reset(seed=0)
+    first = info["organism_seed"].copy()
+    codes = np.eye(20, dtype=np.int64)[np.arange(B)]
+    obs, *_ = env.step({"kind": np.zeros(B, np.int64), "gene_codes": codes})
+    assert (obs["budget_left"] == 30).all()
+    obs, reward, terminated, truncated, info = env.step(end_all(B))
+    assert terminated.all() and info["_composite"].all()
+    np.testing.assert_array_equal(info["organism_seed"], first)
+    obs, reward, terminated, truncated, info = env.step(end_all(B))  # ignored: this step resets
+    assert not terminated.any() and (reward == 0).all()
+    assert (obs["budget_left"] == 31).all() and not obs["ended"].any()
+    assert not set(env.organism_seeds.tolist()) & set(first.tolist())
+
+
+def test_same_step_autoreset_returns_the_final_observation_in_info():
+    env = LucaVectorEnv(B, "easy", "healthy", autoreset_mode="same_step")
+    env.reset(seed=1)
+    obs, reward, terminated, truncated, info = env.step(end_all(B))
+    assert terminated.all() and info["_final_obs"].all()
+    assert info["final_obs"]["ended"].all() and not obs["ended"].any()
+
+
+def test_rollout_random_matches_the_single_env_harness_in_healthy_mode():
+    """The jittable random baseline (healthy: reveal, predict 0.5, end) gives the
+    per-session harness's composite score, seed for seed."""
+    params = core.make_params("easy", 20, "healthy")
+    seeds = list(range(8))
+    organisms, keys = organism_batch(seeds, "easy", 20, "healthy")
+    total, composite, ended = rollout(random_policy(params), jax.random.PRNGKey(0), organisms, keys, params, 8)
+    assert np.asarray(ended).all()
+    env = LucaEnv("easy", "healthy")
+    harness = [run_session(make_policy("random"), SessionSpec("random", "easy", "healthy", 20, s), env)["scores"]["composite"] for s in seeds]
+    np.testing.assert_allclose(np.asarray(composite), harness, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(total), np.asarray(composite), atol=1e-6)
+
+
+def test_rollout_random_disease_sessions_end_without_refusals():
+    params = core.make_params("medium", 20, "disease")
+    organisms, keys = organism_batch(range(6), "medium", 20, "disease")
+    total, composite, ended = rollout(random_policy(params), jax.random.PRNGKey(1), organisms, keys, params, 8)
+    assert np.asarray(ended).all()
+    np.testing.assert_allclose(np.asarray(total), np.asarray(composite), atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "actions, field",
+    [
+        ({"kind": np.zeros(B + 1, np.int64)}, "kind"),
+        ({"kind": np.zeros(B, np.int64), "gene_codes": np.zeros((B, 19), np.int64)}, "gene_codes"),
+        ({"kind": np.zeros(B, np.int64), "bogus": 1}, "bogus"),
+        ({"gene_codes": np.zeros((B, 20), np.int64)}, "kind"),
+    ],
+)
+def test_malformed_batched_actions_raise_naming_the_field(actions, field):
+    env = LucaVectorEnv(B, "easy", "healthy")
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=field):
+        env.step(actions)
+
+
+def test_bad_construction_arguments():
+    with pytest.raises(ValueError, match="num_envs"):
+        LucaVectorEnv(0)
+    with pytest.raises(ValueError, match="autoreset_mode"):
+        LucaVectorEnv(2, autoreset_mode="sometimes")
