@@ -73,6 +73,21 @@ _FIELD_KINDS = {
 }
 
 
+def action_shapes(params: core.EnvParams, batch: tuple = ()) -> dict:
+    """{field: shape} of a dict action, with an optional leading batch shape."""
+    n, s = params.n_genes, params.n_signals
+    single = {
+        "kind": (),
+        "gene_codes": (n,),
+        "signal_flags": (s,),
+        "prediction": (N_PHENOTYPES,),
+        "diagnosis_target": (),
+        "diagnosis_type": (),
+        "network": (n, N_PHENOTYPES),
+    }
+    return {k: tuple(batch) + v for k, v in single.items()}
+
+
 def action_from_dict(action: Any, params: core.EnvParams) -> core.Action:
     """Check the structure of a dict action and build a :class:`core.Action`.
 
@@ -87,15 +102,7 @@ def action_from_dict(action: Any, params: core.EnvParams) -> core.Action:
         raise ValueError(f"action: unknown field {unknown[0]!r}; allowed fields {sorted(_FIELD_KINDS)}")
     if "kind" not in action:
         raise ValueError(f"action: field 'kind' is required; allowed 0..{core.N_KINDS - 1} ({', '.join(core.ACTION_KINDS)})")
-    shapes = {
-        "kind": (),
-        "gene_codes": (params.n_genes,),
-        "signal_flags": (params.n_signals,),
-        "prediction": (N_PHENOTYPES,),
-        "diagnosis_target": (),
-        "diagnosis_type": (),
-        "network": (params.n_genes, N_PHENOTYPES),
-    }
+    shapes = action_shapes(params)
     values = {}
     for name, value in action.items():
         array = np.asarray(value)

@@ -26,6 +26,7 @@ from gymnasium.vector.utils import batch_space
 from luca_gym import core
 from luca_gym.envs.luca_env import (
     ORGANISM_SEED_HIGH,
+    action_shapes,
     action_space,
     cached_organism,
     observation_space,
@@ -123,15 +124,7 @@ class LucaVectorEnv(gym.vector.VectorEnv):
         if not isinstance(actions, dict):
             raise ValueError(f"actions: expected a dict of batched fields, got {type(actions).__name__}")
         b, n, s = self.num_envs, self.params.n_genes, self.params.n_signals
-        shapes = {
-            "kind": (b,),
-            "gene_codes": (b, n),
-            "signal_flags": (b, s),
-            "prediction": (b, 3),
-            "diagnosis_target": (b,),
-            "diagnosis_type": (b,),
-            "network": (b, n, 3),
-        }
+        shapes = action_shapes(self.params, (b,))
         unknown = sorted(set(actions) - set(shapes))
         if unknown:
             raise ValueError(f"actions: unknown field {unknown[0]!r}; allowed {sorted(shapes)}")
