@@ -105,3 +105,39 @@ def test_bad_construction_arguments():
         LucaVectorEnv(0)
     with pytest.raises(ValueError, match="autoreset_mode"):
         LucaVectorEnv(2, autoreset_mode="sometimes")
+
+
+SHARD_SCRIPT = """
+import jax, numpy as np
+from luca_gym import core
+from luca_gym.envs import random_policy, rollout
+from luca_gym.envs.vector import organism_batch
+assert len(jax.local_devices()) == 2, jax.local_devices()
+params = core.make_params("medium", 20, "disease")
+organisms, keys = organism_batch(range(8), "medium", 20, "disease")
+policy = random_policy(params)
+plain = rollout(policy, jax.random.PRNGKey(4), organisms, keys, params, 8)
+sharded = rollout(policy, jax.random.PRNGKey(4), organisms, keys, params, 8, shard=True)
+assert len(sharded[1].sharding.device_set) == 2
+for a, b in zip(plain, sharded):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+try:
+    rollout(policy, jax.random.PRNGKey(4), *organism_batch(range(3), "medium", 20, "disease"), params, 8, shard=True)
+except ValueError as exc:
+    assert "batch" in str(exc)
+else:
+    raise AssertionError("an uneven batch was accepted")
+print("sharded ok")
+"""
+
+
+@pytest.mark.slow
+def test_sharded_and_unsharded_rollouts_agree_on_two_cpu_devices():
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu")
+    out = subprocess.run([sys.executable, "-c", SHARD_SCRIPT], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "sharded ok" in out.stdout

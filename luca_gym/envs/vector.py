@@ -204,15 +204,33 @@ class LucaVectorEnv(gym.vector.VectorEnv):
 _batched_scores = jax.jit(jax.vmap(partial(core.session_scores, network=False), in_axes=(0, None)), static_argnums=1)
 
 
-def rollout(policy_fn, key: jax.Array, organisms, noise_keys, params: core.EnvParams, num_steps: int):
+def shard_batch(tree, devices=None):
+    """Place every array of ``tree`` split along its leading (batch) axis across
+    ``devices`` (default: all local devices). The batch must divide evenly."""
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    devices = list(devices or jax.local_devices())
+    leaves = jax.tree_util.tree_leaves(tree)
+    batch = leaves[0].shape[0]
+    if batch % len(devices):
+        raise ValueError(f"batch: {batch} organisms do not split over {len(devices)} devices; use a multiple of {len(devices)}")
+    sharding = NamedSharding(Mesh(np.array(devices), ("batch",)), PartitionSpec("batch"))
+    return jax.tree_util.tree_map(lambda x: jax.device_put(x, sharding), tree)
+
+
+def rollout(policy_fn, key: jax.Array, organisms, noise_keys, params: core.EnvParams, num_steps: int, shard: bool = False):
     """Run one session per organism for ``num_steps`` steps as one jitted
     ``lax.scan`` (no Python in the loop).
 
     Args:
         policy_fn: jittable ``(key, obs) -> core.Action`` over a batch.
         organisms: stacked organism arrays (B leading); noise_keys: (B, 2) keys.
+        shard: split the batch across all local devices (``jax.sharding``);
+            the results are the same as unsharded.
     Returns (returns float32 (B,), composite float32 (B,), ended bool (B,)).
     """
+    if shard:
+        organisms, noise_keys = shard_batch((organisms, noise_keys))
     return _rollout(policy_fn, key, organisms, noise_keys, params, num_steps)
 
 
