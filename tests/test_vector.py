@@ -8,7 +8,8 @@ import pytest
 import luca_gym  # noqa: F401  (registers the environments)
 from luca_gym import core
 from luca_gym.baselines import make_policy
-from luca_gym.envs import LucaEnv, LucaVectorEnv, random_policy, rollout
+from luca_gym.baselines.batched import heuristic_policy, random_policy
+from luca_gym.envs import LucaEnv, LucaVectorEnv, rollout
 from luca_gym.envs.vector import organism_batch
 from luca_gym.eval import SessionSpec, run_session
 
@@ -110,7 +111,7 @@ def test_bad_construction_arguments():
 SHARD_SCRIPT = """
 import jax, numpy as np
 from luca_gym import core
-from luca_gym.envs import random_policy, rollout
+from luca_gym.baselines.batched import random_policy\nfrom luca_gym.envs import rollout
 from luca_gym.envs.vector import organism_batch
 assert len(jax.local_devices()) == 2, jax.local_devices()
 params = core.make_params("medium", 20, "disease")
@@ -141,3 +142,16 @@ def test_sharded_and_unsharded_rollouts_agree_on_two_cpu_devices():
     out = subprocess.run([sys.executable, "-c", SHARD_SCRIPT], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "sharded ok" in out.stdout
+
+
+@pytest.mark.parametrize("tier, mode", [("easy", "healthy"), ("hard", "healthy"), ("medium", "disease"), ("hard", "disease")])
+def test_batched_heuristic_matches_the_single_env_harness_score_for_score(tier, mode):
+    params = core.make_params(tier, 20, mode)
+    seeds = list(range(6))
+    organisms, keys = organism_batch(seeds, tier, 20, mode)
+    total, composite, ended = rollout(heuristic_policy(params), jax.random.PRNGKey(0), organisms, keys, params, 40)
+    assert np.asarray(ended).all()
+    env = LucaEnv(tier, mode)
+    records = [run_session(make_policy("heuristic"), SessionSpec("heuristic", tier, mode, 20, s), env) for s in seeds]
+    np.testing.assert_allclose(np.asarray(composite), [r["scores"]["composite"] for r in records], atol=1e-6)
+    np.testing.assert_allclose(np.asarray(total), np.asarray(composite), atol=1e-5)

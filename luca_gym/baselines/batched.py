@@ -1,0 +1,124 @@
+"""The baselines as jittable batched policies for :func:`luca_gym.envs.rollout`.
+
+Each is ``policy(params) -> act(key, obs) -> core.Action`` over a batch of
+observations, stateless (what a per-session policy remembers is read back
+from the observation), so a sweep over thousands of organisms runs on the
+device. They make the same decisions as :mod:`luca_gym.baselines.policies`
+(random: in healthy mode; its disease draws come from a JAX key instead).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from luca_gym import core
+from luca_gym.scoring import HEALTHY_HIGH, HEALTHY_LOW, NETWORK_SHIFT_THRESHOLD
+from luca_gym.types import BLOCK, LOCK_HI
+
+
+def random_policy(params: core.EnvParams):
+    """The random baseline as a jittable batched policy: reveal each task and
+    predict 0.5; in disease mode a random diagnosis and one random
+    single-target rescue (its only costed call); then end."""
+    n, s = params.n_genes, params.n_signals
+
+    def random_target(key, targetable):
+        """A random targetable gene (B,) or, with probability S/(N+S), a signal."""
+        k1, k2, k3 = jax.random.split(key, 3)
+        b = targetable.shape[0]
+        start = jax.random.randint(k1, (b,), 0, n)
+        order = (jnp.arange(n)[None, :] - start[:, None]) % n
+        gene = jnp.argmin(jnp.where(targetable, order, n + 1), axis=1)
+        is_signal = jax.random.randint(k2, (b,), 0, n + s) >= n
+        return gene, is_signal, jax.random.randint(k3, (b,), 0, s)
+
+    def act(key, obs):
+        mask, targetable = obs["action_mask"], obs["targetable"].astype(bool)
+        b = mask.shape[0]
+        k_diag, k_lock, k_rescue, k_code = jax.random.split(key, 4)
+        gene, is_signal, signal = random_target(k_diag, targetable)
+        lock = jax.random.randint(k_lock, (b,), 1, 3)  # LOCK_HI or LOCK_LO
+        r_gene, r_is_signal, r_signal = random_target(k_rescue, targetable)
+        r_code = jax.random.randint(k_code, (b,), 1, 4)  # BLOCK, BOOST or DAMPEN
+        untouched = obs["budget_left"] == params.budget
+        kind = jnp.select(
+            [mask[:, core.REVEAL_TASK], mask[:, core.SUBMIT_PREDICTION], mask[:, core.COMMIT_DIAGNOSIS],
+             mask[:, core.TEST_RESCUE] & untouched],
+            [core.REVEAL_TASK, core.SUBMIT_PREDICTION, core.COMMIT_DIAGNOSIS, core.TEST_RESCUE],
+            core.END,
+        )
+        codes = jnp.where(r_is_signal[:, None], 0, jax.nn.one_hot(r_gene, n, dtype=jnp.int32) * r_code[:, None])
+        flags = r_is_signal[:, None] & jax.nn.one_hot(r_signal, s, dtype=bool)
+        return core.Action(
+            kind=kind.astype(jnp.int32),
+            gene_codes=codes.astype(jnp.int32),
+            signal_flags=flags,
+            prediction=jnp.full((b, 3), 0.5, jnp.float32),
+            diagnosis_target=jnp.where(is_signal, n + signal, gene).astype(jnp.int32),
+            diagnosis_type=jnp.where(is_signal, 3, lock).astype(jnp.int32),
+            network=jnp.zeros((b, n, 3), jnp.int32),
+        )
+
+    return act
+
+
+def heuristic_policy(params: core.EnvParams):
+    """:class:`~luca_gym.baselines.HeuristicPolicy`, batched: BLOCK each
+    targetable gene in order (keeping the rescue's unit in disease mode), then
+    reveal and predict by summing BLOCK effects, then diagnose the gene whose
+    BLOCK best restored the aberrant phenotypes (LOCK_HI), test that BLOCK as
+    the rescue, submit the network, end."""
+    n, s = params.n_genes, params.n_signals
+    reserve = params.rescue_cost if params.disease else 0
+
+    def act(key, obs):
+        mask = obs["action_mask"]
+        b = mask.shape[0]
+        targetable = obs["targetable"].astype(bool)
+        single = obs["single_mask"].astype(bool)
+        blocked = single[:, :, 0]
+        base = obs["baseline_phenotypes"]
+        todo = targetable & ~blocked
+        first_todo = jnp.argmax(todo, axis=1)
+        sweep = todo.any(axis=1) & (obs["budget_left"] - params.experiment_cost >= reserve) & mask[:, core.EXPERIMENT]
+
+        block_effect = obs["single_results"][:, :, 0] - base[:, None, :]  # (B, N, P)
+        rows = jnp.arange(b)
+        task_effects = jnp.where(blocked[rows[:, None], obs["task_genes"]][..., None], block_effect[rows[:, None], obs["task_genes"]], 0.0)
+        prediction = jnp.clip(base + (task_effects[:, 0] + task_effects[:, 1]), 0.0, 1.0)
+
+        # Best BLOCK: most aberrant phenotypes in range, then the least distance from 0.5.
+        phen = obs["single_results"][:, :, 0]
+        aberrant = obs["aberrant"].astype(bool)[:, None, :]
+        inside = (phen >= HEALTHY_LOW) & (phen <= HEALTHY_HIGH)
+        count = jnp.sum(inside & aberrant, axis=2)
+        distance = jnp.sum(jnp.abs(phen - 0.5) * aberrant, axis=2)
+        top = jnp.max(jnp.where(blocked, count, -1), axis=1, keepdims=True)
+        candidates = blocked & (count == top)
+        best = jnp.where(blocked.any(axis=1), jnp.argmax(jnp.where(candidates, -distance, -jnp.inf), axis=1), jnp.argmax(targetable, axis=1))
+
+        rescued = obs["budget_left"] < params.budget - jnp.sum(blocked, axis=1) * params.experiment_cost
+        kind = jnp.select(
+            [sweep, mask[:, core.REVEAL_TASK], mask[:, core.SUBMIT_PREDICTION], mask[:, core.COMMIT_DIAGNOSIS],
+             ~rescued & mask[:, core.TEST_RESCUE], ~obs["network_submitted"].astype(bool)],
+            [core.EXPERIMENT, core.REVEAL_TASK, core.SUBMIT_PREDICTION, core.COMMIT_DIAGNOSIS, core.TEST_RESCUE, core.SUBMIT_NETWORK],
+            core.END,
+        )
+        gene = jnp.where(kind == core.EXPERIMENT, first_todo, best)
+        boost_effect = obs["single_results"][:, :, 1] - base[:, None, :]
+        block_shift = jnp.where(blocked[..., None], block_effect, 0.0)
+        boost_shift = jnp.where(single[:, :, 1][..., None], boost_effect, 0.0)
+        shifted = jnp.maximum(jnp.abs(block_shift), jnp.abs(boost_shift)) > NETWORK_SHIFT_THRESHOLD
+        network = (jnp.sign(boost_shift - block_shift) * shifted).astype(jnp.int32)
+        return core.Action(
+            kind=kind.astype(jnp.int32),
+            gene_codes=(jax.nn.one_hot(gene, n, dtype=jnp.int32) * BLOCK),
+            signal_flags=jnp.zeros((b, s), bool),
+            prediction=prediction.astype(jnp.float32),
+            diagnosis_target=best.astype(jnp.int32),
+            diagnosis_type=jnp.full(b, LOCK_HI, jnp.int32),
+            network=network,
+        )
+
+    return act
