@@ -8,7 +8,7 @@ import pytest
 import luca_gym  # noqa: F401  (registers the environments)
 from luca_gym import core
 from luca_gym.baselines import make_policy
-from luca_gym.baselines.batched import heuristic_policy, random_policy
+from luca_gym.baselines.batched import causal_sweep_policy, heuristic_policy, random_policy
 from luca_gym.envs import LucaEnv, LucaVectorEnv, rollout
 from luca_gym.envs.vector import organism_batch
 from luca_gym.eval import SessionSpec, run_session
@@ -155,3 +155,15 @@ def test_batched_heuristic_matches_the_single_env_harness_score_for_score(tier, 
     records = [run_session(make_policy("heuristic"), SessionSpec("heuristic", tier, mode, 20, s), env) for s in seeds]
     np.testing.assert_allclose(np.asarray(composite), [r["scores"]["composite"] for r in records], atol=1e-6)
     np.testing.assert_allclose(np.asarray(total), np.asarray(composite), atol=1e-5)
+
+
+@pytest.mark.parametrize("tier, mode", [("easy", "healthy"), ("hard", "healthy"), ("easy", "disease"), ("hard", "disease")])
+def test_batched_causal_sweep_matches_the_single_env_harness_score_for_score(tier, mode):
+    params = core.make_params(tier, 20, mode)
+    seeds = list(range(6))
+    organisms, keys = organism_batch(seeds, tier, 20, mode)
+    total, composite, ended = rollout(causal_sweep_policy(params), jax.random.PRNGKey(0), organisms, keys, params, 48)
+    assert np.asarray(ended).all()
+    env = LucaEnv(tier, mode)
+    records = [run_session(make_policy("causal-sweep"), SessionSpec("causal-sweep", tier, mode, 20, s), env) for s in seeds]
+    np.testing.assert_allclose(np.asarray(composite), [r["scores"]["composite"] for r in records], atol=1e-6)

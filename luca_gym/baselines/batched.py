@@ -122,3 +122,122 @@ def heuristic_policy(params: core.EnvParams):
         )
 
     return act
+
+
+def causal_sweep_policy(params: core.EnvParams):
+    """:class:`~luca_gym.baselines.CausalSweepPolicy`, batched: for each task,
+    measure the two singles it combines and predict in logit space; then sweep
+    (signals first in disease mode, then BLOCK, then BOOST) keeping the
+    rescue's unit; diagnose from lock signatures; rescue with the best measured
+    single; submit the network; end."""
+    n, s = params.n_genes, params.n_signals
+    reserve = params.rescue_cost if params.disease else 0
+    eps = 1e-4
+
+    def logit(x):
+        x = jnp.clip(x, eps, 1 - eps)
+        return jnp.log(x / (1 - x))
+
+    def act(key, obs):
+        mask = obs["action_mask"]
+        b = mask.shape[0]
+        rows = jnp.arange(b)
+        targetable = obs["targetable"].astype(bool)
+        single = obs["single_mask"].astype(bool)
+        signal_mask = obs["signal_mask"].astype(bool)
+        base = obs["baseline_phenotypes"]
+        results = obs["single_results"]
+
+        # 1. the open task: its missing singles, then the logit-space prediction.
+        task_open = (obs["task_index"] >= 0) & ~obs["predicted"].astype(bool)[rows, jnp.clip(obs["task_index"], 0, None)]
+        genes, codes = obs["task_genes"], obs["task_codes"].astype(jnp.int32)
+        columns = jnp.clip(codes - 1, 0, 2)
+        genes_c = jnp.clip(genes, 0, n - 1)
+        measured = single[rows[:, None], genes_c, columns]  # (B, 2)
+        need = ~measured & mask[:, core.EXPERIMENT][:, None]
+        task_gene = jnp.where(need[:, 0], genes_c[:, 0], genes_c[:, 1])
+        task_code = jnp.where(need[:, 0], codes[:, 0], codes[:, 1])
+        singles = results[rows[:, None], genes_c, columns]  # (B, 2, P)
+        total = logit(base) + (logit(singles[:, 0]) - logit(base)) + (logit(singles[:, 1]) - logit(base))
+        prediction = jnp.clip(1.0 / (1.0 + jnp.exp(-total)), 0.0, 1.0)
+
+        # 3. the sweep: unmeasured signals (disease), then BLOCK, then BOOST.
+        afford = (obs["budget_left"] - params.experiment_cost >= reserve) & mask[:, core.EXPERIMENT]
+        todo_signal = ~signal_mask if params.disease else jnp.zeros_like(signal_mask)
+        todo_block = targetable & ~single[:, :, 0]
+        todo_boost = targetable & ~single[:, :, 1]
+        sweep_signal = todo_signal.any(axis=1)
+        sweep_block = ~sweep_signal & todo_block.any(axis=1)
+        sweep_boost = ~sweep_signal & ~sweep_block & todo_boost.any(axis=1)
+        sweep = afford & (sweep_signal | sweep_block | sweep_boost)
+        sweep_gene = jnp.where(sweep_block, jnp.argmax(todo_block, axis=1), jnp.argmax(todo_boost, axis=1))
+        sweep_code = jnp.where(sweep_block, 1, 2)
+
+        # 4. diagnosis: a lock no longer responds to the intervention that repeats it.
+        shift = jnp.max(jnp.abs(results - base[:, None, None, :]), axis=3)  # (B, N, 3)
+        both = targetable & single[:, :, 0] & single[:, :, 1]
+        scores = jnp.stack([shift[:, :, 0] - shift[:, :, 1], shift[:, :, 1] - shift[:, :, 0]], axis=2)  # (B, N, 2)
+        scores = jnp.where(both[..., None], scores, -jnp.inf).reshape(b, 2 * n)
+        flat = jnp.argmax(scores, axis=1)
+        best = jnp.max(scores, axis=1)
+        any_gene = jnp.isfinite(best)
+        diag_target = jnp.where(any_gene, flat // 2, jnp.argmax(targetable, axis=1))
+        diag_type = jnp.where(any_gene, 1 + flat % 2, 1)  # LOCK_HI, LOCK_LO
+        signal_shift = jnp.max(jnp.abs(obs["signal_results"] - base[:, None, :]), axis=2)
+        quiet = jnp.argmin(jnp.where(signal_mask, signal_shift, jnp.inf), axis=1)
+        persist = (signal_mask.any(axis=1) & (best < 2 * NETWORK_SHIFT_THRESHOLD)
+                   & (signal_shift[rows, quiet] < NETWORK_SHIFT_THRESHOLD))
+        diag_target = jnp.where(persist, n + quiet, diag_target)
+        diag_type = jnp.where(persist, 3, diag_type)
+
+        # 5. rescue: the measured single that restores most aberrant phenotypes.
+        aberrant = obs["aberrant"].astype(bool)
+        def restore(phen):  # (..., P) -> count, -distance
+            inside = (phen >= HEALTHY_LOW) & (phen <= HEALTHY_HIGH)
+            return jnp.sum(inside & aberrant[:, None, :], axis=-1), -jnp.sum(jnp.abs(phen - 0.5) * aberrant[:, None, :], axis=-1)
+        gene_phen = results.reshape(b, 3 * n, -1)  # gene-major, then column
+        options_phen = jnp.concatenate([gene_phen, obs["signal_results"]], axis=1)
+        options_ok = jnp.concatenate([single.reshape(b, 3 * n), signal_mask], axis=1)
+        count, closeness = restore(options_phen)
+        top = jnp.max(jnp.where(options_ok, count, -1), axis=1, keepdims=True)
+        choice = jnp.argmax(jnp.where(options_ok & (count == top), closeness, -jnp.inf), axis=1)
+        has_option = options_ok.any(axis=1)
+        rescue_is_signal = has_option & (choice >= 3 * n)
+        rescue_gene = jnp.where(has_option, jnp.clip(choice // 3, 0, n - 1), jnp.argmax(targetable, axis=1))
+        rescue_code = jnp.where(has_option, choice % 3 + 1, 3)
+        rescue_signal = jnp.clip(choice - 3 * n, 0, s - 1)
+        experiments = jnp.sum(single, axis=(1, 2)) + jnp.sum(signal_mask, axis=1)
+        rescued = obs["budget_left"] < params.budget - experiments * params.experiment_cost
+
+        open_task_experiment = task_open & need.any(axis=1)
+        kind = jnp.select(
+            [open_task_experiment, task_open, mask[:, core.REVEAL_TASK], sweep, mask[:, core.COMMIT_DIAGNOSIS],
+             ~rescued & mask[:, core.TEST_RESCUE], ~obs["network_submitted"].astype(bool)],
+            [core.EXPERIMENT, core.SUBMIT_PREDICTION, core.REVEAL_TASK, core.EXPERIMENT, core.COMMIT_DIAGNOSIS,
+             core.TEST_RESCUE, core.SUBMIT_NETWORK],
+            core.END,
+        )
+        use_task = open_task_experiment
+        is_rescue = kind == core.TEST_RESCUE
+        exp_signal = ~use_task & sweep_signal
+        gene = jnp.select([use_task, is_rescue], [task_gene, rescue_gene], sweep_gene)
+        code = jnp.select([use_task, is_rescue], [task_code, rescue_code], sweep_code)
+        signal_on = jnp.where(is_rescue, rescue_is_signal, exp_signal)
+        signal = jnp.where(is_rescue, rescue_signal, jnp.argmax(todo_signal, axis=1))
+        gene_codes = jnp.where(signal_on[:, None], 0, jax.nn.one_hot(gene, n, dtype=jnp.int32) * code[:, None])
+        flags = signal_on[:, None] & jax.nn.one_hot(signal, s, dtype=bool)
+
+        block_shift = jnp.where(single[:, :, 0, None], results[:, :, 0] - base[:, None, :], 0.0)
+        boost_shift = jnp.where(single[:, :, 1, None], results[:, :, 1] - base[:, None, :], 0.0)
+        shifted = jnp.maximum(jnp.abs(block_shift), jnp.abs(boost_shift)) > NETWORK_SHIFT_THRESHOLD
+        return core.Action(
+            kind=kind.astype(jnp.int32),
+            gene_codes=gene_codes.astype(jnp.int32),
+            signal_flags=flags,
+            prediction=prediction.astype(jnp.float32),
+            diagnosis_target=diag_target.astype(jnp.int32),
+            diagnosis_type=diag_type.astype(jnp.int32),
+            network=(jnp.sign(boost_shift - block_shift) * shifted).astype(jnp.int32),
+        )
+
+    return act
