@@ -63,6 +63,17 @@ def random_policy(params: core.EnvParams):
     return act
 
 
+def network_from_singles(obs) -> jax.Array:
+    """Batched :func:`luca_gym.baselines.policies.network_from_singles`: int32
+    (B, N, P) signs from the measured single BLOCK / BOOST shifts."""
+    base = obs["baseline_phenotypes"][:, None, :]
+    single = obs["single_mask"].astype(bool)
+    block = jnp.where(single[:, :, 0, None], obs["single_results"][:, :, 0] - base, 0.0)
+    boost = jnp.where(single[:, :, 1, None], obs["single_results"][:, :, 1] - base, 0.0)
+    shifted = jnp.maximum(jnp.abs(block), jnp.abs(boost)) > NETWORK_SHIFT_THRESHOLD
+    return (jnp.sign(boost - block) * shifted).astype(jnp.int32)
+
+
 def heuristic_policy(params: core.EnvParams):
     """:class:`~luca_gym.baselines.HeuristicPolicy`, batched: BLOCK each
     targetable gene in order (keeping the rescue's unit in disease mode), then
@@ -106,11 +117,6 @@ def heuristic_policy(params: core.EnvParams):
             core.END,
         )
         gene = jnp.where(kind == core.EXPERIMENT, first_todo, best)
-        boost_effect = obs["single_results"][:, :, 1] - base[:, None, :]
-        block_shift = jnp.where(blocked[..., None], block_effect, 0.0)
-        boost_shift = jnp.where(single[:, :, 1][..., None], boost_effect, 0.0)
-        shifted = jnp.maximum(jnp.abs(block_shift), jnp.abs(boost_shift)) > NETWORK_SHIFT_THRESHOLD
-        network = (jnp.sign(boost_shift - block_shift) * shifted).astype(jnp.int32)
         return core.Action(
             kind=kind.astype(jnp.int32),
             gene_codes=(jax.nn.one_hot(gene, n, dtype=jnp.int32) * BLOCK),
@@ -118,7 +124,7 @@ def heuristic_policy(params: core.EnvParams):
             prediction=prediction.astype(jnp.float32),
             diagnosis_target=best.astype(jnp.int32),
             diagnosis_type=jnp.full(b, LOCK_HI, jnp.int32),
-            network=network,
+            network=network_from_singles(obs),
         )
 
     return act
@@ -227,9 +233,6 @@ def causal_sweep_policy(params: core.EnvParams):
         gene_codes = jnp.where(signal_on[:, None], 0, jax.nn.one_hot(gene, n, dtype=jnp.int32) * code[:, None])
         flags = signal_on[:, None] & jax.nn.one_hot(signal, s, dtype=bool)
 
-        block_shift = jnp.where(single[:, :, 0, None], results[:, :, 0] - base[:, None, :], 0.0)
-        boost_shift = jnp.where(single[:, :, 1, None], results[:, :, 1] - base[:, None, :], 0.0)
-        shifted = jnp.maximum(jnp.abs(block_shift), jnp.abs(boost_shift)) > NETWORK_SHIFT_THRESHOLD
         return core.Action(
             kind=kind.astype(jnp.int32),
             gene_codes=gene_codes.astype(jnp.int32),
@@ -237,7 +240,7 @@ def causal_sweep_policy(params: core.EnvParams):
             prediction=prediction.astype(jnp.float32),
             diagnosis_target=diag_target.astype(jnp.int32),
             diagnosis_type=diag_type.astype(jnp.int32),
-            network=(jnp.sign(boost_shift - block_shift) * shifted).astype(jnp.int32),
+            network=network_from_singles(obs),
         )
 
     return act
