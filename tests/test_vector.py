@@ -144,26 +144,27 @@ def test_sharded_and_unsharded_rollouts_agree_on_two_cpu_devices():
     assert "sharded ok" in out.stdout
 
 
-@pytest.mark.parametrize("tier, mode", [("easy", "healthy"), ("hard", "healthy"), ("medium", "disease"), ("hard", "disease")])
-def test_batched_heuristic_matches_the_single_env_harness_score_for_score(tier, mode):
+@pytest.mark.parametrize(
+    "agent, tier, mode",
+    [
+        ("heuristic", "easy", "healthy"),
+        ("heuristic", "hard", "healthy"),
+        ("heuristic", "medium", "disease"),
+        ("heuristic", "hard", "disease"),
+        ("causal-sweep", "easy", "healthy"),
+        ("causal-sweep", "hard", "healthy"),
+        ("causal-sweep", "easy", "disease"),
+        ("causal-sweep", "hard", "disease"),
+    ],
+)
+def test_batched_baseline_matches_the_single_env_harness_score_for_score(agent, tier, mode):
+    policies = {"heuristic": heuristic_policy, "causal-sweep": causal_sweep_policy}
     params = core.make_params(tier, 20, mode)
     seeds = list(range(6))
     organisms, keys = organism_batch(seeds, tier, 20, mode)
-    total, composite, ended = rollout(heuristic_policy(params), jax.random.PRNGKey(0), organisms, keys, params, 40)
+    total, composite, ended = rollout(policies[agent](params), jax.random.PRNGKey(0), organisms, keys, params, 48)
     assert np.asarray(ended).all()
     env = LucaEnv(tier, mode)
-    records = [run_session(make_policy("heuristic"), SessionSpec("heuristic", tier, mode, 20, s), env) for s in seeds]
+    records = [run_session(make_policy(agent), SessionSpec(agent, tier, mode, 20, s), env) for s in seeds]
     np.testing.assert_allclose(np.asarray(composite), [r["scores"]["composite"] for r in records], atol=1e-6)
     np.testing.assert_allclose(np.asarray(total), np.asarray(composite), atol=1e-5)
-
-
-@pytest.mark.parametrize("tier, mode", [("easy", "healthy"), ("hard", "healthy"), ("easy", "disease"), ("hard", "disease")])
-def test_batched_causal_sweep_matches_the_single_env_harness_score_for_score(tier, mode):
-    params = core.make_params(tier, 20, mode)
-    seeds = list(range(6))
-    organisms, keys = organism_batch(seeds, tier, 20, mode)
-    total, composite, ended = rollout(causal_sweep_policy(params), jax.random.PRNGKey(0), organisms, keys, params, 48)
-    assert np.asarray(ended).all()
-    env = LucaEnv(tier, mode)
-    records = [run_session(make_policy("causal-sweep"), SessionSpec("causal-sweep", tier, mode, 20, s), env) for s in seeds]
-    np.testing.assert_allclose(np.asarray(composite), [r["scores"]["composite"] for r in records], atol=1e-6)
