@@ -659,6 +659,20 @@ def session_scores(state: EnvState, params: EnvParams, network: bool = True) -> 
 def noise_key(seed: int, tier: str, n_genes: int) -> jax.Array:
     """The session noise key of an organism triple: measurement noise is a pure
     function of the organism and the measurement counter."""
-    key = jax.random.fold_in(jax.random.PRNGKey(seed & 0xFFFFFFFF), seed >> 32)
-    return jax.random.fold_in(jax.random.fold_in(key, world.TIERS[tier].index), n_genes)
+    return noise_keys(np.asarray([seed], np.int64), tier, n_genes)[0]
 
+
+def noise_keys(seeds, tier: str, n_genes: int) -> jax.Array:
+    """:func:`noise_key` of many seeds at once: (B, 2) uint32."""
+    seeds = np.asarray(seeds, np.int64)
+    hi, lo = (seeds >> 32).astype(np.uint32), (seeds & 0xFFFFFFFF).astype(np.uint32)
+    return _noise_keys(hi, lo, np.uint32(world.TIERS[tier].index), np.uint32(n_genes))
+
+
+@jax.jit
+def _noise_keys(hi, lo, tier_index, n_genes):
+    def one(hi, lo):
+        key = jax.random.fold_in(jax.random.PRNGKey(lo), hi)
+        return jax.random.fold_in(jax.random.fold_in(key, tier_index), n_genes)
+
+    return jax.vmap(one)(hi, lo)

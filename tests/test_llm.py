@@ -28,7 +28,7 @@ from luca_gym import eval as ev
 from luca_gym import report
 from luca_gym.baselines import make_policy
 from luca_gym.envs.luca_env import LucaEnv
-from luca_gym.types import MALFUNCTION_TYPES
+from luca_gym.types import LOCK_HI, LOCK_LO, MALFUNCTION_TYPES
 from luca_gym.wrappers import llm
 from luca_gym.wrappers.llm import AgentTurn, AnthropicAgent, OpenAIChatAgent, ScriptedAgent, ToolSession, run_agent
 
@@ -67,7 +67,7 @@ def appendix_script(phenotypes) -> list:
         *[("run_experiment", block(*GENES[k : k + 5])) for k in (0, 5, 10, 15)],
         *[("run_experiment", block(g)) for g in GENES[:17]],
         ("submit_malfunction_hypothesis", {"target_name": "G012", "malfunction_type": "LOCK_HI"}),
-        ("test_rescue", {"interventions": {"G015": {"type": "BLOCK"}}}),
+        ("test_rescue", {"interventions": {"G014": {"type": "BLOCK"}}}),
         ("get_next_prediction_task", {}),
         ("submit_prediction", {"predictions": {p0: 0.3, p1: 0.6, p2: 0.5}}),
         ("get_next_prediction_task", {}),
@@ -83,7 +83,7 @@ def appendix_script(phenotypes) -> list:
                 ]
             },
         ),
-        ("submit_hypothesis", {"text": "G012 looks locked high; blocking G015 compensates."}),
+        ("submit_hypothesis", {"text": "G012 looks locked high; blocking G014 compensates."}),
         ("end", {}),
     ]
 
@@ -769,7 +769,10 @@ def test_free_calls_still_work_when_the_budget_is_spent():
 
 def test_return_equals_composite_when_refused_calls_truncate_the_session():
     session = new_session()
-    session.call("submit_malfunction_hypothesis", {"target_name": "G002", "malfunction_type": "LOCK_LO"})
+    arrays = session.env.organism.arrays  # the hidden truth, read by the test only
+    target = session.meta.gene_names[int(arrays.malfunction_target)]
+    kind = {LOCK_HI: "LOCK_HI", LOCK_LO: "LOCK_LO"}[int(arrays.malfunction_type)]
+    session.call("submit_malfunction_hypothesis", {"target_name": target, "malfunction_type": kind})
     prediction = {"predictions": {p: 0.5 for p in session.meta.phenotype_names}}
     for _ in range(session.env.params.max_steps):
         if session.ended:

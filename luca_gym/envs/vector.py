@@ -6,10 +6,9 @@ cross to numpy only at the Gymnasium boundary (``numpy=False`` keeps them as
 JAX arrays). Every autoreset draws a fresh organism seed and generates that
 organism; it never replays a cached first state.
 
-Generation itself is numpy (``world.make_organism``), not a traced JAX
-function: an autoreset generates the new organisms on the host (memoised by
-triple) and writes them into the batch. ``benchmarks/rollout.py`` measures what
-that costs.
+An autoreset generates the new organisms with :func:`luca_gym.world.generate`
+(the JAX generator, batched on the device) for the finished sub-envs only and
+writes them into the batch. ``benchmarks/rollout.py`` measures what that costs.
 """
 
 from __future__ import annotations
@@ -23,12 +22,11 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from luca_gym import core
+from luca_gym import core, world
 from luca_gym.envs.luca_env import (
     ORGANISM_SEED_HIGH,
     action_shapes,
     action_space,
-    cached_organism,
     observation_space,
     to_numpy_observation,
 )
@@ -44,11 +42,22 @@ def _select(mask, new, old):
 
 
 def organism_batch(seeds, tier: str, n_genes: int, mode: str, backwards: bool = False):
-    """Stacked organism arrays and noise keys for ``seeds`` (host generation)."""
-    organisms = [cached_organism(int(s), tier, n_genes, mode, backwards).arrays for s in seeds]
-    stacked = jax.tree_util.tree_map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *organisms)
-    keys = np.stack([np.asarray(core.noise_key(int(s), tier, n_genes)) for s in seeds])
-    return stacked, keys
+    """Stacked organism arrays (generated as one batch, :func:`world.generate`)
+    and session noise keys (B, 2) for ``seeds``."""
+    seeds = np.asarray(list(seeds) if not isinstance(seeds, np.ndarray) else seeds)
+    return world.generate(seeds, tier, n_genes, mode, backwards), core.noise_keys(seeds, tier, n_genes)
+
+
+def _pad_rows(count: int) -> int:
+    return 1 << max(0, (count - 1).bit_length())
+
+
+@jax.jit
+def _merge(mask, new, old):
+    """``old`` with the rows where ``mask`` replaced, in order, by the rows of
+    ``new`` (padded to a power of two, so few shapes compile)."""
+    position = jnp.clip(jnp.cumsum(mask) - 1, 0, None)
+    return _select(mask, jax.tree_util.tree_map(lambda x: x[position], new), old)
 
 
 class LucaVectorEnv(gym.vector.VectorEnv):
@@ -98,6 +107,7 @@ class LucaVectorEnv(gym.vector.VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.state = None
+        self._organisms = self._keys = None
         self.organism_seeds = np.zeros(self.num_envs, np.int64)
         self._autoreset = np.zeros(self.num_envs, bool)
 
@@ -105,13 +115,23 @@ class LucaVectorEnv(gym.vector.VectorEnv):
     def _draw_seeds(self, count: int) -> np.ndarray:
         return self.np_random.integers(0, ORGANISM_SEED_HIGH, size=count)
 
-    def _fresh(self, mask: np.ndarray, obs, state):
-        """Reset the sub-envs in ``mask`` on newly drawn organisms."""
-        seeds = self.organism_seeds.copy()
-        seeds[mask] = self._draw_seeds(int(mask.sum()))
+    def _fresh(self, mask: np.ndarray, obs, state, seeds=None):
+        """Reset the sub-envs in ``mask`` on new organisms (drawn seeds unless
+        ``seeds`` are given); only those organisms are generated."""
+        count = int(mask.sum())
+        seeds = self._draw_seeds(count) if seeds is None else seeds
         organisms, keys = organism_batch(seeds, self.tier, self.n_genes, self.mode, self.backwards)
-        new_obs, new_state = _batched_reset(keys, organisms, self.params)
-        self.organism_seeds = seeds
+        rows = np.concatenate([np.arange(count), np.zeros(_pad_rows(count) - count, np.int64)])
+        organisms, keys = jax.tree_util.tree_map(lambda x: x[rows], (organisms, keys))
+        self.organism_seeds = self.organism_seeds.copy()
+        self.organism_seeds[mask] = seeds
+        if self._organisms is None or mask.all():
+            self._organisms = jax.tree_util.tree_map(lambda x: x[: self.num_envs], organisms)
+            self._keys = keys[: self.num_envs]
+        else:
+            m = jnp.asarray(mask)
+            self._organisms, self._keys = _merge(m, (organisms, keys), (self._organisms, self._keys))
+        new_obs, new_state = _batched_reset(self._keys, self._organisms, self.params)
         if state is None:
             return new_obs, new_state
         m = jnp.asarray(mask)
@@ -160,9 +180,7 @@ class LucaVectorEnv(gym.vector.VectorEnv):
             seeds = np.asarray(options["organism_seeds"], np.int64)
             if seeds.shape != (self.num_envs,) or np.any(seeds < 0):
                 raise ValueError(f"options['organism_seeds']: {self.num_envs} non-negative seeds required")
-            self.organism_seeds = seeds
-            organisms, keys = organism_batch(seeds, self.tier, self.n_genes, self.mode, self.backwards)
-            obs, self.state = _batched_reset(keys, organisms, self.params)
+            obs, self.state = self._fresh(np.ones(self.num_envs, bool), None, None, seeds=seeds)
         else:
             obs, self.state = self._fresh(np.ones(self.num_envs, bool), None, None)
         self._obs = obs
