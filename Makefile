@@ -5,6 +5,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.luca-gym-installed
 EXTRAS ?= dev
+# Compiled generators and solvers are cached on disk and shared by the test
+# workers and later runs (JAX reads this variable itself).
+export JAX_COMPILATION_CACHE_DIR ?= $(CURDIR)/.cache/jax
 
 .PHONY: demo test bench clean
 
@@ -29,4 +32,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/solver.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) .pytest_cache .hypothesis .cache build *.egg-info
