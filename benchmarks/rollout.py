@@ -1,6 +1,6 @@
 """Batched rollouts: environment steps per second, side by side in one run.
 
-    .venv/bin/python benchmarks/rollout.py [--max-envs 16384] [--steps 32]
+    .venv/bin/python benchmarks/rollout.py [--max-envs 16384] [--steps 32] [--gen-max 4096]
 
 Prints, at N=20 (medium, healthy):
   * the pure rollout (`luca_gym.envs.rollout`, one jitted lax.scan) for 1, 64,
@@ -10,7 +10,9 @@ Prints, at N=20 (medium, healthy):
   * Gymnasium's `SyncVectorEnv` of `LucaEnv`s at the sizes it reaches in
     reasonable time, and the ratios;
   * the compile time, and the session state size per organism at N=20, 320, 1280;
-  * what host-side organism generation costs per autoreset.
+  * batched organism generation (world.generate) against one organism at a
+    time, per tier and mode, and LucaVectorEnv with a fresh organism every
+    episode (autoreset generation included).
 """
 
 from __future__ import annotations
@@ -71,6 +73,8 @@ def main() -> None:
     parser.add_argument("--max-envs", type=int, default=16384)
     parser.add_argument("--steps", type=int, default=32)
     parser.add_argument("--sync-max", type=int, default=64)
+    parser.add_argument("--gen-max", type=int, default=4096, help="largest generation batch")
+    parser.add_argument("--fresh-envs", type=int, default=1024, help="envs in the fresh-organism run")
     args = parser.parse_args()
     params = core.make_params(TIER, N, MODE)
     policy = sweep_policy(params)
@@ -146,14 +150,63 @@ def main() -> None:
         nbytes = sum(x.nbytes for x in jax.tree_util.tree_leaves(state))
         print(f"N={n}: {nbytes / 1024:,.1f} KiB")
 
-    print("\n## Host-side generation per autoreset (numpy, not traced)")
+    generation(args)
+    fresh_episodes(args)
+
+
+def generation(args) -> None:
+    """Batched generation (world.generate, one jitted call per attempt) against
+    generating the same organisms one at a time, side by side."""
     from luca_gym import world
 
-    t = time.perf_counter()
-    for s in range(1000, 1032):
-        world.make_organism(s, TIER, N, MODE)
-    per = (time.perf_counter() - t) / 32
-    print(f"make_organism at N={N}: {per * 1e3:.1f} ms per organism; an autoreset of k envs costs k x that on the host")
+    print(f"\n## Organism generation (pure JAX, batched), N={N}, group {world.map_batch()} organism(s) per vmap")
+    print("| tier, mode | organisms | batched organisms/s | one at a time organisms/s | ratio | first call s |")
+    print("|---|---|---|---|---|---|")
+    base = 10_000
+    for tier, mode in (("easy", "healthy"), ("medium", "healthy"), ("hard", "healthy"), ("medium", "disease"), ("hard", "disease")):
+        t0 = time.perf_counter()
+        world.generate(np.arange(base, base + 16), tier, N, mode)  # compiles (or loads) this shape
+        world.make_organism(base, tier, N, mode)
+        first = time.perf_counter() - t0
+        base += 16
+        one = 32
+        t0 = time.perf_counter()
+        for s in range(base, base + one):
+            world.make_organism(s, tier, N, mode)
+        single = one / (time.perf_counter() - t0)
+        base += one
+        for b in [s for s in (256, 4096) if s <= args.gen_max]:
+            t0 = time.perf_counter()
+            jax.block_until_ready(world.generate(np.arange(base, base + b), tier, N, mode))
+            rate = b / (time.perf_counter() - t0)
+            base += b
+            print(f"| {tier}, {mode} | {b} | {rate:,.0f} | {single:,.0f} | {rate / single:.1f}x | {first:.1f} |", flush=True)
+
+
+def fresh_episodes(args) -> None:
+    """LucaVectorEnv with a new organism every episode: a policy that runs one
+    experiment per step until the budget is spent, then ends the session; each
+    autoreset generates the finished sub-envs' organisms."""
+    b = min(args.fresh_envs, args.max_envs)
+    env = LucaVectorEnv(b, TIER, MODE, N)
+    params = env.params
+    obs, _ = env.reset(seed=1)
+    experiment = np.eye(N, dtype=np.int64)[np.arange(b) % N]
+
+    def act(obs):
+        return {"kind": np.where(obs["budget_left"] > 0, core.EXPERIMENT, core.END), "gene_codes": experiment}
+
+    # one episode to compile everything, then time two more
+    for _ in range(params.budget + 2):
+        obs, *_ = env.step(act(obs))
+    steps, ended = 2 * (params.budget + 2), 0
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        obs, _, terminated, truncated, _ = env.step(act(obs))
+        ended += int((terminated | truncated).sum())
+    dt = time.perf_counter() - t0
+    print(f"\n## LucaVectorEnv with a fresh organism every episode, N={N}, {b} envs")
+    print(f"{b * steps / dt:,.0f} steps/s over {steps} steps ({ended} episodes ended, each autoreset generating its organisms)")
 
 
 if __name__ == "__main__":

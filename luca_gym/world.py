@@ -281,8 +281,11 @@ def _top_k_mask(priority: jax.Array, k) -> jax.Array:
 
 
 def _masked_choice(key, mask: jax.Array) -> jax.Array:
-    """A uniformly drawn flat index where ``mask`` is True (0 if none)."""
-    return jnp.argmax(jnp.where(mask, jax.random.uniform(key, mask.shape), -1.0).reshape(-1))
+    """A uniformly drawn flat index where ``mask`` is True (the last if none): the
+    r-th True entry for r uniform below their count (one draw, one cumsum)."""
+    counts = jnp.cumsum(mask.reshape(-1).astype(jnp.int32))
+    r = jax.random.randint(key, (), 0, jnp.maximum(counts[-1], 1))
+    return jnp.minimum(jnp.searchsorted(counts, r + 1), mask.size - 1)
 
 
 def _network(key, p: Plan, t: TierParams) -> dict:
@@ -390,9 +393,22 @@ def _arrays(p: Plan, t: TierParams, net: dict, weights, bias, baseline_input, ba
     return OrganismArrays(**fields)
 
 
+# Rows solved side by side in one vmapped solver loop at most: a row that needs
+# all MAX_STEPS updates holds only its chunk (about 2^19 gene states per chunk).
+SOLVE_CHUNK_STATES = 1 << 19
+
+
 def _solve_rows(arrays: OrganismArrays, codes, flags) -> tuple[jax.Array, jax.Array]:
-    """Noise-free phenotypes (B, P) and convergence (B,) of a batch of interventions."""
-    r = jax.vmap(sim._solve, in_axes=(None, 0, 0, None, None))(arrays, codes, flags, sim.MAX_STEPS, sim.TOL)
+    """Noise-free phenotypes (B, P) and convergence (B,) of a batch of
+    interventions, in chunks of at most SOLVE_CHUNK_STATES / N rows."""
+    solve = jax.vmap(sim._solve, in_axes=(None, 0, 0, None, None))
+    rows, n = codes.shape
+    chunk = max(8, SOLVE_CHUNK_STATES // n)
+    if rows <= chunk:
+        r = solve(arrays, codes, flags, sim.MAX_STEPS, sim.TOL)
+    else:
+        # lax.map vmaps the per-row solve over each chunk
+        r = jax.lax.map(lambda x: sim._solve(arrays, x[0], x[1], sim.MAX_STEPS, sim.TOL), (codes, flags), batch_size=chunk)
     return r.phenotypes, r.converged
 
 
@@ -405,8 +421,17 @@ def _singles(n: int, s: int, types) -> tuple[jax.Array, jax.Array]:
 
 
 def spectral_radius_bound(matrix: jax.Array, squarings: int = STABILITY_SQUARINGS) -> jax.Array:
-    """An upper bound on the spectral radius: ||A^(2^k)||^(1/2^k) by repeated
-    normalised squaring (Gelfand's formula; runs on any backend, unlike eigvals)."""
+    """The spectral radius, estimated from above as ||A^(2^k)||^(1/2^k) by
+    repeated normalised squaring (Gelfand's formula; runs on any backend,
+    unlike ``eigvals``).
+
+    With the max-abs norm the estimate can sit below the radius by a factor
+    n^(-1/2^k) at most (1.3e-4 at N=4096, k=16), inside STABILITY_MARGIN. For
+    strongly non-normal matrices (entries of the normalised powers spanning
+    more than float32's range) small entries flush to zero and the estimate
+    can follow a smaller eigenvalue; the generator's Jacobians are far from
+    that (tests/test_generate.py compares it with ``eigvals``).
+    """
 
     def square(i, carry):
         a, log_scale = carry
@@ -626,6 +651,28 @@ def _attempt_batch(seed_hi, seed_lo, attempt, t: TierParams, p: Plan, map_batch:
     organisms, ``vmap`` within a group. Every group has the same shape, so an
     organism's result does not depend on the batch it was generated in."""
     return jax.lax.map(lambda x: _attempt(*x, t, p), (seed_hi, seed_lo, attempt), batch_size=map_batch)
+
+
+def traced_generate(seed_hi, seed_lo, t: TierParams, p: Plan, max_attempts: int = MAX_ATTEMPTS):
+    """Generation of one organism as a traceable JAX function: attempts run in
+    a ``lax.while_loop`` until one meets every guarantee. Returns (arrays, ok);
+    ``ok`` is False when ``max_attempts`` attempts all failed.
+
+    Use it inside your own ``jit`` (``vmap`` it over seeds): the result equals
+    :func:`generate`'s, which runs the same attempts with a host-side retry of
+    the failed organisms only. ``seed_hi`` / ``seed_lo`` are the seed's uint32
+    words; ``t`` and ``p`` come from :func:`tier_params` and :func:`plan`.
+    """
+    shapes = jax.eval_shape(lambda: _attempt(seed_hi, seed_lo, jnp.int32(0), t, p))
+
+    def body(carry):
+        attempt, _, _ = carry
+        arrays, ok = _attempt(seed_hi, seed_lo, attempt, t, p)
+        return attempt + 1, ok, arrays
+
+    init = (jnp.int32(0), jnp.bool_(False), jax.tree_util.tree_map(lambda x: jnp.zeros(x.shape, x.dtype), shapes[0]))
+    _, ok, arrays = jax.lax.while_loop(lambda c: ~c[1] & (c[0] < max_attempts), body, init)
+    return arrays, ok
 
 
 def map_batch() -> int:

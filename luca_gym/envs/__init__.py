@@ -1,6 +1,6 @@
 """Gymnasium environments over the pure session core."""
 
 from luca_gym.envs.luca_env import LucaEnv
-from luca_gym.envs.vector import LucaVectorEnv, rollout
+from luca_gym.envs.vector import LucaVectorEnv, fresh_rollout, rollout
 
-__all__ = ["LucaEnv", "LucaVectorEnv", "rollout"]
+__all__ = ["LucaEnv", "LucaVectorEnv", "fresh_rollout", "rollout"]

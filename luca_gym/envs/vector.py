@@ -254,6 +254,10 @@ def rollout(policy_fn, key: jax.Array, organisms, noise_keys, params: core.EnvPa
 
 @partial(jax.jit, static_argnames=("policy_fn", "params", "num_steps"))
 def _rollout(policy_fn, key, organisms, noise_keys, params, num_steps):
+    return _sessions(policy_fn, key, organisms, noise_keys, params, num_steps)
+
+
+def _sessions(policy_fn, key, organisms, noise_keys, params, num_steps):
     obs, state = jax.vmap(core.reset, in_axes=(0, 0, None))(noise_keys, organisms, params)
 
     def body(carry, k):
@@ -265,3 +269,39 @@ def _rollout(policy_fn, key, organisms, noise_keys, params, num_steps):
     (obs, state, total), _ = jax.lax.scan(body, (obs, state, jnp.zeros(noise_keys.shape[0], jnp.float32)), jax.random.split(key, num_steps))
     scores = jax.vmap(partial(core.session_scores, network=False), in_axes=(0, None))(state, params)
     return total, scores["composite"], state.ended
+
+
+def fresh_rollout(policy_fn, key: jax.Array, params: core.EnvParams, tier: str, num_envs: int, num_steps: int,
+                  backwards: bool = False):
+    """Draw ``num_envs`` organism seeds from ``key``, generate the organisms
+    inside the jit (:func:`luca_gym.world.traced_generate`) and run one session
+    on each for ``num_steps`` steps: generation and sessions in one compiled
+    program, no Python in the loop.
+
+    Returns a dict: ``returns``, ``composite``, ``ended`` (B,), ``seeds`` int64
+    (B,) (``make_organism(seeds[i], tier, ...)`` is env i's organism) and
+    ``generated`` bool (B,) (False only if an organism met no guarantee within
+    ``world.MAX_ATTEMPTS`` attempts; its session is then meaningless).
+    """
+    if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+        raise ValueError(f"num_envs: {num_envs!r} not allowed; a positive integer")
+    mode = "disease" if params.disease else "healthy"
+    world.check_triple(0, tier, params.n_genes, mode)
+    plan = world.plan(params.n_genes, mode, bool(backwards))
+    t = world.tier_params(tier, params.n_genes)
+    out = _fresh_rollout(policy_fn, key, params, t, plan, int(num_envs), num_steps, world.map_batch(), world.MAX_ATTEMPTS)
+    out["seeds"] = np.asarray(out["seeds"]).astype(np.int64)
+    return out
+
+
+@partial(jax.jit, static_argnames=("policy_fn", "params", "plan", "num_envs", "num_steps", "group", "max_attempts"))
+def _fresh_rollout(policy_fn, key, params, t, plan, num_envs, num_steps, group, max_attempts):
+    seed_key, run_key = jax.random.split(key)
+    seeds = jax.random.randint(seed_key, (num_envs,), 0, ORGANISM_SEED_HIGH).astype(jnp.uint32)
+    zeros = jnp.zeros(num_envs, jnp.uint32)
+    organisms, ok = jax.lax.map(
+        lambda lo: world.traced_generate(jnp.uint32(0), lo, t, plan, max_attempts), seeds, batch_size=min(group, num_envs)
+    )
+    noise_keys = core._noise_keys(zeros, seeds, t.index.astype(jnp.uint32), jnp.uint32(params.n_genes))
+    returns, composite, ended = _sessions(policy_fn, run_key, organisms, noise_keys, params, num_steps)
+    return {"returns": returns, "composite": composite, "ended": ended, "seeds": seeds, "generated": ok}
