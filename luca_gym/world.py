@@ -692,10 +692,14 @@ def map_batch() -> int:
 def _call_sizes(group: int) -> tuple[int, ...]:
     """Batch sizes one generation call is padded to (each is a compile, which
     takes seconds): on a CPU (groups of one) 1 and 16, with larger batches run
-    as a series of 16-organism calls; on an accelerator up to 4096 at once."""
+    as a series of 16-organism calls; with groups of g, g, 16 g, 256 g ... up
+    to 4096 (an accelerator's default g = 256 gives 256 and 4096)."""
     if group == 1:
         return (1, 16)
-    return tuple(sorted({group, max(group, 4096)}))
+    sizes_ = [group]
+    while sizes_[-1] * 16 <= max(4096, group):
+        sizes_.append(sizes_[-1] * 16)
+    return tuple(sizes_)
 
 
 def generate(seeds, tier: str, n_genes: int = 20, mode: str = "healthy", backwards: bool = False) -> OrganismArrays:
