@@ -175,7 +175,7 @@ def generation(args) -> None:
             world.make_organism(s, tier, N, mode)
         single = one / (time.perf_counter() - t0)
         base += one
-        for b in [s for s in (256, 4096) if s <= args.gen_max]:
+        for b in [s for s in (256, 4096, 16384) if s <= args.gen_max]:
             t0 = time.perf_counter()
             jax.block_until_ready(world.generate(np.arange(base, base + b), tier, N, mode))
             rate = b / (time.perf_counter() - t0)
