@@ -37,7 +37,8 @@ class OrganismArrays:
     Attributes:
         weights: float32 (N, N). ``weights[i, j]`` is the effect of gene j on gene i.
         bias: float32 (N,). Per-gene bias b.
-        baseline_input: float32 (N,). W s* + b, computed in float64: the solver
+        baseline_input: float32 (N,). W s* + b, formed without cancellation
+            (for a forward organism it is logit(s*)/beta exactly): the solver
             evaluates W (s - s*) + (W s* + b), which keeps float32 rounding small
             near the baseline, so the convergence tolerance sits well above the
             rounding floor even for large organisms.

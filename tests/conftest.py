@@ -28,7 +28,7 @@ def make(seed: int, tier: str, n: int = 20, mode: str = "healthy", backwards: bo
     return world.make_organism(seed, tier, n, mode, backwards)
 
 
-# N=1280 generation takes ~10 s per attempt-round on this machine; a generator
+# N=1280 generation takes ~15-20 s per attempt on this machine; a generator
 # that cannot meet its guarantees would spend MAX_ATTEMPTS (50) attempts, about
 # a quarter of an hour, before raising. The large-organism tests allow it the
 # first LARGE_ATTEMPTS attempts only: the attempts are a deterministic sequence,
