@@ -48,8 +48,7 @@ def random_policy(params: core.EnvParams):
             [core.REVEAL_TASK, core.SUBMIT_PREDICTION, core.COMMIT_DIAGNOSIS, core.TEST_RESCUE],
             core.END,
         )
-        codes = jnp.where(r_is_signal[:, None], 0, jax.nn.one_hot(r_gene, n, dtype=jnp.int32) * r_code[:, None])
-        flags = r_is_signal[:, None] & jax.nn.one_hot(r_signal, s, dtype=bool)
+        codes, flags = single_target(r_is_signal, r_gene, r_code, r_signal, n, s)
         return core.Action(
             kind=kind.astype(jnp.int32),
             gene_codes=codes.astype(jnp.int32),
@@ -61,6 +60,13 @@ def random_policy(params: core.EnvParams):
         )
 
     return act
+
+
+def single_target(is_signal, gene, code, signal, n: int, s: int) -> tuple[jax.Array, jax.Array]:
+    """Batched single-target interventions: gene codes (B, N) with ``code`` on
+    ``gene``, or signal flags (B, S) with ``signal`` on where ``is_signal``."""
+    codes = jnp.where(is_signal[:, None], 0, jax.nn.one_hot(gene, n, dtype=jnp.int32) * code[:, None])
+    return codes, is_signal[:, None] & jax.nn.one_hot(signal, s, dtype=bool)
 
 
 def network_from_singles(obs) -> jax.Array:
@@ -230,8 +236,7 @@ def causal_sweep_policy(params: core.EnvParams):
         code = jnp.select([use_task, is_rescue], [task_code, rescue_code], sweep_code)
         signal_on = jnp.where(is_rescue, rescue_is_signal, exp_signal)
         signal = jnp.where(is_rescue, rescue_signal, jnp.argmax(todo_signal, axis=1))
-        gene_codes = jnp.where(signal_on[:, None], 0, jax.nn.one_hot(gene, n, dtype=jnp.int32) * code[:, None])
-        flags = signal_on[:, None] & jax.nn.one_hot(signal, s, dtype=bool)
+        gene_codes, flags = single_target(signal_on, gene, code, signal, n, s)
 
         return core.Action(
             kind=kind.astype(jnp.int32),

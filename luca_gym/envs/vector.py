@@ -44,7 +44,7 @@ def _select(mask, new, old):
 def organism_batch(seeds, tier: str, n_genes: int, mode: str, backwards: bool = False):
     """Stacked organism arrays (generated as one batch, :func:`world.generate`)
     and session noise keys (B, 2) for ``seeds``."""
-    seeds = np.asarray(list(seeds) if not isinstance(seeds, np.ndarray) else seeds)
+    seeds = np.asarray(list(seeds))
     return world.generate(seeds, tier, n_genes, mode, backwards), core.noise_keys(seeds, tier, n_genes)
 
 
