@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/rollout.py [--max-envs 16384] [--steps 32] [--gen-max 4096]
 
 Prints, at N=20 (medium, healthy):
-  * the pure rollout (`luca_gym.envs.rollout`, one jitted lax.scan) for 1, 64,
+  * the pure rollout (`luca_gym.functional.rollout`, one jitted lax.scan) for 1, 64,
     1024, 4096 and 16384 parallel organisms, with a policy that runs an
     experiment (a solve) on every step until the budget is spent;
   * `LucaVectorEnv.step` (numpy at the boundary) at the same sizes;
@@ -27,8 +27,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from luca_gym import core
-from luca_gym.envs import LucaEnv, LucaVectorEnv, rollout
-from luca_gym.envs.vector import organism_batch
+from luca_gym.envs import LucaEnv, LucaVectorEnv
+from luca_gym.functional import organism_batch, rollout
 
 TIER, MODE, N = "medium", "healthy", 20
 

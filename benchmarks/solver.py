@@ -30,7 +30,7 @@ import jax
 import numpy as np
 
 from luca_gym import sim, world
-from luca_gym.types import BLOCK, BOOST, DAMPEN, LOCK_HI, NONE
+from luca_gym.spec import BLOCK, BOOST, DAMPEN, LOCK_HI, NONE
 
 N = 20
 DISTINCT = 64

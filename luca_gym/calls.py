@@ -1,16 +1,24 @@
 """The session's calls by name (SPEC §2), translated to and from core actions.
 
-One table maps the paper's call names to the core's action kinds; the harness
-logs, the terminal player and the LLM tool interface all translate through
-it. Nothing here decides a rule: legality, cost and scoring stay in the core.
+One table maps the paper's call names to the core's action kinds.
+:func:`open_session` is the one place a front end (the LLM tool interface,
+``luca-gym info``, ``play`` and ``mcp``, the evaluation harness) turns its
+settings into a reset :class:`~luca_gym.envs.LucaEnv`; :func:`action_from_call`
+is the one translation of a named call into an env action, and
+:func:`describe_action` / :func:`describe_result` translate back for logs.
+Nothing here decides a rule: legality, cost and scoring stay in the core, and
+the arguments of a call are checked by the schema the tools publish
+(:class:`~luca_gym.wrappers.llm.ToolSession`) before they get here.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from luca_gym import core
-from luca_gym.types import INTERVENTION_TYPES, MALFUNCTION_TYPES, NONE, OrganismMeta
+from luca_gym import core, spec
+from luca_gym.envs.luca_env import LucaEnv
+from luca_gym.spec import GENE_TYPES, INTERVENTION_TYPES, MALFUNCTION_TYPES, NONE, SIGNAL_TYPE
+from luca_gym.types import OrganismMeta
 
 # Paper call name -> core action kind (None: a free call with no core action).
 CALLS = {
@@ -25,103 +33,125 @@ CALLS = {
     "end": core.END,
 }
 CALL_OF_KIND = {kind: name for name, kind in CALLS.items() if kind is not None}
-GENE_TYPES = tuple(t for t in INTERVENTION_TYPES if t != "NONE")
-SIGNAL_TYPE = "ACTIVATE"
-DIRECTIONS = {"+": 1, "-": -1, "activates": 1, "inhibits": -1, "up": 1, "down": -1}
+# A submitted edge's direction -> its sign: + raises the phenotype, - lowers it.
+DIRECTIONS = {"+": 1, "-": -1}
+
+
+def open_session(seed, tier="medium", mode="healthy", n_genes=20, backwards=False, env: LucaEnv | None = None):
+    """Validate the settings, build a :class:`LucaEnv` from them (or take
+    ``env``, which must have been built from the same ones) and reset it to
+    organism ``seed``. Returns ``(env, first observation)``.
+
+    Raises ValueError naming the bad setting and what is allowed."""
+    seed = spec.check_seed(seed)
+    tier, n_genes, mode, backwards = spec.check_organism(tier, n_genes, mode, backwards)
+    env = env if env is not None else LucaEnv(tier=tier, mode=mode, n_genes=n_genes, backwards=backwards)
+    obs, _ = env.reset(options={"organism_seed": seed})
+    m = env.organism.meta
+    built = {"tier": m.tier, "n_genes": m.n_genes, "mode": m.mode, "backwards": m.backwards}
+    wanted = {"tier": tier, "n_genes": n_genes, "mode": mode, "backwards": backwards}
+    for name, value in wanted.items():
+        if built[name] != value:
+            raise ValueError(f"env: built with {name}={built[name]!r}; this session asks for {name}={value!r}")
+    return env, obs
+
+
+def _index(names, value, what: str) -> int:
+    """Position of ``value`` in ``names``; ValueError naming it and what is allowed."""
+    if value not in names:
+        allowed = f"{names[0]}..{names[-1]}" if len(names) > 8 else ", ".join(names)
+        raise ValueError(f"{what}: unknown {str(value)[:40]!r}; allowed {allowed}")
+    return list(names).index(value)
 
 
 def interventions_from_names(meta: OrganismMeta, interventions: dict) -> tuple[np.ndarray, np.ndarray]:
     """``{"G003": {"type": "BLOCK"}, "cascade-B": {"type": "ACTIVATE"}}`` ->
-    (gene codes int8 (N,), signal flags bool (S,)). Raises ValueError naming
-    the unknown target or type and what is allowed. Latent genes pass here
-    and are refused by the core (one rule, one place)."""
-    if not isinstance(interventions, dict):
-        raise ValueError(f"interventions: expected an object of target -> {{'type': ...}}, got {type(interventions).__name__}")
+    (gene codes int8 (N,), signal flags bool (S,)). Latent genes pass here and
+    are refused by the core (one rule, one place)."""
     codes = np.zeros(meta.n_genes, np.int8)
     flags = np.zeros(len(meta.signal_labels), bool)
-    genes = {name: i for i, name in enumerate(meta.gene_names)}
-    signals = {label: i for i, label in enumerate(meta.signal_labels)}
-    for target, spec in interventions.items():
-        if isinstance(spec, str):
-            spec = {"type": spec}
-        if not isinstance(spec, dict) or set(spec) != {"type"} or not isinstance(spec["type"], str):
-            raise ValueError(f"interventions[{target!r}]: expected {{'type': NAME}}, got {spec!r}")
-        kind = spec["type"].upper()
-        if target in genes:
-            if kind not in GENE_TYPES:
-                raise ValueError(f"interventions[{target!r}]: unknown gene type {spec['type']!r}; allowed {', '.join(GENE_TYPES)}")
-            codes[genes[target]] = INTERVENTION_TYPES.index(kind)
-        elif target in signals:
-            if kind != SIGNAL_TYPE:
-                raise ValueError(f"interventions[{target!r}]: unknown signal type {spec['type']!r}; allowed {SIGNAL_TYPE}")
-            flags[signals[target]] = True
+    for target, item in interventions.items():
+        if target in meta.signal_labels:
+            _index((SIGNAL_TYPE,), item["type"], f"interventions[{target!r}].type")
+            flags[meta.signal_labels.index(target)] = True
         else:
-            raise ValueError(
-                f"interventions: unknown target {str(target)[:40]!r}; allowed gene names "
-                f"{meta.gene_names[0]}..{meta.gene_names[-1]} or signals {', '.join(meta.signal_labels)}"
-            )
+            gene = _index(meta.gene_names, target, "interventions")
+            _index(GENE_TYPES, item["type"], f"interventions[{target!r}].type")
+            codes[gene] = INTERVENTION_TYPES.index(item["type"])
     return codes, flags
+
+
+def _code_name(names, code: int) -> str:
+    """A code's name; an out-of-range code (an action the core will refuse) as its number."""
+    return names[code] if 0 <= code < len(names) else str(code)
 
 
 def interventions_to_names(meta: OrganismMeta, codes, flags) -> dict:
     """Inverse of :func:`interventions_from_names`."""
-    out = {}
-    for g in np.flatnonzero(np.asarray(codes) != NONE):
-        code = int(np.asarray(codes)[g])
-        out[meta.gene_names[g]] = {"type": INTERVENTION_TYPES[code] if 0 <= code < len(INTERVENTION_TYPES) else str(code)}
-    for k in np.flatnonzero(np.asarray(flags)):
-        out[meta.signal_labels[k]] = {"type": SIGNAL_TYPE}
+    codes = np.asarray(codes)
+    out = {meta.gene_names[g]: {"type": _code_name(INTERVENTION_TYPES, int(codes[g]))} for g in np.flatnonzero(codes != NONE)}
+    out.update({meta.signal_labels[k]: {"type": SIGNAL_TYPE} for k in np.flatnonzero(np.asarray(flags))})
     return out
 
 
 def target_name(meta: OrganismMeta, target: int) -> str:
-    """Unified target index -> gene name or signal label."""
-    n = meta.n_genes
-    if 0 <= target < n:
-        return meta.gene_names[target]
-    if n <= target < n + len(meta.signal_labels):
-        return meta.signal_labels[target - n]
-    return str(target)
+    """Unified target index (genes, then signals) -> gene name or signal label."""
+    return _code_name((*meta.gene_names, *meta.signal_labels), target)
 
 
 def target_index(meta: OrganismMeta, name: str) -> int:
-    """Gene name or signal label -> unified target index (ValueError if unknown)."""
-    if name in meta.gene_names:
-        return meta.gene_names.index(name)
-    if name in meta.signal_labels:
-        return meta.n_genes + meta.signal_labels.index(name)
-    raise ValueError(f"target_name: unknown target {str(name)[:40]!r}; allowed a gene name or a signal label")
+    """Gene name or signal label -> unified target index."""
+    return _index((*meta.gene_names, *meta.signal_labels), name, "target_name")
 
 
 def network_from_edges(meta: OrganismMeta, edges) -> np.ndarray:
-    """[(gene, phenotype, direction), ...] -> int8 (N, P) signs."""
-    if not isinstance(edges, (list, tuple)):
-        raise ValueError(f"edges: expected a list of [gene, phenotype, direction], got {type(edges).__name__}")
+    """``[{"gene", "phenotype", "direction": "+" | "-"}, ...]`` -> int8 (N, P) signs."""
     matrix = np.zeros((meta.n_genes, len(meta.phenotype_names)), np.int8)
-    for item in edges:
-        if not isinstance(item, (list, tuple)) or len(item) != 3 or not all(isinstance(x, str) for x in item):
-            raise ValueError(f"edges: each edge is [gene, phenotype, direction] strings, got {str(item)[:60]}")
-        gene, phenotype, direction = item
-        if gene not in meta.gene_names:
-            raise ValueError(f"edges: unknown gene {gene[:40]!r}")
-        if phenotype not in meta.phenotype_names:
-            raise ValueError(f"edges: unknown phenotype {phenotype[:40]!r}; allowed {', '.join(meta.phenotype_names)}")
-        if direction.lower() not in DIRECTIONS:
-            raise ValueError(f"edges: unknown direction {direction[:20]!r}; allowed {', '.join(DIRECTIONS)}")
-        matrix[meta.gene_names.index(gene), meta.phenotype_names.index(phenotype)] = DIRECTIONS[direction.lower()]
+    for edge in edges:
+        g = _index(meta.gene_names, edge["gene"], "edges.gene")
+        p = _index(meta.phenotype_names, edge["phenotype"], "edges.phenotype")
+        _index(tuple(DIRECTIONS), edge["direction"], "edges.direction")
+        matrix[g, p] = DIRECTIONS[edge["direction"]]
     return matrix
 
 
 def network_to_edges(meta: OrganismMeta, matrix) -> list:
+    """Inverse of :func:`network_from_edges`."""
     matrix = np.asarray(matrix)
     return [
-        [meta.gene_names[g], meta.phenotype_names[p], "+" if matrix[g, p] > 0 else "-"]
+        {"gene": meta.gene_names[g], "phenotype": meta.phenotype_names[p], "direction": "+" if matrix[g, p] > 0 else "-"}
         for g, p in zip(*np.nonzero(matrix))
     ]
 
 
+def action_from_call(meta: OrganismMeta, name: str, arguments: dict) -> dict:
+    """A named call -> the :class:`LucaEnv` action dict (dtypes of its action
+    space). ``arguments`` are those the call's schema allows (already checked);
+    a call with no core action (``get_organism_info``, ``submit_hypothesis``)
+    raises ValueError."""
+    kind = CALLS.get(name) if isinstance(name, str) else None
+    if kind is None:
+        raise ValueError(f"name: {str(name)[:40]!r} has no core action; allowed {', '.join(CALL_OF_KIND.values())}")
+    if kind in (core.EXPERIMENT, core.TEST_RESCUE):
+        codes, flags = interventions_from_names(meta, arguments["interventions"])
+        return {"kind": kind, "gene_codes": codes.astype(np.int64), "signal_flags": flags.astype(np.int8)}
+    if kind == core.SUBMIT_PREDICTION:
+        return {"kind": kind, "prediction": np.asarray([arguments["predictions"][p] for p in meta.phenotype_names], np.float32)}
+    if kind == core.SUBMIT_NETWORK:
+        return {"kind": kind, "network": network_from_edges(meta, arguments["edges"])}
+    if kind == core.COMMIT_DIAGNOSIS:
+        return {
+            "kind": kind,
+            "diagnosis_target": target_index(meta, arguments["target_name"]),
+            "diagnosis_type": _index(MALFUNCTION_TYPES[1:], arguments["malfunction_type"], "malfunction_type") + 1,
+        }
+    return {"kind": kind}
+
+
 def describe_action(meta: OrganismMeta, action: dict) -> dict:
-    """A core action dict -> ``{"call": name, "arguments": {...}}`` by name."""
+    """A core action dict -> ``{"call": name, "arguments": {...}}``, the
+    arguments as the call's schema has them (the inverse of
+    :func:`action_from_call`)."""
     kind = int(action["kind"])
     name = CALL_OF_KIND.get(kind, f"unknown_kind_{kind}")
     args: dict = {}
@@ -130,14 +160,13 @@ def describe_action(meta: OrganismMeta, action: dict) -> dict:
             meta, action.get("gene_codes", np.zeros(meta.n_genes)), action.get("signal_flags", np.zeros(len(meta.signal_labels)))
         )
     elif kind == core.SUBMIT_PREDICTION:
-        values = np.asarray(action.get("prediction", np.full(3, 0.5)), float)
+        values = np.asarray(action.get("prediction", np.full(len(meta.phenotype_names), 0.5)), float)
         args["predictions"] = {p: float(v) for p, v in zip(meta.phenotype_names, values)}
     elif kind == core.COMMIT_DIAGNOSIS:
-        t = int(action.get("diagnosis_type", 0))
         args["target_name"] = target_name(meta, int(action.get("diagnosis_target", 0)))
-        args["malfunction_type"] = MALFUNCTION_TYPES[t] if 0 <= t < len(MALFUNCTION_TYPES) else str(t)
+        args["malfunction_type"] = _code_name(MALFUNCTION_TYPES, int(action.get("diagnosis_type", 0)))
     elif kind == core.SUBMIT_NETWORK:
-        args["edges"] = network_to_edges(meta, action.get("network", np.zeros((meta.n_genes, 3))))
+        args["edges"] = network_to_edges(meta, action.get("network", np.zeros((meta.n_genes, len(meta.phenotype_names)))))
     return {"call": name, "arguments": args}
 
 

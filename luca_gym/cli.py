@@ -1,4 +1,9 @@
-"""The ``luca-gym`` command: ``eval``, ``report``, ``info`` and ``play``.
+"""The ``luca-gym`` command: ``eval``, ``report``, ``info``, ``play`` and ``mcp``.
+
+``info``, ``play`` and ``mcp`` open their session from the same arguments
+through one function (:func:`open_session`), so all three show the same
+organism; ``play`` and ``mcp`` drive it through the very dispatcher an LLM
+agent uses (:class:`~luca_gym.wrappers.llm.ToolSession`).
 
 Bad input (unknown agent, tier or mode, a bad seed range, an unwritable
 folder, a corrupt results line) gets one line on stderr naming the problem and
@@ -8,6 +13,7 @@ what is allowed, and exit code 2; nothing already written is touched.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import sys
@@ -15,8 +21,9 @@ import time
 
 import numpy as np
 
-from luca_gym import calls, core, world
+from luca_gym import world
 from luca_gym.baselines import BASELINES
+from luca_gym.spec import MALFUNCTION_TYPES, MODES, TIER_NAMES
 
 EXIT_USAGE = 2
 MAX_SEEDS = 100_000
@@ -27,7 +34,8 @@ class UsageError(ValueError):
 
 
 def parse_seeds(text: str) -> list[int]:
-    """``"0-19"``, ``"0,3,7"`` or ``"0-4,10"`` -> sorted unique seeds."""
+    """``"0-19"``, ``"0,3,7"`` or ``"0-4,10"`` -> sorted unique seeds (each
+    checked by :func:`luca_gym.spec.check_seed` when the sweep is planned)."""
     seeds: set[int] = set()
     for part in text.split(","):
         part = part.strip()
@@ -46,20 +54,14 @@ def parse_seeds(text: str) -> list[int]:
             if isinstance(exc, UsageError):
                 raise
             raise UsageError(f"seeds: {part!r} is not a seed or range; allowed e.g. 0-19, 0,3,7 or 0-4,10") from None
-    if any(s < 0 for s in seeds):
-        raise UsageError(f"seeds: {min(seeds)} is negative; seeds are integers >= 0")
-    if any(s >= 2**63 for s in seeds):
-        raise UsageError(f"seeds: {max(seeds)} is too large; seeds are integers below 2**63")
     return sorted(seeds)
 
 
-def _names(text: str, allowed, what: str) -> list[str]:
+def _names(text: str, what: str, allowed: str) -> list[str]:
+    """A comma-separated list -> its unique non-empty items (checked by the sweep's plan)."""
     items = list(dict.fromkeys(x.strip() for x in text.split(",") if x.strip()))
-    for x in items:
-        if x not in allowed:
-            raise UsageError(f"{what}: {x!r} unknown; allowed {', '.join(allowed)}")
     if not items:
-        raise UsageError(f"{what}: empty; allowed {', '.join(allowed)}")
+        raise UsageError(f"{what}: empty; allowed {allowed}")
     return items
 
 
@@ -70,9 +72,6 @@ def _ints(text: str, what: str) -> list[int]:
         raise UsageError(f"{what}: {text!r} is not a comma-separated list of integers") from None
     if not values:
         raise UsageError(f"{what}: empty; give one or more sizes, e.g. 20 or 20,40,80")
-    for v in values:
-        if not world.MIN_GENES <= v <= world.MAX_GENES:
-            raise UsageError(f"{what}: {v} out of range; allowed {world.MIN_GENES}..{world.MAX_GENES}")
     return list(dict.fromkeys(values))
 
 
@@ -108,18 +107,13 @@ class Progress:
 def cmd_eval(args) -> int:
     from luca_gym import eval as ev
 
-    agents = [a.strip() for a in args.agents.split(",") if a.strip()]
-    for a in agents:
-        if a not in BASELINES and not (ev.is_llm_agent(a) and a.partition(":")[2]):
-            raise UsageError(f"agent: {a!r} unknown; allowed {', '.join(BASELINES)}, openai:MODEL or anthropic:MODEL")
-    if not agents:
-        raise UsageError(f"agent: empty; allowed {', '.join(BASELINES)}, openai:MODEL or anthropic:MODEL")
-    tiers = _names(args.tiers, list(world.TIERS), "tier")
-    modes = _names(args.modes, list(world.MODES), "mode")
+    agents = _names(args.agents, "agent", ev.AGENTS_ALLOWED)
+    tiers = _names(args.tiers, "tier", ", ".join(TIER_NAMES))
+    modes = _names(args.modes, "mode", ", ".join(MODES))
     seeds = parse_seeds(args.seeds)
     n_genes = _ints(args.n_genes, "n-genes")
-    _writable_dir(args.out)
     specs = ev.plan(agents, tiers, modes, n_genes, seeds, backwards=args.backwards)
+    _writable_dir(args.out)
     path = ev.sweep(specs, args.out, policy_factory=lambda name: ev.make_runner(name, args.base_url), progress=Progress(args.quiet))
     wanted = {spec.key() for spec in specs}
     records = [r for r in ev.load_sessions(path) if tuple(r[k] for k in ev.KEY_FIELDS) in wanted]
@@ -161,11 +155,17 @@ def describe(organism) -> str:
     )
 
 
-def cmd_info(args) -> int:
-    from luca_gym.envs.luca_env import cached_organism
+def open_session(args):
+    """The session ``info``, ``play`` and ``mcp`` all open: a
+    :class:`~luca_gym.wrappers.llm.ToolSession` from ``--seed``, ``--tier``,
+    ``--mode``, ``--n-genes`` and ``--backwards``."""
+    from luca_gym.wrappers.llm import ToolSession
 
-    world.check_triple(args.seed, args.tier, args.n_genes, args.mode)
-    organism = cached_organism(args.seed, args.tier, args.n_genes, args.mode, args.backwards)
+    return ToolSession(args.seed, tier=args.tier, mode=args.mode, n_genes=args.n_genes, backwards=args.backwards)
+
+
+def cmd_info(args) -> int:
+    organism = open_session(args).env.organism
     print(describe(organism))
     if args.graph:
         from luca_gym.report import draw_network
@@ -177,72 +177,68 @@ def cmd_info(args) -> int:
     return 0
 
 
-PLAY_HELP = """calls (the same as an agent's; names as shown by `info`):
-  info                                  organism, budget, baseline, aberrant phenotypes
+PLAY_HELP = """calls (the same as an agent's; names as shown by `info`; each result prints as JSON):
+  info                                  get_organism_info: organism, budget, baseline, aberrant phenotypes
   experiment G003=BLOCK G007=BOOST SIG=ACTIVATE   run_experiment (1 unit)
   task                                  get_next_prediction_task
-  predict 0.41 0.62 0.50                submit_prediction (one value per phenotype)
+  predict 0.41 0.62 0.50                submit_prediction (one value per phenotype, in order)
   hypothesis free text ...              submit_hypothesis (stored, not scored)
-  network G003:PHENOTYPE:+ ...          submit_network
+  network G003:PHENOTYPE:+ ...          submit_network (+ raises, - lowers)
   diagnose TARGET LOCK_HI|LOCK_LO|PERSIST   submit_malfunction_hypothesis (one-way)
   rescue G003=DAMPEN ...                test_rescue (1 unit, after diagnose)
   end                                   end the session and see the scores
   help | quit"""
 
 
-def _play_action(meta, params, words: list[str]):
-    """One typed command -> an action dict, or a string to print."""
+def _interventions(words: list[str]) -> dict:
+    return {"interventions": {target: {"type": kind} for target, _, kind in (w.partition("=") for w in words)}}
+
+
+def play_call(meta, words: list[str]) -> tuple[str, dict]:
+    """One typed command -> (call name, arguments), for :meth:`ToolSession.call`,
+    which checks the arguments. Raises ValueError for words that make no call."""
     verb, rest = words[0].lower(), words[1:]
-    if verb in ("experiment", "rescue"):
-        spec = {}
-        for item in rest:
-            target, _, kind = item.partition("=")
-            spec[target] = {"type": kind or "BLOCK"}
-        codes, flags = calls.interventions_from_names(meta, spec)
-        kind = core.EXPERIMENT if verb == "experiment" else core.TEST_RESCUE
-        return {"kind": kind, "gene_codes": codes.astype(np.int64), "signal_flags": flags.astype(np.int8)}
+    if verb == "info":
+        return "get_organism_info", {}
+    if verb == "experiment":
+        return "run_experiment", _interventions(rest)
+    if verb == "rescue":
+        return "test_rescue", _interventions(rest)
     if verb == "task":
-        return {"kind": core.REVEAL_TASK}
+        return "get_next_prediction_task", {}
     if verb == "predict":
-        if len(rest) != len(meta.phenotype_names):
-            raise ValueError(f"predict: give {len(meta.phenotype_names)} numbers, one per phenotype ({', '.join(meta.phenotype_names)})")
+        names = meta.phenotype_names
+        if len(rest) != len(names):
+            raise ValueError(f"predict: give {len(names)} numbers, one per phenotype ({', '.join(names)}); got {len(rest)}")
         try:
-            values = np.asarray([float(x) for x in rest], np.float32)
+            return "submit_prediction", {"predictions": {p: float(x) for p, x in zip(names, rest)}}
         except ValueError:
-            raise ValueError("predict: values must be numbers") from None
-        return {"kind": core.SUBMIT_PREDICTION, "prediction": values}
+            raise ValueError(f"predict: {' '.join(rest)[:60]!r} are not all numbers") from None
+    if verb == "hypothesis":
+        return "submit_hypothesis", {"text": " ".join(rest)}
     if verb == "network":
         edges = [item.split(":") for item in rest]
-        return {"kind": core.SUBMIT_NETWORK, "network": calls.network_from_edges(meta, edges)}
+        for item, parts in zip(rest, edges):
+            if len(parts) != 3:
+                raise ValueError(f"network: {item[:40]!r} is not an edge; write GENE:PHENOTYPE:+ or GENE:PHENOTYPE:-")
+        return "submit_network", {"edges": [{"gene": g, "phenotype": p, "direction": d} for g, p, d in edges]}
     if verb == "diagnose":
         if len(rest) != 2:
-            raise ValueError("diagnose: give TARGET and TYPE (LOCK_HI, LOCK_LO or PERSIST)")
-        from luca_gym.types import MALFUNCTION_TYPES
-
-        kind = rest[1].upper()
-        if kind not in MALFUNCTION_TYPES[1:]:
-            raise ValueError(f"diagnose: unknown type {rest[1]!r}; allowed {', '.join(MALFUNCTION_TYPES[1:])}")
-        return {
-            "kind": core.COMMIT_DIAGNOSIS,
-            "diagnosis_target": calls.target_index(meta, rest[0]),
-            "diagnosis_type": MALFUNCTION_TYPES.index(kind),
-        }
+            raise ValueError(f"diagnose: give TARGET and TYPE ({', '.join(MALFUNCTION_TYPES[1:])})")
+        return "submit_malfunction_hypothesis", {"target_name": rest[0], "malfunction_type": rest[1]}
     if verb == "end":
-        return {"kind": core.END}
+        return "end", {}
     raise ValueError(f"unknown call {verb!r}; type help")
 
 
 def cmd_play(args, stdin=None, stdout=None) -> int:
-    from luca_gym.envs.luca_env import LucaEnv
-
     stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
-    world.check_triple(args.seed, args.tier, args.n_genes, args.mode)
-    env = LucaEnv(tier=args.tier, mode=args.mode, n_genes=args.n_genes, render_mode="ansi")
-    obs, _ = env.reset(options={"organism_seed": args.seed})
-    meta = env.organism.meta
+    session = open_session(args)
     say = lambda text: print(text, file=stdout, flush=True)  # noqa: E731
-    say(f"LUCA {args.tier} {args.mode}: {meta.n_genes} genes, budget {env.params.budget}. Type help.")
-    hypotheses = []
+    say(
+        f"LUCA {args.tier} {args.mode}{' backwards' if args.backwards else ''}: {session.meta.n_genes} genes, "
+        f"budget {session.env.params.budget}. Type help."
+    )
     while True:
         stdout.write("luca> ")
         stdout.flush()
@@ -262,48 +258,21 @@ def cmd_play(args, stdin=None, stdout=None) -> int:
         if verb == "help":
             say(PLAY_HELP)
             continue
-        if verb == "info":
-            say(describe_public(meta, obs, env))
-            continue
-        if verb == "hypothesis":
-            hypotheses.append(" ".join(words[1:]))
-            say("stored")
-            continue
         try:
-            action = _play_action(meta, env.params, words)
+            name, arguments = play_call(session.meta, words)
         except ValueError as exc:
             say(f"error: {exc}")
             continue
-        obs, _, terminated, truncated, info = env.step(action)
-        say(str(calls.describe_result(meta, int(action["kind"]), obs, info)))
-        if terminated or truncated:
-            say(f"session over. scores: {info['scores']}")
+        say(json.dumps(session.call(name, arguments)))
+        if session.ended:
+            say("session over")
             return 0
 
 
-def describe_public(meta, obs, env) -> str:
-    """What get_organism_info returns: public facts only."""
-    targetable = [g for g, t in zip(meta.gene_names, obs["targetable"]) if t]
-    lines = [
-        f"genes (targetable): {', '.join(targetable)}",
-        f"signals: {', '.join(f'{s} ({m})' for s, m in zip(meta.signal_labels, meta.signal_modes))}",
-        f"phenotypes: {', '.join(meta.phenotype_names)}",
-        f"baseline: {', '.join(f'{p}={v:.3f}' for p, v in zip(meta.phenotype_names, obs['baseline_phenotypes']))}",
-        f"healthy range: [0.35, 0.65]; budget {int(obs['budget_left'])}/{env.params.budget}",
-    ]
-    if env.params.disease:
-        lines.append(f"aberrant: {', '.join(p for p, a in zip(meta.phenotype_names, obs['aberrant']) if a)}")
-    return "\n".join(lines)
-
-
 def cmd_mcp(args) -> int:
-    from luca_gym.envs.luca_env import LucaEnv
-    from luca_gym.wrappers.llm import ToolSession
     from luca_gym.wrappers.mcp_server import serve
 
-    world.check_triple(args.seed, args.tier, args.n_genes, args.mode)
-    session = ToolSession(LucaEnv(tier=args.tier, mode=args.mode, n_genes=args.n_genes), seed=args.seed)
-    serve(session)
+    serve(open_session(args))
     return 0
 
 
@@ -316,8 +285,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--agents", default=",".join(BASELINES), help=f"comma-separated: {', '.join(BASELINES)}, openai:MODEL, anthropic:MODEL"
     )
     p.add_argument("--base-url", default=None, help="OpenAI-compatible server for openai:MODEL agents (local servers too)")
-    p.add_argument("--tiers", default=",".join(world.TIERS))
-    p.add_argument("--modes", default=",".join(world.MODES))
+    p.add_argument("--tiers", default=",".join(TIER_NAMES))
+    p.add_argument("--modes", default=",".join(MODES))
     p.add_argument("--seeds", default="0-19", help="e.g. 0-19, 0,3,7 or 0-4,10")
     p.add_argument("--n-genes", default="20", help="comma-separated, e.g. 20,40,80")
     p.add_argument("--backwards", action="store_true", help="sign-inverted organisms (appendix E.1)")
@@ -343,8 +312,6 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--backwards", action="store_true")
         if name == "info":
             p.add_argument("--graph", default=None, help="draw the true network to this PNG")
-        if name == "mcp":
-            p.set_defaults(backwards=False)
         p.set_defaults(func=func)
     return parser
 

@@ -5,6 +5,10 @@ A sweep runs agents x tiers x modes x N x seeds. Each session is appended to
 mode, every call with its arguments, result and budget left, the scores, the
 strategy metrics and ``n_alt``). Run the same sweep again and it resumes: a
 session already on file is skipped, so none is lost and none is run twice.
+
+Every session opens its env through :func:`luca_gym.calls.open_session` from
+its :class:`SessionSpec` (``backwards`` included), baseline policies and
+tool-calling agents alike.
 """
 
 from __future__ import annotations
@@ -20,11 +24,13 @@ import numpy as np
 from luca_gym import __version__, calls, world
 from luca_gym.baselines import BASELINES, Policy, make_policy
 from luca_gym.envs.luca_env import LucaEnv
+from luca_gym.spec import MODES, TIER_NAMES, check_bool, check_mode, check_n_genes, check_seed, check_tier
 
 SESSIONS_FILE = "sessions.jsonl"
 KEY_FIELDS = ("agent", "tier", "mode", "n_genes", "seed", "backwards")
 SCORE_FIELDS = ("composite", "prediction", "diagnosis", "rescue")
 STRATEGY_FIELDS = ("budget_fraction", "single_gene_fraction", "gene_coverage", "block_fraction", "redundancy", "commit_point")
+AGENTS_ALLOWED = f"{', '.join(BASELINES)}, openai:MODEL or anthropic:MODEL"
 
 # Paper figures for the baselines (SPEC §4 and the paper's Tables 6-8, 11).
 PAPER_COMPOSITE = {
@@ -58,6 +64,11 @@ class SessionSpec:
     def key(self) -> tuple:
         return (self.agent, self.tier, self.mode, self.n_genes, self.seed, self.backwards)
 
+    def settings(self) -> dict:
+        """The organism's settings, as :func:`luca_gym.calls.open_session` and
+        :class:`~luca_gym.wrappers.llm.ToolSession` take them."""
+        return {"seed": self.seed, "tier": self.tier, "mode": self.mode, "n_genes": self.n_genes, "backwards": self.backwards}
+
 
 def run_session(
     policy: Policy,
@@ -65,12 +76,11 @@ def run_session(
     env: LucaEnv | None = None,
     max_calls: int | None = None,
 ) -> dict:
-    """Run one session of ``policy`` and return its JSON-ready record."""
-    env = env or LucaEnv(tier=spec.tier, mode=spec.mode, n_genes=spec.n_genes, backwards=spec.backwards)
-    meta_obs, info = env.reset(options={"organism_seed": spec.seed})
+    """Run one session of ``policy`` and return its JSON-ready record.
+    ``env``, if given, must have been built from ``spec``'s settings."""
+    env, obs = calls.open_session(**spec.settings(), env=env)
     meta = env.organism.meta
     policy.reset(env.params, spec.seed)
-    obs = meta_obs
     log, total = [], 0.0
     started = time.perf_counter()
     limit = max_calls or env.params.max_steps
@@ -94,12 +104,11 @@ def run_tool_session(agent, spec: SessionSpec, env: LucaEnv | None = None) -> di
     :class:`~luca_gym.wrappers.llm.ToolSession`; same record format."""
     from luca_gym.wrappers.llm import ToolSession, run_agent
 
-    env = env or LucaEnv(tier=spec.tier, mode=spec.mode, n_genes=spec.n_genes, backwards=spec.backwards)
     started = time.perf_counter()
-    session = ToolSession(env, spec.seed)
+    session = ToolSession(**spec.settings(), env=env)
     result = run_agent(agent, session)
     record = _record(
-        spec, env, result["calls"], session.scores, result["return"], time.perf_counter() - started, truncated=session.truncated
+        spec, session.env, result["calls"], session.scores, result["return"], time.perf_counter() - started, truncated=session.truncated
     )
     record["hypotheses"] = result["hypotheses"]
     return record
@@ -126,6 +135,13 @@ def _record(spec: SessionSpec, env: LucaEnv, log, scores, total, wall, truncated
 
 def is_llm_agent(name: str) -> bool:
     return str(name).startswith(("openai:", "anthropic:"))
+
+
+def check_agent(name) -> str:
+    """A baseline's name, ``openai:MODEL`` or ``anthropic:MODEL``; ValueError otherwise."""
+    if not isinstance(name, str) or not (name in BASELINES or (is_llm_agent(name) and name.partition(":")[2])):
+        raise ValueError(f"agent: {name!r} unknown; allowed {AGENTS_ALLOWED}")
+    return name
 
 
 def make_runner(name: str, base_url: str | None = None):
@@ -196,27 +212,16 @@ def _trim_unfinished(path: str) -> None:
 
 
 def plan(agents, tiers, modes, n_genes, seeds, backwards=False) -> list[SessionSpec]:
-    """The sessions of a sweep, validated (ValueError names the bad value)."""
-    for a in agents:
-        if a not in BASELINES and not (is_llm_agent(a) and a.partition(":")[2]):
-            raise ValueError(f"agent: {a!r} unknown; allowed {', '.join(BASELINES)}, openai:MODEL or anthropic:MODEL")
-    for seed in seeds:
-        world.check_triple(seed, "easy", 20)
-    for t in tiers:
-        world.check_triple(0, t, 20)
-    for m in modes:
-        world.check_triple(0, "easy", 20, m)
-    for n in n_genes:
-        world.check_triple(0, "easy", n)
+    """The sessions of a sweep, validated (ValueError names the bad value and
+    what is allowed)."""
     unique = lambda xs: list(dict.fromkeys(xs))  # noqa: E731 -- a repeated name runs once
-    return [
-        SessionSpec(a, t, m, n, s, backwards)
-        for n in unique(n_genes)
-        for t in unique(tiers)
-        for m in unique(modes)
-        for a in unique(agents)
-        for s in unique(seeds)
-    ]
+    agents = unique(check_agent(a) for a in agents)
+    tiers = unique(check_tier(t) for t in tiers)
+    modes = unique(check_mode(m) for m in modes)
+    n_genes = unique(check_n_genes(n) for n in n_genes)
+    seeds = unique(check_seed(s) for s in seeds)
+    backwards = check_bool(backwards, "backwards")
+    return [SessionSpec(a, t, m, n, s, backwards) for n in n_genes for t in tiers for m in modes for a in agents for s in seeds]
 
 
 def sweep(
@@ -235,19 +240,12 @@ def sweep(
         done = {tuple(r[k] for k in KEY_FIELDS) for r in load_sessions(path)}
         _trim_unfinished(path)
     todo = [s for s in specs if s.key() not in done]
-    envs: dict = {}
     with open(path, "a", encoding="utf-8") as f:
         for i, spec in enumerate(todo):
             if progress:
                 progress(i, len(todo), spec)
-            env_key = (spec.tier, spec.mode, spec.n_genes, spec.backwards)
-            if env_key not in envs:
-                envs[env_key] = LucaEnv(tier=spec.tier, mode=spec.mode, n_genes=spec.n_genes, backwards=spec.backwards)
             runner = policy_factory(spec.agent)
-            if hasattr(runner, "act"):
-                record = run_session(runner, spec, envs[env_key])
-            else:
-                record = run_tool_session(runner, spec, envs[env_key])
+            record = (run_session if hasattr(runner, "act") else run_tool_session)(runner, spec)
             f.write(json.dumps(record, separators=(",", ":")) + "\n")
             f.flush()
             os.fsync(f.fileno())
@@ -283,20 +281,20 @@ def _cell(stats) -> str:
     return f"{mean:.3f} ± {std:.3f}"
 
 
-def _agents(records) -> list:
+def agents_in(records) -> list:
+    """The agents of ``records``: the baselines in their usual order, then the others by name."""
     order = list(BASELINES)
-    found = sorted({r["agent"] for r in records}, key=lambda a: (order.index(a) if a in order else len(order), a))
-    return found
+    return sorted({r["agent"] for r in records}, key=lambda a: (order.index(a) if a in order else len(order), a))
 
 
 def composite_table(records, n_genes: int = 20, with_paper: bool = True) -> str:
     """Markdown: composite (mean ± std) per agent over the six conditions, with
     the paper's baseline figures beside ours (Tables 6-7)."""
     s = summary([r for r in records if r["n_genes"] == n_genes])
-    conds = [(t, m) for m in world.MODES for t in world.TIERS if any((a, t, m, n_genes) in s for a in _agents(records))]
+    conds = [(t, m) for m in MODES for t in TIER_NAMES if any((a, t, m, n_genes) in s for a in agents_in(records))]
     header = "| agent | " + " | ".join(f"{t} {m[0].upper()}" for t, m in conds) + " |"
     lines = [header, "|" + " --- |" * (len(conds) + 1)]
-    for a in _agents(records):
+    for a in agents_in(records):
         cells = []
         for t, m in conds:
             st = s.get((a, t, m, n_genes))
@@ -313,8 +311,8 @@ def disease_table(records, n_genes: int = 20) -> str:
     """Markdown: disease sub-scores and the rescue - diagnosis gap (Table 8)."""
     s = summary([r for r in records if r["n_genes"] == n_genes and r["mode"] == "disease"])
     lines = ["| tier | agent | prediction | diagnosis | rescue | composite | rescue - diagnosis |", "|" + " --- |" * 7]
-    for t in world.TIERS:
-        for a in _agents(records):
+    for t in TIER_NAMES:
+        for a in agents_in(records):
             st = s.get((a, t, "disease", n_genes))
             if st:
                 gap = st["rescue"][0] - st["diagnosis"][0]
@@ -329,7 +327,7 @@ def strategy_table(records, tier: str = "medium", mode: str = "healthy", n_genes
     """Markdown: budget fraction, single-gene %, coverage % (Table 10)."""
     s = summary([r for r in records if (r["tier"], r["mode"], r["n_genes"]) == (tier, mode, n_genes)])
     lines = ["| agent | budget frac | single-gene % | coverage % | BLOCK % | redundancy | commit point |", "|" + " --- |" * 7]
-    for a in _agents(records):
+    for a in agents_in(records):
         st = s.get((a, tier, mode, n_genes))
         if st:
             lines.append(
@@ -345,7 +343,7 @@ def scaling_table(records, tier: str = "medium", mode: str = "healthy", with_pap
     rs = [r for r in records if (r["tier"], r["mode"]) == (tier, mode)]
     s = summary(rs)
     ns = sorted({r["n_genes"] for r in rs})
-    agents = _agents(rs)
+    agents = agents_in(rs)
     lines = ["| N | budget | " + " | ".join(agents) + " |", "|" + " --- |" * (len(agents) + 2)]
     for n in ns:
         cells = []
@@ -361,15 +359,19 @@ def scaling_table(records, tier: str = "medium", mode: str = "healthy", with_pap
 
 
 __all__ = [
+    "AGENTS_ALLOWED",
     "PAPER_COMPOSITE",
     "PAPER_SCALING",
     "ResultsError",
     "SessionSpec",
+    "agents_in",
+    "check_agent",
     "composite_table",
     "disease_table",
     "load_sessions",
     "plan",
     "run_session",
+    "run_tool_session",
     "scaling_table",
     "strategy_table",
     "summary",

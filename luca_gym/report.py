@@ -7,7 +7,7 @@ import os
 import numpy as np
 
 from luca_gym import eval as ev
-from luca_gym import world
+from luca_gym.spec import MODES, TIER_NAMES
 
 
 def _pyplot():
@@ -34,8 +34,8 @@ def figure_composite(records, path: str, n_genes: int = 20) -> None:
     """Grouped bars: composite by condition and agent, ±1 std."""
     plt = _pyplot()
     s = ev.summary([r for r in records if r["n_genes"] == n_genes])
-    agents = ev._agents(records)
-    conds = [(t, m) for m in world.MODES for t in world.TIERS if any((a, t, m, n_genes) in s for a in agents)]
+    agents = ev.agents_in(records)
+    conds = [(t, m) for m in MODES for t in TIER_NAMES if any((a, t, m, n_genes) in s for a in agents)]
     fig, ax = plt.subplots(figsize=(9, 4))
     width = 0.8 / max(1, len(agents))
     for i, a in enumerate(agents):
@@ -50,8 +50,8 @@ def figure_disease(records, path: str, n_genes: int = 20) -> None:
     """Disease sub-scores per tier and agent; the rescue - diagnosis gap."""
     plt = _pyplot()
     s = ev.summary([r for r in records if r["n_genes"] == n_genes and r["mode"] == "disease"])
-    agents = ev._agents(records)
-    tiers = [t for t in world.TIERS if any((a, t, "disease", n_genes) in s for a in agents)]
+    agents = ev.agents_in(records)
+    tiers = [t for t in TIER_NAMES if any((a, t, "disease", n_genes) in s for a in agents)]
     fig, axes = plt.subplots(1, max(1, len(tiers)), figsize=(4 * max(1, len(tiers)), 3.6), squeeze=False)
     for ax, t in zip(axes[0], tiers):
         for j, metric in enumerate(("prediction", "diagnosis", "rescue")):
@@ -74,7 +74,7 @@ def figure_scaling(records, path: str, tier: str = "medium", mode: str = "health
     s = ev.summary(rs)
     ns = sorted({r["n_genes"] for r in rs})
     fig, ax = plt.subplots(figsize=(6, 4))
-    for a in ev._agents(rs):
+    for a in ev.agents_in(rs):
         pts = [(n, *s[(a, tier, mode, n)]["prediction"][:2]) for n in ns if (a, tier, mode, n) in s]
         if not pts:
             continue

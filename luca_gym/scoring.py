@@ -14,36 +14,9 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-# The intervention and malfunction codes live in luca_gym.types (one source);
-# re-exported here because the scorer's arguments use them.
-from luca_gym.types import (
-    BLOCK,
-    BOOST,
-    DAMPEN,
-    INTERVENTION_TYPES,
-    LOCK_HI,
-    LOCK_LO,
-    MALFUNCTION_TYPES,
-    NO_MALFUNCTION,
-    NONE,
-    PERSIST,
-)
+from luca_gym.spec import ACCURACY_THRESHOLD, BLOCK, HEALTHY_HIGH, HEALTHY_LOW, NETWORK_SHIFT_THRESHOLD, NO_MALFUNCTION, NONE
 
 __all__ = [
-    "ACCURACY_THRESHOLD",
-    "HEALTHY_LOW",
-    "HEALTHY_HIGH",
-    "NETWORK_SHIFT_THRESHOLD",
-    "NO_MALFUNCTION",
-    "LOCK_HI",
-    "LOCK_LO",
-    "PERSIST",
-    "MALFUNCTION_TYPES",
-    "NONE",
-    "BLOCK",
-    "BOOST",
-    "DAMPEN",
-    "INTERVENTION_TYPES",
     "HISTORY_EMPTY",
     "HISTORY_EXPERIMENT",
     "HISTORY_RESCUE",
@@ -54,18 +27,14 @@ __all__ = [
     "restored_fraction",
     "rescue_score",
     "composite_score",
+    "composite_terms",
     "network_truth",
     "network_scores",
+    "gene_coverage",
     "strategy_metrics",
 ]
 
-# Thresholds of SPEC §3 / §1.6.
-ACCURACY_THRESHOLD = 0.10
-HEALTHY_LOW = 0.35
-HEALTHY_HIGH = 0.65
-NETWORK_SHIFT_THRESHOLD = 0.05
-
-# Kinds of a row of the costed-call history read by strategy_metrics.
+# Kinds of a row of the costed-call history (``EnvState.history_kind``).
 HISTORY_EMPTY = 0
 HISTORY_EXPERIMENT = 1
 HISTORY_RESCUE = 2
@@ -229,7 +198,7 @@ def composite_score(disease, prediction, diagnosis, rescue):
     prediction = jnp.asarray(prediction, jnp.float32)
     diagnosis = jnp.asarray(diagnosis, jnp.float32)
     rescue = jnp.asarray(rescue, jnp.float32)
-    disease_score = (prediction + diagnosis + rescue) / jnp.float32(3.0)
+    disease_score = (prediction + diagnosis + rescue) / jnp.float32(composite_terms(True))
     return jnp.where(jnp.asarray(disease, bool), disease_score, prediction)
 
 
@@ -295,6 +264,26 @@ def network_scores(submitted, truth, gene_mask):
     return {"precision": precision, "recall": recall, "f1": f1}
 
 
+def gene_coverage(history_codes, history_kind, n_steps, targetable):
+    """Fraction of the targetable genes perturbed (any code) by at least one
+    experiment among the first ``n_steps`` rows of the history (float32 ()).
+    Arguments as :func:`strategy_metrics`."""
+    codes = jnp.asarray(history_codes, jnp.int8)
+    kind = jnp.asarray(history_kind, jnp.int8)
+    targetable = jnp.asarray(targetable, bool)
+    filled = jnp.arange(codes.shape[0]) < jnp.asarray(n_steps)
+    experiment = filled & (kind == HISTORY_EXPERIMENT)
+    ever_perturbed = jnp.any((codes != NONE) & experiment[:, None], axis=0)
+    return _ratio(jnp.sum(ever_perturbed & targetable), jnp.sum(targetable))
+
+
+def composite_terms(disease: bool) -> float:
+    """How many metrics the composite averages: 1 (prediction) in healthy
+    mode, 3 (prediction, diagnosis, rescue) in disease mode. The reward pays
+    each metric with this weight, so a return sums to the composite."""
+    return 3.0 if disease else 1.0
+
+
 def strategy_metrics(
     history_codes, history_signals, history_kind, n_steps, budget, targetable,
     commit_used,
@@ -354,7 +343,6 @@ def strategy_metrics(
     # Exclusive cumulative count: how many earlier experiments hit each gene.
     earlier = jnp.cumsum(perturbed, axis=0) - perturbed
     repeated = jnp.any(perturbed & (earlier > 0), axis=1)
-    ever_perturbed = jnp.any(perturbed, axis=0)
     single_gene = experiment & (genes_per_row == 1) & ~jnp.any(signals, axis=1)
     n_block = jnp.sum((codes == BLOCK) & experiment[:, None])
 
@@ -364,9 +352,7 @@ def strategy_metrics(
     )
     return {
         "budget_fraction": _ratio(n_experiments + jnp.sum(rescue), budget),
-        "gene_coverage": _ratio(
-            jnp.sum(ever_perturbed & targetable), jnp.sum(targetable)
-        ),
+        "gene_coverage": gene_coverage(codes, kind, n_steps, targetable),
         "single_gene_fraction": _ratio(jnp.sum(single_gene), n_experiments),
         "block_fraction": _ratio(n_block, jnp.sum(genes_per_row)),
         "redundancy": _ratio(jnp.sum(repeated), n_experiments),

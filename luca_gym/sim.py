@@ -11,6 +11,8 @@ Interventions are arrays (an int8 code per gene, a bool flag per signal), so a
 solve compiles once per organism size and ``vmap`` runs over interventions or
 over organisms:
 
+* :func:`fixed_point` -- one organism, one intervention, unjitted (to trace
+  into another program, as the generator does);
 * :func:`solve` -- one organism, one intervention (jitted, no validation);
 * :func:`solve_interventions` -- one organism, a batch of interventions;
 * :func:`solve_organisms` -- a batch of organisms, one intervention each;
@@ -25,17 +27,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from luca_gym.types import (
-    BLOCK,
-    BOOST,
-    DAMPEN,
-    INTERVENTION_TYPES,
-    LOCK_HI,
-    NONE,
-    Organism,
-    OrganismArrays,
-    SteadyState,
-)
+from luca_gym.spec import BLOCK, BOOST, DAMPEN, INTERVENTION_TYPES, LOCK_HI, NONE
+from luca_gym.types import Organism, OrganismArrays, SteadyState
 
 MAX_STEPS = 500
 TOL = 2e-7  # residual max|f(s) - s|; 1e-6 left hard fixed points up to 1e-5 off (see README)
@@ -64,9 +57,14 @@ def phenotypes(arrays: OrganismArrays, states: jax.Array) -> jax.Array:
     return jax.nn.sigmoid(arrays.readout_gain * (states - arrays.baseline_state) @ arrays.readout.T)
 
 
-def _solve(
+def fixed_point(
     arrays: OrganismArrays, gene_codes: jax.Array, signal_flags: jax.Array, max_steps: int, tol: float
 ) -> SteadyState:
+    """The steady state of one organism under one intervention (``gene_codes``
+    int8 (N,), ``signal_flags`` bool (S,)): the damped update from the healthy
+    state until the residual is below ``tol`` or ``max_steps`` updates. Not
+    jitted, so it traces into a caller's program (the generator's, the jitted
+    entries below); ``max_steps`` and ``tol`` are Python numbers."""
     TRACE_COUNT["solve"] += 1
     m, a = _clamps(gene_codes, arrays.gene_lock)
     active = (signal_flags | arrays.signal_persist).astype(jnp.float32)
@@ -100,7 +98,7 @@ def _solve(
 def solve(arrays, gene_codes, signal_flags, max_steps: int = MAX_STEPS, tol: float = TOL) -> SteadyState:
     """One organism, one intervention: ``gene_codes`` int8 (N,), ``signal_flags``
     bool (S,). No validation (use :func:`steady_state` for checked input)."""
-    return _solve(arrays, gene_codes, signal_flags, max_steps, tol)
+    return fixed_point(arrays, gene_codes, signal_flags, max_steps, tol)
 
 
 @partial(jax.jit, static_argnames=("max_steps", "tol"))
@@ -109,7 +107,7 @@ def solve_interventions(
 ) -> SteadyState:
     """One organism, a batch of interventions: ``gene_codes`` int8 (B, N),
     ``signal_flags`` bool (B, S). Returns a batched :class:`SteadyState`."""
-    return jax.vmap(_solve, in_axes=(None, 0, 0, None, None))(
+    return jax.vmap(fixed_point, in_axes=(None, 0, 0, None, None))(
         arrays, gene_codes, signal_flags, max_steps, tol
     )
 
@@ -121,7 +119,7 @@ def solve_organisms(
     """A batch of organisms (``arrays`` stacked on a leading axis, see
     :func:`stack`), one intervention each: ``gene_codes`` int8 (B, N),
     ``signal_flags`` bool (B, S)."""
-    return jax.vmap(_solve, in_axes=(0, 0, 0, None, None))(
+    return jax.vmap(fixed_point, in_axes=(0, 0, 0, None, None))(
         arrays, gene_codes, signal_flags, max_steps, tol
     )
 

@@ -15,17 +15,6 @@ from dataclasses import dataclass
 import jax
 import numpy as np
 
-# Gene intervention codes (SPEC 1.5). DAMPEN halves the state at every update.
-NONE, BLOCK, BOOST, DAMPEN = 0, 1, 2, 3
-INTERVENTION_TYPES = ("NONE", "BLOCK", "BOOST", "DAMPEN")
-# Malfunction type codes (SPEC 1.6). Gene locks reuse LOCK_HI / LOCK_LO as
-# per-gene codes in ``OrganismArrays.gene_lock``.
-NO_MALFUNCTION, LOCK_HI, LOCK_LO, PERSIST = 0, 1, 2, 3
-MALFUNCTION_TYPES = ("NONE", "LOCK_HI", "LOCK_LO", "PERSIST")
-
-N_PHENOTYPES = 3
-N_TASKS = 2
-
 
 @jax.tree_util.register_dataclass
 @dataclass(frozen=True)

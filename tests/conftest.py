@@ -13,19 +13,21 @@ import functools
 import numpy as np
 import pytest
 
-from luca_gym import sim, world
+from luca_gym import sim, spec, world
 from luca_gym.types import Organism
 
-TIERS = ("easy", "medium", "hard")
-MODES = ("healthy", "disease")
+TIERS = spec.TIER_NAMES
+MODES = spec.MODES
 GUARANTEE_SEEDS = range(20)
 
 
 @functools.lru_cache(maxsize=None)
-def make(seed: int, tier: str, n: int = 20, mode: str = "healthy", backwards: bool = False) -> Organism:
+def make(
+    seed: int, tier: str, n: int = 20, mode: str = "healthy", backwards: bool = False, max_attempts: int = world.MAX_ATTEMPTS
+) -> Organism:
     """The organism of a triple, generated once per test process (a process-wide
     cache: session scope, shared by both test files on an xdist worker)."""
-    return world.make_organism(seed, tier, n, mode, backwards)
+    return world.make_organism(seed, tier, n, mode, backwards, max_attempts=max_attempts)
 
 
 # N=1280 generation takes ~15-20 s per attempt on this machine; a generator
@@ -43,15 +45,11 @@ def make_large(seed: int, tier: str, n: int) -> Organism:
     key = (seed, tier, n)
     if key in _large_failures:
         pytest.fail(_large_failures[key])
-    saved = world.MAX_ATTEMPTS
-    world.MAX_ATTEMPTS = LARGE_ATTEMPTS
     try:
-        return make(seed, tier, n)
+        return make(seed, tier, n, max_attempts=LARGE_ATTEMPTS)
     except RuntimeError as error:
         _large_failures[key] = f"make_organism{key} within its first {LARGE_ATTEMPTS} attempts: {error}"
         pytest.fail(_large_failures[key])
-    finally:
-        world.MAX_ATTEMPTS = saved
 
 
 def _padded_size(b: int, n: int) -> int:

@@ -23,7 +23,8 @@ import pytest
 from luca_gym import core
 from luca_gym import eval as ev
 from luca_gym.baselines import BASELINES, RandomPolicy, make_policy
-from luca_gym.envs.luca_env import LucaEnv, action_from_dict, cached_organism, to_numpy_observation
+from luca_gym.envs.luca_env import LucaEnv, cached_organism
+from luca_gym.envs.spaces import parse_action, to_numpy_observation
 from luca_gym.types import OrganismArrays
 
 TIERS = ("easy", "medium", "hard")
@@ -258,7 +259,7 @@ def drive(policy, arrays: OrganismArrays, params: core.EnvParams, key, seed: int
     for _ in range(params.max_steps):
         action = policy.act(obs)
         actions.append({k: np.asarray(v).tolist() for k, v in sorted(action.items())})
-        obs, state, _, terminated, truncated, info = core.step(state, action_from_dict(action, params), params)
+        obs, state, _, terminated, truncated, info = core.step(state, parse_action(action, params), params)
         holder["state"] = state
         obs = to_numpy_observation(obs)
         assert int(info["error"]) == 0, core.ERROR_MESSAGES[int(info["error"])]

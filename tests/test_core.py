@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from luca_gym import core, scoring, sim, world
-from luca_gym.types import BLOCK, DAMPEN, LOCK_HI, LOCK_LO, N_PHENOTYPES, N_TASKS, PERSIST
+from luca_gym.spec import BLOCK, DAMPEN, LOCK_HI, LOCK_LO, N_PHENOTYPES, N_TASKS, PERSIST
 
 TIERS = ("easy", "medium", "hard")
 MODES = ("healthy", "disease")

@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 import luca_gym  # noqa: F401  (registers luca_gym/Luca-v0)
 from luca_gym import core, world
 from luca_gym.envs import LucaEnv
-from luca_gym.envs.luca_env import ORGANISM_SEED_HIGH
-from luca_gym.types import BLOCK, BOOST, DAMPEN, N_PHENOTYPES
+from luca_gym.spec import DRAWN_SEED_LIMIT
+from luca_gym.spec import BLOCK, BOOST, DAMPEN, N_PHENOTYPES
 
 TIERS = ("easy", "medium", "hard")
 MODES = ("healthy", "disease")
@@ -129,7 +129,7 @@ def test_reset_seed_draws_the_organism_seed():
     _, other = env.reset(seed=6)
     assert other["organism_seed"] != first["organism_seed"]
     assert env.organism.fingerprint() != fingerprint
-    assert 0 <= other["organism_seed"] < ORGANISM_SEED_HIGH
+    assert 0 <= other["organism_seed"] < DRAWN_SEED_LIMIT
     # Unseeded resets continue the seeded stream: the sequence replays.
     runs = []
     for _ in range(2):

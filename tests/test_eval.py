@@ -8,6 +8,7 @@ hand-made list of records whose numbers are known.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -17,9 +18,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from luca_gym import calls
+from luca_gym import calls, core, report
 from luca_gym import eval as ev
 from luca_gym.baselines import make_policy
+from luca_gym.envs.luca_env import LucaEnv
+from luca_gym.wrappers.llm import ScriptedAgent
 
 EXPECTED_SCORES = (*ev.SCORE_FIELDS, "network_precision", "network_recall", "network_f1", *ev.STRATEGY_FIELDS, "n_alt")
 
@@ -74,6 +77,10 @@ def test_plan_is_the_full_product():
         ((["random"], ["easy"], ["sick"], [20], [0]), ["'sick'", "healthy, disease"]),
         ((["random"], ["easy"], ["healthy"], [3], [0]), ["n_genes", "4..4096"]),
         ((["random"], ["easy"], ["healthy"], [20], [-1]), ["seed", "-1"]),
+        ((["random"], ["easy"], ["healthy"], [20], [2**63]), ["seed", str(2**63), "0..2**63-1"]),
+        ((["random"], ["easy"], ["healthy"], [20], [3.0]), ["seed", "3.0", "integer"]),
+        ((["random"], ["easy"], ["healthy"], [20.0], [0]), ["n_genes", "20.0", "integer"]),
+        ((["random"], ["easy"], ["healthy"], [20], [0], "yes"), ["backwards", "'yes'", "True or False"]),
     ],
 )
 def test_plan_refuses_bad_values(args, words):
@@ -81,6 +88,56 @@ def test_plan_refuses_bad_values(args, words):
         ev.plan(*args)
     for w in words:
         assert w in str(err.value)
+
+
+# -- backwards reaches the env everywhere ------------------------------------------------
+class BaselineSpy:
+    """A policy that records the baseline phenotypes it is shown, then ends."""
+
+    def __init__(self):
+        self.seen = []
+
+    def reset(self, params, seed):
+        pass
+
+    def act(self, obs):
+        self.seen.append(np.asarray(obs["baseline_phenotypes"]).tolist())
+        return {"kind": core.END}
+
+
+def first_baseline(backwards: bool) -> list:
+    obs, _ = LucaEnv(tier="easy", backwards=backwards).reset(options={"organism_seed": 0})
+    return np.asarray(obs["baseline_phenotypes"]).tolist()
+
+
+@pytest.mark.parametrize("backwards", [False, True])
+def test_run_session_plays_the_spec_organism(backwards):
+    assert first_baseline(True) != first_baseline(False)
+    policy = BaselineSpy()
+    record = ev.run_session(policy, ev.SessionSpec("spy", "easy", "healthy", 20, 0, backwards))
+    assert policy.seen == [first_baseline(backwards)] and record["backwards"] is backwards
+
+
+def test_run_session_refuses_an_env_built_for_other_settings():
+    spec = ev.SessionSpec("spy", "easy", "healthy", 20, 0, True)
+    with pytest.raises(ValueError, match="backwards"):
+        ev.run_session(BaselineSpy(), spec, LucaEnv(tier="easy"))
+    with pytest.raises(ValueError, match="backwards"):
+        ev.run_tool_session(ScriptedAgent([("end", {})]), spec, LucaEnv(tier="easy"))
+    assert ev.run_session(BaselineSpy(), spec, LucaEnv(tier="easy", backwards=True))["backwards"] is True
+
+
+@pytest.mark.parametrize("backwards", [False, True])
+def test_tool_sessions_and_sweeps_play_the_spec_organism(tmp_path, backwards):
+    script = [("get_organism_info", {}), ("end", {})]
+    spec = ev.SessionSpec("scripted", "easy", "healthy", 20, 0, backwards)
+    modes = {"inhibits" if backwards else "activates"}
+    record = ev.run_tool_session(ScriptedAgent(script), spec)
+    assert {s["mode"] for s in record["calls"][0]["result"]["signals"]} == modes
+    path = ev.sweep([spec], str(tmp_path), policy_factory=lambda name: ScriptedAgent(script))
+    (swept,) = ev.load_sessions(path)
+    assert swept["backwards"] is backwards
+    assert {s["mode"] for s in swept["calls"][0]["result"]["signals"]} == modes
 
 
 # -- the session record --------------------------------------------------------------
@@ -333,3 +390,16 @@ def test_scaling_table():
     assert table[0] == "| N | budget | random | heuristic |"
     assert table[2] == "| 20 | 31 | - | 0.600 ± 0.100 (paper 0.550) |"
     assert table[3] == "| 40 | 54 | 0.750 ± 0.000 (paper 0.617) | 0.250 ± 0.000 (paper 0.567) |"
+
+
+def test_agents_in_orders_the_baselines_first():
+    extra = make_record("openai:m", "easy", "healthy", 20, 0, 0.5)
+    assert ev.agents_in([extra, *RECORDS]) == ["random", "heuristic", "causal-sweep", "openai:m"]
+
+
+def test_report_uses_only_public_names_of_eval():
+    source = Path(report.__file__).read_text()
+    assert "ev._" not in source
+    used = set(re.findall(r"\bev\.([A-Za-z_]\w*)", source))
+    assert used and all(not name.startswith("_") for name in used)
+    assert used <= set(ev.__all__), used - set(ev.__all__)

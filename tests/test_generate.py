@@ -20,7 +20,9 @@ from conftest import TIERS, make, solve_one
 
 from luca_gym import core, world
 from luca_gym.envs import LucaVectorEnv
-from luca_gym.types import LOCK_HI, LOCK_LO, NO_MALFUNCTION, PERSIST, OrganismArrays
+from luca_gym.spec import LOCK_HI, LOCK_LO, NO_MALFUNCTION, PERSIST
+from luca_gym.types import OrganismArrays
+from luca_gym.world import generator
 
 N = 20
 HEALTHY_LOW, HEALTHY_HIGH = 0.35, 0.65
@@ -56,7 +58,7 @@ def batch(seeds: tuple, tier: str, mode: str) -> dict[str, np.ndarray]:
 
 
 class AttemptSpy:
-    """Wraps ``world._attempt_batch`` and records each call: its (padded) seeds,
+    """Wraps ``world.generator.attempt_batch`` and records each call: its (padded) seeds,
     attempt number, size and the per-row ``ok``."""
 
     def __init__(self, real):
@@ -84,13 +86,13 @@ def test_batch_rows_equal_make_organism_bitwise(monkeypatch, tier, mode, seeds):
     """Row i of ``generate(seeds)`` is bitwise ``make_organism(seeds[i]).arrays``
     (a 1-organism call), for large seeds too, although the batch runs as padded
     16-organism calls; attempt k+1 retries exactly the organisms attempt k failed."""
-    spy = AttemptSpy(world._attempt_batch)
-    monkeypatch.setattr(world, "_attempt_batch", spy)
+    spy = AttemptSpy(generator.attempt_batch)
+    monkeypatch.setattr(generator, "attempt_batch", spy)
     got = as_numpy(world.generate(np.asarray(seeds, np.int64), tier, N, mode))
     monkeypatch.undo()
     assert got["weights"].shape == (len(seeds), N, N)
 
-    allowed_sizes = world._call_sizes(world.map_batch())
+    allowed_sizes = generator.call_sizes(world.map_batch())
     assert all(c["size"] in allowed_sizes for c in spy.calls), [c["size"] for c in spy.calls]
     first = [c for c in spy.calls if c["attempt"] == 0]
     assert len(first) == math.ceil(len(seeds) / allowed_sizes[-1])
@@ -119,7 +121,7 @@ def test_new_seeds_and_tiers_reuse_the_compiled_attempt():
     calls) compile nothing new: the tier is traced. The tier's numbers still
     reach the organisms (hard has latent genes and damping 0.7, the others not)."""
     world.generate(np.arange(17) + 500, "easy", N, "healthy")  # warm both call sizes
-    warm = world._attempt_batch._cache_size()
+    warm = generator.attempt_batch._cache_size()
     latent, damping = {}, {}
     for k, tier in enumerate(TIERS):
         seeds = np.arange(17) + 1000 + 100 * k
@@ -128,7 +130,7 @@ def test_new_seeds_and_tiers_reuse_the_compiled_attempt():
         one = world.make_organism(3_000 + k, tier, N, "healthy")
         latent[tier] = int(np.asarray(a.latent_mask).sum(axis=1).min()), int(np.asarray(one.arrays.latent_mask).sum())
         damping[tier] = float(np.asarray(a.damping)[0])
-    assert world._attempt_batch._cache_size() == warm, "generation recompiled for a new seed or tier"
+    assert generator.attempt_batch._cache_size() == warm, "generation recompiled for a new seed or tier"
     assert latent == {"easy": (0, 0), "medium": (0, 0), "hard": (5, 5)}
     assert damping == {t: pytest.approx(world.TIERS[t].damping) for t in TIERS}
 
@@ -281,6 +283,8 @@ def test_spectral_radius_bound_is_not_below_the_radius_of_a_strongly_non_normal_
         ({"n_genes": True}, "n_genes"),
         ({"backwards": "yes"}, "backwards"),
         ({"backwards": 1}, "backwards"),
+        ({"max_attempts": 0}, "max_attempts"),
+        ({"max_attempts": 2.0}, "max_attempts"),
     ],
 )
 def test_bad_generate_input_names_the_argument(kwargs, name):
@@ -484,8 +488,8 @@ def test_traced_generate_equals_generate_with_its_retries():
     for k in FIELDS:
         np.testing.assert_allclose(traced[k].astype(np.float64), hosted[k].astype(np.float64), atol=1e-6, err_msg=k)
     # at least one of these seeds needed a second attempt, so the loop was exercised
-    first = world._attempt_batch(np.zeros(12, np.uint32), np.arange(12, dtype=np.uint32), np.zeros(12, np.int32),
-                                 world.tier_params("hard", N), world.plan(N, "disease"), 1)[1]
+    first = generator.attempt_batch(np.zeros(12, np.uint32), np.arange(12, dtype=np.uint32), np.zeros(12, np.int32),
+                                    world.tier_params("hard", N), world.plan(N, "disease"), 1)[1]
     assert not np.asarray(first).all()
 
 
@@ -501,8 +505,7 @@ def test_fresh_rollout_generates_in_the_jit_and_matches_rollout():
     and runs the sessions: its scores equal ``rollout`` on the host-generated
     organisms of the seeds it reports."""
     from luca_gym.baselines.batched import heuristic_policy
-    from luca_gym.envs import fresh_rollout, rollout
-    from luca_gym.envs.vector import organism_batch
+    from luca_gym.functional import fresh_rollout, organism_batch, rollout
 
     params = core.make_params("easy", N, "healthy")
     policy = heuristic_policy(params)

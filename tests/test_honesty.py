@@ -19,7 +19,7 @@ import pytest
 import luca_gym  # noqa: F401  (registers luca_gym/Luca-v0)
 from luca_gym import core, world
 from luca_gym.envs.luca_env import render_text, to_numpy_observation
-from luca_gym.types import BLOCK, BOOST, DAMPEN, LOCK_HI, LOCK_LO, N_TASKS, PERSIST
+from luca_gym.spec import BLOCK, BOOST, DAMPEN, LOCK_HI, LOCK_LO, N_TASKS, PERSIST
 
 TIERS = ("easy", "medium", "hard")
 MODES = ("healthy", "disease")

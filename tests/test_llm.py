@@ -28,7 +28,7 @@ from luca_gym import eval as ev
 from luca_gym import report
 from luca_gym.baselines import make_policy
 from luca_gym.envs.luca_env import LucaEnv
-from luca_gym.types import LOCK_HI, LOCK_LO, MALFUNCTION_TYPES
+from luca_gym.spec import GENE_TYPES, LOCK_HI, LOCK_LO, MALFUNCTION_TYPES
 from luca_gym.wrappers import llm
 from luca_gym.wrappers.llm import AgentTurn, AnthropicAgent, OpenAIChatAgent, ScriptedAgent, ToolSession, run_agent
 
@@ -92,26 +92,6 @@ def new_session(tier=TIER, mode=MODE, seed=SEED) -> ToolSession:
     return ToolSession(seed=seed, tier=tier, mode=mode)
 
 
-def env_action(meta, name: str, args: dict) -> dict:
-    """The LucaEnv action dict of a named call, built with ``calls`` helpers."""
-    kind = calls.CALLS[name]
-    if name in ("run_experiment", "test_rescue"):
-        codes, flags = calls.interventions_from_names(meta, args["interventions"])
-        return {"kind": kind, "gene_codes": codes, "signal_flags": flags}
-    if name == "submit_prediction":
-        return {"kind": kind, "prediction": np.asarray([args["predictions"][p] for p in meta.phenotype_names], np.float32)}
-    if name == "submit_network":
-        edges = [(e["gene"], e["phenotype"], e["direction"]) for e in args["edges"]]
-        return {"kind": kind, "network": calls.network_from_edges(meta, edges)}
-    if name == "submit_malfunction_hypothesis":
-        return {
-            "kind": kind,
-            "diagnosis_target": calls.target_index(meta, args["target_name"]),
-            "diagnosis_type": MALFUNCTION_TYPES.index(args["malfunction_type"]),
-        }
-    return {"kind": kind}
-
-
 def replay_on_env(script) -> dict:
     """The script's core calls sent to a fresh LucaEnv directly."""
     env = LucaEnv(tier=TIER, mode=MODE)
@@ -123,7 +103,7 @@ def replay_on_env(script) -> dict:
             budgets.append(int(obs["budget_left"]))
             results.append(None)
             continue
-        action = env_action(meta, name, args)
+        action = calls.action_from_call(meta, name, args)
         obs, reward, terminated, truncated, info = env.step(action)
         total += reward
         budgets.append(int(obs["budget_left"]))
@@ -305,7 +285,7 @@ def valid_arguments(session: ToolSession, name: str):
             return {"interventions": {t: {"type": ("ACTIVATE" if t in signals else k)} for t, k in zip(ts, draw_types)}}
 
         return targets.flatmap(
-            lambda ts: st.lists(st.sampled_from(calls.GENE_TYPES), min_size=len(ts), max_size=len(ts)).map(
+            lambda ts: st.lists(st.sampled_from(GENE_TYPES), min_size=len(ts), max_size=len(ts)).map(
                 lambda ks: spec(ts, ks)
             )
         )
@@ -820,3 +800,140 @@ def test_healthy_mode_has_no_diagnosis_and_no_aberrant_field():
     assert "disease mode" in result["error"]
     assert not bool(session.env.state.committed)
     assert core.ERROR_MESSAGES[int(session.env.state.last_error)] == result["error"]
+
+
+# -- 6. one session constructor, one parse, one translator ---------------------------
+def test_a_tool_session_opens_the_backwards_organism():
+    forward, backwards = ToolSession(0, tier="easy"), ToolSession(0, tier="easy", backwards=True)
+    assert (forward.meta.backwards, backwards.meta.backwards) == (False, True)
+    modes = {s["mode"] for s in backwards.call("get_organism_info")["signals"]}
+    assert modes == {"inhibits"} and {s["mode"] for s in forward.call("get_organism_info")["signals"]} == {"activates"}
+
+
+@pytest.mark.parametrize(
+    "settings, words",
+    [
+        ({"seed": -1}, ["seed", "-1", "0..2**63-1"]),
+        ({"seed": 1.0}, ["seed", "1.0", "integer"]),
+        ({"tier": "extreme"}, ["tier", "'extreme'", "easy, medium, hard"]),
+        ({"mode": "sick"}, ["mode", "'sick'", "healthy, disease"]),
+        ({"n_genes": 3}, ["n_genes", "3", "4..4096"]),
+        ({"backwards": "yes"}, ["backwards", "'yes'", "True or False"]),
+        ({"env": LucaEnv(tier="easy", backwards=True)}, ["backwards", "True", "False"]),
+        ({"env": LucaEnv(tier="hard")}, ["tier", "'hard'", "'easy'"]),
+    ],
+)
+def test_a_tool_session_refuses_bad_settings_and_a_mismatched_env(settings, words):
+    settings = {"seed": 0, "tier": "easy", **settings}
+    with pytest.raises(ValueError) as err:
+        ToolSession(settings.pop("seed"), **settings)
+    for w in words:
+        assert w in str(err.value), (w, str(err.value))
+
+
+def test_a_call_parses_its_arguments_once(monkeypatch):
+    session = new_session()
+    parsed = []
+    parse = ToolSession.parse_arguments
+    monkeypatch.setattr(ToolSession, "parse_arguments", lambda self, arguments: parsed.append(arguments) or parse(self, arguments))
+    for name, arguments in [
+        ("run_experiment", block("G001")),
+        ("run_experiment", json.dumps(block("G002"))),
+        ("run_experiment", {"interventions": {}}),
+        ("get_organism_info", None),
+        ("submit_hypothesis", {"text": "one parse"}),
+        ("end", "{}"),
+    ]:
+        before = len(parsed)
+        session.call(name, arguments)
+        assert len(parsed) == before + 1, name
+    assert session.ended
+
+
+class Shifty(dict):
+    """Arguments that read differently each time they are serialised: the
+    first reading is checked; a second one must never be what runs."""
+
+    def __init__(self, *readings):
+        super().__init__(readings[0])
+        self.readings, self.reads = readings, 0
+
+    def items(self):
+        reading = self.readings[min(self.reads, len(self.readings) - 1)]
+        self.reads += 1
+        return reading.items()
+
+
+@pytest.mark.parametrize("later", [block("G002"), {"interventions": {"G001": {"type": "BOOST", "force": 9}}}, {}])
+def test_what_is_checked_is_what_runs_and_what_is_logged(later):
+    session, twin = new_session(), new_session()
+    result = session.call("run_experiment", Shifty(block("G001"), later))
+    assert result == twin.call("run_experiment", block("G001"))
+    assert session.transcript[-1]["arguments"] == block("G001")
+
+
+def test_hostile_arguments_checked_once_cannot_slip_a_refused_call_through():
+    """Checked as an empty (refused) experiment, read later as a valid one: refused, free."""
+    session = new_session()
+    result = session.call("run_experiment", Shifty({"interventions": {}}, block("G001")))
+    assert "at least" in result["error"] and result["budget_remaining"] == 31
+    assert int(session.env.state.step_count) == 0
+
+
+CORE_CALLS = [name for name, kind in calls.CALLS.items() if kind is not None]
+FIELDS = {
+    "run_experiment": ("gene_codes", "signal_flags"),
+    "test_rescue": ("gene_codes", "signal_flags"),
+    "submit_prediction": ("prediction",),
+    "submit_network": ("network",),
+    "submit_malfunction_hypothesis": ("diagnosis_target", "diagnosis_type"),
+    "get_next_prediction_task": (),
+    "end": (),
+}
+
+
+@pytest.fixture(scope="module")
+def hard_session():
+    return new_session("hard", "disease")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), name=st.sampled_from(CORE_CALLS))
+def test_named_calls_and_env_actions_translate_both_ways(hard_session, seed, name):
+    """action_from_call inverts describe_action (the harness's log of a baseline's
+    action), and its actions lie in the env's action space."""
+    env, meta = hard_session.env, hard_session.meta
+    rng = np.random.default_rng(seed)
+    n, s, p = meta.n_genes, len(meta.signal_labels), len(meta.phenotype_names)
+    full = {
+        "gene_codes": rng.integers(0, 4, n) * (rng.random(n) < 0.3),
+        "signal_flags": (rng.random(s) < 0.5).astype(np.int8),
+        "prediction": rng.random(p).astype(np.float32),
+        "diagnosis_target": int(rng.integers(0, n + s)),
+        "diagnosis_type": int(rng.integers(1, len(MALFUNCTION_TYPES))),
+        "network": (rng.integers(-1, 2, (n, p)) * (rng.random((n, p)) < 0.3)).astype(np.int8),
+    }
+    named = calls.describe_action(meta, {"kind": calls.CALLS[name], **full})
+    assert named["call"] == name
+    json.dumps(named, allow_nan=False)
+    action = calls.action_from_call(meta, name, named["arguments"])
+    assert set(action) == {"kind", *FIELDS[name]}
+    assert action["kind"] == calls.CALLS[name]
+    for field, value in action.items():
+        assert env.action_space[field].contains(value), field
+        if field != "kind":
+            np.testing.assert_array_equal(value, full[field])
+
+
+def test_action_from_call_by_hand():
+    session = new_session()
+    meta = session.meta
+    signal = meta.signal_labels[1]
+    action = calls.action_from_call(meta, "run_experiment", {"interventions": {"G003": {"type": "DAMPEN"}, signal: {"type": "ACTIVATE"}}})
+    assert action["kind"] == core.EXPERIMENT
+    assert action["gene_codes"].tolist() == [0, 0, 3] + [0] * 17 and action["signal_flags"].tolist() == [0, 1, 0]
+    action = calls.action_from_call(meta, "submit_malfunction_hypothesis", {"target_name": signal, "malfunction_type": "PERSIST"})
+    assert (action["diagnosis_target"], action["diagnosis_type"]) == (20 + 1, MALFUNCTION_TYPES.index("PERSIST"))
+    for free in ("get_organism_info", "submit_hypothesis"):
+        with pytest.raises(ValueError, match=f"name: '{free}' has no core action; allowed run_experiment"):
+            calls.action_from_call(meta, free, {})

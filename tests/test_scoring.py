@@ -8,16 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from luca_gym import scoring
+from luca_gym import spec
+from luca_gym.spec import BLOCK, BOOST, DAMPEN, LOCK_HI, LOCK_LO, NO_MALFUNCTION, NONE, PERSIST
 from luca_gym.scoring import (
-    BLOCK,
-    BOOST,
-    DAMPEN,
-    LOCK_HI,
-    LOCK_LO,
-    NO_MALFUNCTION,
-    NONE,
-    PERSIST,
     composite_score,
     diagnosis_score,
     in_healthy_range,
@@ -42,16 +35,16 @@ def assert_float32_scalar(value, expected):
 # ---------------------------------------------------------------- constants
 
 def test_codes_index_their_names():
-    assert scoring.MALFUNCTION_TYPES[NO_MALFUNCTION] == "NONE"
-    assert scoring.MALFUNCTION_TYPES[LOCK_HI] == "LOCK_HI"
-    assert scoring.MALFUNCTION_TYPES[LOCK_LO] == "LOCK_LO"
-    assert scoring.MALFUNCTION_TYPES[PERSIST] == "PERSIST"
-    assert scoring.INTERVENTION_TYPES[NONE] == "NONE"
-    assert scoring.INTERVENTION_TYPES[BLOCK] == "BLOCK"
-    assert scoring.INTERVENTION_TYPES[BOOST] == "BOOST"
-    assert scoring.INTERVENTION_TYPES[DAMPEN] == "DAMPEN"
-    assert (scoring.ACCURACY_THRESHOLD, scoring.HEALTHY_LOW, scoring.HEALTHY_HIGH,
-            scoring.NETWORK_SHIFT_THRESHOLD) == (0.10, 0.35, 0.65, 0.05)
+    assert spec.MALFUNCTION_TYPES[NO_MALFUNCTION] == "NONE"
+    assert spec.MALFUNCTION_TYPES[LOCK_HI] == "LOCK_HI"
+    assert spec.MALFUNCTION_TYPES[LOCK_LO] == "LOCK_LO"
+    assert spec.MALFUNCTION_TYPES[PERSIST] == "PERSIST"
+    assert spec.INTERVENTION_TYPES[NONE] == "NONE"
+    assert spec.INTERVENTION_TYPES[BLOCK] == "BLOCK"
+    assert spec.INTERVENTION_TYPES[BOOST] == "BOOST"
+    assert spec.INTERVENTION_TYPES[DAMPEN] == "DAMPEN"
+    assert (spec.ACCURACY_THRESHOLD, spec.HEALTHY_LOW, spec.HEALTHY_HIGH,
+            spec.NETWORK_SHIFT_THRESHOLD) == (0.10, 0.35, 0.65, 0.05)
 
 
 # ---------------------------------------------------------------- prediction

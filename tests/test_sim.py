@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import reference_solver as ref
 from conftest import MODES, TIERS, make, make_large, random_interventions, solve_batch, solve_one
 from luca_gym import sim
-from luca_gym.types import BLOCK, BOOST, DAMPEN, LOCK_HI, LOCK_LO, NONE, PERSIST
+from luca_gym.spec import BLOCK, BOOST, DAMPEN, LOCK_HI, LOCK_LO, NONE, PERSIST
 
 AGREEMENT = 1e-5  # JAX float32 (tol 1e-6) vs the float64 fixed point
 

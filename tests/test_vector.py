@@ -9,8 +9,8 @@ import luca_gym  # noqa: F401  (registers the environments)
 from luca_gym import core
 from luca_gym.baselines import make_policy
 from luca_gym.baselines.batched import causal_sweep_policy, heuristic_policy, random_policy
-from luca_gym.envs import LucaEnv, LucaVectorEnv, rollout
-from luca_gym.envs.vector import organism_batch
+from luca_gym.envs import LucaEnv, LucaVectorEnv
+from luca_gym.functional import organism_batch, rollout
 from luca_gym.eval import SessionSpec, run_session
 
 B = 6
@@ -111,8 +111,7 @@ def test_bad_construction_arguments():
 SHARD_SCRIPT = """
 import jax, numpy as np
 from luca_gym import core
-from luca_gym.baselines.batched import random_policy\nfrom luca_gym.envs import rollout
-from luca_gym.envs.vector import organism_batch
+from luca_gym.baselines.batched import random_policy\nfrom luca_gym.functional import organism_batch, rollout
 assert len(jax.local_devices()) == 2, jax.local_devices()
 params = core.make_params("medium", 20, "disease")
 organisms, keys = organism_batch(range(8), "medium", 20, "disease")

@@ -16,7 +16,7 @@ import pytest
 
 from conftest import GUARANTEE_SEEDS, MODES, TIERS, make, make_large, singles, solve_batch, solve_one
 from luca_gym import vocabulary, world
-from luca_gym.types import BLOCK, BOOST, DAMPEN, LOCK_HI, LOCK_LO, NO_MALFUNCTION, PERSIST
+from luca_gym.spec import BLOCK, BOOST, DAMPEN, LOCK_HI, LOCK_LO, NO_MALFUNCTION, PERSIST
 
 DETECTABLE = 0.05
 HEALTHY_LOW, HEALTHY_HIGH = 0.35, 0.65

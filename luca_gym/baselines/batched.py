@@ -12,9 +12,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from luca_gym import core
-from luca_gym.scoring import HEALTHY_HIGH, HEALTHY_LOW, NETWORK_SHIFT_THRESHOLD
-from luca_gym.types import BLOCK, LOCK_HI
+from luca_gym import core, scoring
+from luca_gym.spec import BLOCK, LOCK_HI, NETWORK_SHIFT_THRESHOLD
 
 
 def random_policy(params: core.EnvParams):
@@ -71,13 +70,12 @@ def single_target(is_signal, gene, code, signal, n: int, s: int) -> tuple[jax.Ar
 
 def network_from_singles(obs) -> jax.Array:
     """Batched :func:`luca_gym.baselines.policies.network_from_singles`: int32
-    (B, N, P) signs from the measured single BLOCK / BOOST shifts."""
+    (B, N, P) signs from the measured single BLOCK / BOOST results."""
     base = obs["baseline_phenotypes"][:, None, :]
     single = obs["single_mask"].astype(bool)
-    block = jnp.where(single[:, :, 0, None], obs["single_results"][:, :, 0] - base, 0.0)
-    boost = jnp.where(single[:, :, 1, None], obs["single_results"][:, :, 1] - base, 0.0)
-    shifted = jnp.maximum(jnp.abs(block), jnp.abs(boost)) > NETWORK_SHIFT_THRESHOLD
-    return (jnp.sign(boost - block) * shifted).astype(jnp.int32)
+    block = jnp.where(single[:, :, 0, None], obs["single_results"][:, :, 0], base)
+    boost = jnp.where(single[:, :, 1, None], obs["single_results"][:, :, 1], base)
+    return jax.vmap(scoring.network_truth)(base[:, 0], block, boost).astype(jnp.int32)
 
 
 def heuristic_policy(params: core.EnvParams):
@@ -108,8 +106,7 @@ def heuristic_policy(params: core.EnvParams):
         # Best BLOCK: most aberrant phenotypes in range, then the least distance from 0.5.
         phen = obs["single_results"][:, :, 0]
         aberrant = obs["aberrant"].astype(bool)[:, None, :]
-        inside = (phen >= HEALTHY_LOW) & (phen <= HEALTHY_HIGH)
-        count = jnp.sum(inside & aberrant, axis=2)
+        count = jnp.sum(scoring.in_healthy_range(phen) & aberrant, axis=2)
         distance = jnp.sum(jnp.abs(phen - 0.5) * aberrant, axis=2)
         top = jnp.max(jnp.where(blocked, count, -1), axis=1, keepdims=True)
         candidates = blocked & (count == top)
@@ -205,7 +202,7 @@ def causal_sweep_policy(params: core.EnvParams):
         # 5. rescue: the measured single that restores most aberrant phenotypes.
         aberrant = obs["aberrant"].astype(bool)
         def restore(phen):  # (..., P) -> count, -distance
-            inside = (phen >= HEALTHY_LOW) & (phen <= HEALTHY_HIGH)
+            inside = scoring.in_healthy_range(phen)
             return jnp.sum(inside & aberrant[:, None, :], axis=-1), -jnp.sum(jnp.abs(phen - 0.5) * aberrant[:, None, :], axis=-1)
         gene_phen = results.reshape(b, 3 * n, -1)  # gene-major, then column
         options_phen = jnp.concatenate([gene_phen, obs["signal_results"]], axis=1)

@@ -12,9 +12,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from luca_gym import core
-from luca_gym.scoring import HEALTHY_HIGH, HEALTHY_LOW, NETWORK_SHIFT_THRESHOLD
-from luca_gym.types import BLOCK, BOOST, DAMPEN, LOCK_HI, LOCK_LO, N_PHENOTYPES, PERSIST
+from luca_gym import core, scoring
+from luca_gym.spec import BLOCK, BOOST, DAMPEN, LOCK_HI, LOCK_LO, N_PHENOTYPES, NETWORK_SHIFT_THRESHOLD, PERSIST
 
 _COLUMN = {BLOCK: 0, BOOST: 1, DAMPEN: 2}  # columns of obs["single_results"]
 _EPS = 1e-4
@@ -55,19 +54,20 @@ def kind_action(kind: int) -> dict:
     return {"kind": kind}
 
 
-def network_from_singles(obs: dict, n_genes: int) -> np.ndarray:
-    """Gene -> phenotype signs from measured single BLOCK / BOOST shifts."""
+def network_from_singles(obs: dict) -> np.ndarray:
+    """Gene -> phenotype signs int8 (N, P) from the measured single BLOCK /
+    BOOST results, by the scorer's edge rule (an unmeasured one counts as no
+    shift)."""
     base = obs["baseline_phenotypes"]
     mask = obs["single_mask"].astype(bool)
-    block = np.where(mask[:, [0]], obs["single_results"][:, 0] - base, 0.0)
-    boost = np.where(mask[:, [1]], obs["single_results"][:, 1] - base, 0.0)
-    shifted = np.maximum(np.abs(block), np.abs(boost)) > NETWORK_SHIFT_THRESHOLD
-    return (np.sign(boost - block) * shifted).astype(np.int8).reshape(n_genes, N_PHENOTYPES)
+    block = np.where(mask[:, [0]], obs["single_results"][:, 0], base)
+    boost = np.where(mask[:, [1]], obs["single_results"][:, 1], base)
+    return np.asarray(scoring.network_truth(base, block, boost))
 
 
 def restored_count(phenotypes: np.ndarray, aberrant: np.ndarray) -> tuple[int, float]:
     """(aberrant phenotypes in range, -distance of the aberrant ones from 0.5)."""
-    inside = (phenotypes >= HEALTHY_LOW) & (phenotypes <= HEALTHY_HIGH)
+    inside = np.asarray(scoring.in_healthy_range(phenotypes))
     return int(np.sum(inside & aberrant)), -float(np.sum(np.abs(phenotypes - 0.5) * aberrant))
 
 
@@ -142,7 +142,7 @@ class HeuristicPolicy(_Planned):
             return experiment_action(p, {self.best: BLOCK}, kind=core.TEST_RESCUE)
         if not self.network_sent:
             self.network_sent = True
-            return {"kind": core.SUBMIT_NETWORK, "network": network_from_singles(obs, p.n_genes)}
+            return {"kind": core.SUBMIT_NETWORK, "network": network_from_singles(obs)}
         return kind_action(core.END)
 
     def predict(self, obs):
@@ -194,7 +194,7 @@ class CausalSweepPolicy(_Planned):
             return self.rescue(obs)
         if not self.network_sent:
             self.network_sent = True
-            return {"kind": core.SUBMIT_NETWORK, "network": network_from_singles(obs, p.n_genes)}
+            return {"kind": core.SUBMIT_NETWORK, "network": network_from_singles(obs)}
         return kind_action(core.END)
 
     def next_sweep(self, obs):

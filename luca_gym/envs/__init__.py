@@ -1,6 +1,7 @@
-"""Gymnasium environments over the pure session core."""
+"""Gymnasium environments over the pure session core, sharing one boundary
+(:mod:`luca_gym.envs.spaces`)."""
 
 from luca_gym.envs.luca_env import LucaEnv
-from luca_gym.envs.vector import LucaVectorEnv, fresh_rollout, rollout
+from luca_gym.envs.vector import LucaVectorEnv
 
-__all__ = ["LucaEnv", "LucaVectorEnv", "fresh_rollout", "rollout"]
+__all__ = ["LucaEnv", "LucaVectorEnv"]

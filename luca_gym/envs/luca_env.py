@@ -1,11 +1,12 @@
 """``LucaEnv``: the LUCA session as a ``gymnasium.Env`` (an adapter over
 :mod:`luca_gym.core`; it translates, the core decides).
 
-At the boundary: numpy arrays in the observation, Python ``float`` rewards and
-``bool`` flags. The action is a dict; its *structure* (field names, shapes,
-dtypes) is checked here and a wrong one raises ``ValueError`` naming the
-field, while its *values* go to the core, which refuses an illegal one without
-cost and reports it in ``info["error"]``.
+At the boundary (:mod:`luca_gym.envs.spaces`, shared with the vector env):
+numpy arrays in the observation, Python ``float`` rewards and ``bool`` flags.
+The action is a dict; a malformed one (unknown field, wrong shape or dtype, a
+value that cannot be represented) raises ``ValueError`` naming the field and
+changes nothing, while its representable *values* go to the core, which
+refuses an illegal one without cost and reports it in ``info["error"]``.
 """
 
 from __future__ import annotations
@@ -16,115 +17,24 @@ from typing import Any
 import gymnasium as gym
 import jax
 import numpy as np
-from gymnasium import spaces
 
-from luca_gym import core, world
-from luca_gym.types import DAMPEN, INTERVENTION_TYPES, MALFUNCTION_TYPES, N_PHENOTYPES, Organism
-
-ORGANISM_SEED_HIGH = 2**31 - 1
+from luca_gym import core, spec, world
+from luca_gym.envs.spaces import action_space, observation_space, parse_action, reset_options, to_numpy_observation
+from luca_gym.spec import INTERVENTION_TYPES
+from luca_gym.types import Organism
 
 
 @lru_cache(maxsize=512)
-def cached_organism(seed: int, tier: str, n_genes: int, mode: str, backwards: bool) -> Organism:
-    """``world.make_organism`` memoised: an organism is a pure function of its
-    arguments, so reusing one is indistinguishable from regenerating it."""
+def _cached_organism(seed: int, tier: str, n_genes: int, mode: str, backwards: bool) -> Organism:
     return world.make_organism(seed, tier, n_genes, mode, backwards)
 
 
-def _box(shape, dtype, low, high) -> spaces.Box:
-    if dtype == np.bool_:
-        return spaces.Box(0, 1, shape, np.int8)
-    return spaces.Box(low, high, shape, dtype)
-
-
-def observation_space(params: core.EnvParams) -> spaces.Dict:
-    return spaces.Dict({k: _box(*v) for k, v in core.observation_shapes(params).items()})
-
-
-def action_space(params: core.EnvParams) -> spaces.Dict:
-    n, s = params.n_genes, params.n_signals
-    return spaces.Dict(
-        {
-            "kind": spaces.Discrete(core.N_KINDS),
-            "gene_codes": spaces.MultiDiscrete(np.full(n, DAMPEN + 1)),
-            "signal_flags": spaces.MultiBinary(s),
-            "prediction": spaces.Box(0.0, 1.0, (N_PHENOTYPES,), np.float32),
-            "diagnosis_target": spaces.Discrete(n + s),
-            "diagnosis_type": spaces.Discrete(len(MALFUNCTION_TYPES)),
-            "network": spaces.Box(-1, 1, (n, N_PHENOTYPES), np.int8),
-        }
-    )
-
-
-def to_numpy_observation(obs: dict) -> dict:
-    """Core observation (JAX arrays) -> numpy, bools as int8 (0/1)."""
-    obs = jax.device_get(obs)
-    return {k: (np.asarray(v, np.int8) if np.asarray(v).dtype == np.bool_ else np.asarray(v)) for k, v in obs.items()}
-
-
-_FIELD_KINDS = {
-    "kind": "iu",
-    "gene_codes": "iu",
-    "signal_flags": "biu",
-    "prediction": "fiu",
-    "diagnosis_target": "iu",
-    "diagnosis_type": "iu",
-    "network": "iu",
-}
-
-
-def action_shapes(params: core.EnvParams, batch: tuple = ()) -> dict:
-    """{field: shape} of a dict action, with an optional leading batch shape."""
-    n, s = params.n_genes, params.n_signals
-    single = {
-        "kind": (),
-        "gene_codes": (n,),
-        "signal_flags": (s,),
-        "prediction": (N_PHENOTYPES,),
-        "diagnosis_target": (),
-        "diagnosis_type": (),
-        "network": (n, N_PHENOTYPES),
-    }
-    return {k: tuple(batch) + v for k, v in single.items()}
-
-
-def action_from_dict(action: Any, params: core.EnvParams) -> core.Action:
-    """Check the structure of a dict action and build a :class:`core.Action`.
-
-    Fields a kind does not use may be omitted. Raises ValueError naming the
-    offending field for a non-dict, an unknown field, a wrong shape or dtype.
-    Values (codes, targets, predictions) are judged by the core, not here.
-    """
-    if not isinstance(action, dict):
-        raise ValueError(f"action: expected a dict with fields {sorted(_FIELD_KINDS)}, got {type(action).__name__}")
-    unknown = sorted(set(action) - set(_FIELD_KINDS))
-    if unknown:
-        raise ValueError(f"action: unknown field {unknown[0]!r}; allowed fields {sorted(_FIELD_KINDS)}")
-    if "kind" not in action:
-        raise ValueError(f"action: field 'kind' is required; allowed 0..{core.N_KINDS - 1} ({', '.join(core.ACTION_KINDS)})")
-    shapes = action_shapes(params)
-    values = {}
-    for name, value in action.items():
-        array = np.asarray(value)
-        if array.shape != shapes[name]:
-            raise ValueError(f"action['{name}']: shape {array.shape} not allowed; expected {shapes[name]}")
-        if array.dtype.kind not in _FIELD_KINDS[name]:
-            raise ValueError(f"action['{name}']: dtype {array.dtype} not allowed; expected {_dtype_words(_FIELD_KINDS[name])}")
-        if array.dtype.kind in "iu" and name != "prediction":
-            info = np.iinfo(np.int32)
-            if np.any(array < info.min) or np.any(array > info.max):
-                raise ValueError(f"action['{name}']: value out of the int32 range")
-        values[name] = array
-    if "signal_flags" in values:
-        flags = values["signal_flags"]
-        if np.any((flags != 0) & (flags != 1)):
-            raise ValueError("action['signal_flags']: values must be 0 or 1")
-    return core.make_action(params, **{k: v for k, v in values.items()})
-
-
-def _dtype_words(kinds: str) -> str:
-    words = {"i": "integer", "u": "unsigned integer", "b": "bool", "f": "float"}
-    return " or ".join(words[k] for k in kinds)
+def cached_organism(seed: int, tier: str, n_genes: int, mode: str = "healthy", backwards: bool = False) -> Organism:
+    """``world.make_organism`` memoised: an organism is a pure function of its
+    arguments, so reusing one is indistinguishable from regenerating it. The
+    arguments are checked first, so the cache never decides what is valid."""
+    tier, n_genes, mode, backwards = spec.check_organism(tier, n_genes, mode, backwards)
+    return _cached_organism(spec.check_seed(seed), tier, n_genes, mode, backwards)
 
 
 class LucaEnv(gym.Env):
@@ -161,8 +71,7 @@ class LucaEnv(gym.Env):
         self.params = core.make_params(
             tier, n_genes, mode, max_steps=max_steps, dense_shaping=dense_shaping, shaping_scale=shaping_scale
         )
-        if not isinstance(backwards, (bool, np.bool_)):
-            raise ValueError(f"backwards: {backwards!r} is not a bool; allowed True or False")
+        backwards = spec.check_bool(backwards, "backwards")
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode: {render_mode!r} not supported; allowed None or 'ansi'")
         self.tier, self.mode, self.n_genes, self.backwards = tier, mode, n_genes, bool(backwards)
@@ -171,36 +80,29 @@ class LucaEnv(gym.Env):
         self.observation_space = observation_space(self.params)
         self.state: core.EnvState | None = None
         self.organism: Organism | None = None
-        self._last_info: dict = {}
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
-        options = dict(options or {})
-        unknown = sorted(set(options) - {"organism_seed"})
-        if unknown:
-            raise ValueError(f"options: unknown key {unknown[0]!r}; allowed 'organism_seed'")
+        options = reset_options(options, ("organism_seed",))
         if "organism_seed" in options:
-            organism_seed = options["organism_seed"]
+            organism_seed = spec.check_seed(options["organism_seed"], "options['organism_seed']")
         else:
-            organism_seed = int(self.np_random.integers(0, ORGANISM_SEED_HIGH))
+            organism_seed = int(self.np_random.integers(0, spec.DRAWN_SEED_LIMIT))
         self.organism = cached_organism(organism_seed, self.tier, self.n_genes, self.mode, self.backwards)
         key = core.noise_key(organism_seed, self.tier, self.n_genes)
         obs, self.state = core.reset(key, self.organism.arrays, self.params)
-        info = {"organism_seed": int(organism_seed), "budget": self.params.budget}
-        self._last_info = info
-        return to_numpy_observation(obs), info
+        return to_numpy_observation(obs), {"organism_seed": organism_seed, "budget": self.params.budget}
 
     def step(self, action):
         if self.state is None:
             raise RuntimeError("step() called before reset()")
-        act = action_from_dict(action, self.params)
+        act = parse_action(action, self.params)
         obs, self.state, reward, terminated, truncated, core_info = core.step(self.state, act, self.params)
         code = int(core_info["error"])
         info: dict[str, Any] = {"error_code": code, "error": core.ERROR_MESSAGES[code] or None}
         terminated, truncated = bool(terminated), bool(truncated)
         if terminated or truncated:
             info["scores"] = self.scores()
-        self._last_info = info
         return to_numpy_observation(obs), float(reward), terminated, truncated, info
 
     def scores(self) -> dict:

@@ -1,14 +1,13 @@
-"""``LucaVectorEnv``: many LUCA sessions at once over ``jit(vmap(core.step))``,
-and :func:`rollout`, a whole batch of sessions as one jit-compiled ``lax.scan``.
+"""``LucaVectorEnv``: many LUCA sessions at once over ``jit(vmap(core.step))``.
 
 The session state stays on the device as one batched pytree; observations
 cross to numpy only at the Gymnasium boundary (``numpy=False`` keeps them as
-JAX arrays). Every autoreset draws a fresh organism seed and generates that
-organism; it never replays a cached first state.
-
-An autoreset generates the new organisms with :func:`luca_gym.world.generate`
-(the JAX generator, batched on the device) for the finished sub-envs only and
-writes them into the batch. ``benchmarks/rollout.py`` measures what that costs.
+JAX arrays). Actions are parsed by :mod:`luca_gym.envs.spaces`, the same code
+as :class:`~luca_gym.envs.LucaEnv`'s, with a leading batch axis. Every
+autoreset draws a fresh organism seed and generates that organism with
+:func:`luca_gym.world.generate` (batched, for the finished sub-envs only); it
+never replays a cached first state. ``benchmarks/rollout.py`` measures what
+that costs. The pure rollouts live in :mod:`luca_gym.functional`.
 """
 
 from __future__ import annotations
@@ -22,30 +21,19 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from luca_gym import core, world
-from luca_gym.envs.luca_env import (
-    ORGANISM_SEED_HIGH,
-    action_shapes,
-    action_space,
-    observation_space,
-    to_numpy_observation,
-)
+from luca_gym import core, spec
+from luca_gym.envs.spaces import action_space, observation_space, organism_seeds, parse_action, reset_options, to_numpy_observation
+from luca_gym.functional import organism_batch
 
 _batched_reset = jax.jit(jax.vmap(core.reset, in_axes=(0, 0, None)), static_argnums=2)
 _batched_step = jax.jit(jax.vmap(core.step, in_axes=(0, 0, None)), static_argnums=2)
+_batched_scores = jax.jit(jax.vmap(partial(core.session_scores, network=False), in_axes=(0, None)), static_argnums=1)
 
 
 @jax.jit
 def _select(mask, new, old):
     """Rows of ``new`` where ``mask``, else rows of ``old`` (any pytree)."""
     return jax.tree_util.tree_map(lambda a, b: jnp.where(mask.reshape((-1,) + (1,) * (a.ndim - 1)), a, b), new, old)
-
-
-def organism_batch(seeds, tier: str, n_genes: int, mode: str, backwards: bool = False):
-    """Stacked organism arrays (generated as one batch, :func:`world.generate`)
-    and session noise keys (B, 2) for ``seeds``."""
-    seeds = np.asarray(list(seeds))
-    return world.generate(seeds, tier, n_genes, mode, backwards), core.noise_keys(seeds, tier, n_genes)
 
 
 def _pad_rows(count: int) -> int:
@@ -92,8 +80,7 @@ class LucaVectorEnv(gym.vector.VectorEnv):
         dense_shaping: bool = False,
         numpy: bool = True,
     ):
-        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
-            raise ValueError(f"num_envs: {num_envs!r} not allowed; a positive integer")
+        num_envs = spec.check_positive_int(num_envs, "num_envs")
         modes = {"next_step": AutoresetMode.NEXT_STEP, "same_step": AutoresetMode.SAME_STEP}
         if autoreset_mode not in modes and autoreset_mode not in modes.values():
             raise ValueError(f"autoreset_mode: {autoreset_mode!r} not allowed; allowed 'next_step' or 'same_step'")
@@ -101,7 +88,9 @@ class LucaVectorEnv(gym.vector.VectorEnv):
         self.metadata = {**self.metadata, "autoreset_mode": self.autoreset_mode}
         self.params = core.make_params(tier, n_genes, mode, max_steps=max_steps, dense_shaping=dense_shaping)
         self.num_envs = int(num_envs)
-        self.tier, self.mode, self.n_genes, self.backwards, self.numpy = tier, mode, n_genes, bool(backwards), numpy
+        backwards = spec.check_bool(backwards, "backwards")
+        self.tier, self.mode, self.n_genes, self.backwards = tier, mode, n_genes, backwards
+        self.numpy = spec.check_bool(numpy, "numpy")
         self.single_observation_space = observation_space(self.params)
         self.single_action_space = action_space(self.params)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
@@ -113,7 +102,7 @@ class LucaVectorEnv(gym.vector.VectorEnv):
 
     # -- helpers -----------------------------------------------------------------
     def _draw_seeds(self, count: int) -> np.ndarray:
-        return self.np_random.integers(0, ORGANISM_SEED_HIGH, size=count)
+        return self.np_random.integers(0, spec.DRAWN_SEED_LIMIT, size=count)
 
     def _fresh(self, mask: np.ndarray, obs, state, seeds=None):
         """Reset the sub-envs in ``mask`` on new organisms (drawn seeds unless
@@ -140,57 +129,19 @@ class LucaVectorEnv(gym.vector.VectorEnv):
     def _out(self, obs):
         return to_numpy_observation(obs) if self.numpy else obs
 
-    def _actions(self, actions: dict) -> core.Action:
-        if not isinstance(actions, dict):
-            raise ValueError(f"actions: expected a dict of batched fields, got {type(actions).__name__}")
-        b, n, s = self.num_envs, self.params.n_genes, self.params.n_signals
-        shapes = action_shapes(self.params, (b,))
-        unknown = sorted(set(actions) - set(shapes))
-        if unknown:
-            raise ValueError(f"actions: unknown field {unknown[0]!r}; allowed {sorted(shapes)}")
-        if "kind" not in actions:
-            raise ValueError("actions: field 'kind' is required")
-        fields = {}
-        for name, shape in shapes.items():
-            if name in actions:
-                value = np.asarray(actions[name]) if self.numpy else actions[name]
-                if tuple(value.shape) != shape:
-                    raise ValueError(f"actions['{name}']: shape {tuple(value.shape)} not allowed; expected {shape}")
-                fields[name] = value
-        defaults = {
-            "gene_codes": jnp.zeros((b, n), jnp.int32),
-            "signal_flags": jnp.zeros((b, s), bool),
-            "prediction": jnp.full((b, 3), 0.5, jnp.float32),
-            "diagnosis_target": jnp.zeros(b, jnp.int32),
-            "diagnosis_type": jnp.zeros(b, jnp.int32),
-            "network": jnp.zeros((b, n, 3), jnp.int32),
-        }
-        dtypes = {"kind": jnp.int32, "gene_codes": jnp.int32, "signal_flags": bool, "prediction": jnp.float32,
-                  "diagnosis_target": jnp.int32, "diagnosis_type": jnp.int32, "network": jnp.int32}
-        return core.Action(**{k: jnp.asarray(fields.get(k, defaults.get(k)), dtypes[k]) for k in dtypes})
-
     # -- gymnasium API -----------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
-        options = dict(options or {})
-        unknown = sorted(set(options) - {"organism_seeds"})
-        if unknown:
-            raise ValueError(f"options: unknown key {unknown[0]!r}; allowed 'organism_seeds'")
-        if "organism_seeds" in options:
-            seeds = np.asarray(options["organism_seeds"], np.int64)
-            if seeds.shape != (self.num_envs,) or np.any(seeds < 0):
-                raise ValueError(f"options['organism_seeds']: {self.num_envs} non-negative seeds required")
-            obs, self.state = self._fresh(np.ones(self.num_envs, bool), None, None, seeds=seeds)
-        else:
-            obs, self.state = self._fresh(np.ones(self.num_envs, bool), None, None)
-        self._obs = obs
+        options = reset_options(options, ("organism_seeds",))
+        seeds = organism_seeds(options["organism_seeds"], self.num_envs) if "organism_seeds" in options else None
+        obs, self.state = self._fresh(np.ones(self.num_envs, bool), None, None, seeds=seeds)
         self._autoreset[:] = False
         return self._out(obs), {"organism_seed": self.organism_seeds.copy()}
 
     def step(self, actions):
         if self.state is None:
             raise RuntimeError("step() called before reset()")
-        action = self._actions(actions)
+        action = parse_action(actions, self.params, (self.num_envs,))
         obs, state, reward, terminated, truncated, core_info = _batched_step(self.state, action, self.params)
         reward, terminated, truncated = np.asarray(reward), np.asarray(terminated), np.asarray(truncated)
         info = {"error_code": np.asarray(core_info["error"])}
@@ -215,93 +166,7 @@ class LucaVectorEnv(gym.vector.VectorEnv):
             obs, state = self._fresh(done, obs, state)
         else:
             self._autoreset = done
-        self.state, self._obs = state, obs
+        self.state = state
         return self._out(obs), reward.astype(np.float32), terminated, truncated, info
 
 
-_batched_scores = jax.jit(jax.vmap(partial(core.session_scores, network=False), in_axes=(0, None)), static_argnums=1)
-
-
-def shard_batch(tree, devices=None):
-    """Place every array of ``tree`` split along its leading (batch) axis across
-    ``devices`` (default: all local devices). The batch must divide evenly."""
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec
-
-    devices = list(devices or jax.local_devices())
-    leaves = jax.tree_util.tree_leaves(tree)
-    batch = leaves[0].shape[0]
-    if batch % len(devices):
-        raise ValueError(f"batch: {batch} organisms do not split over {len(devices)} devices; use a multiple of {len(devices)}")
-    sharding = NamedSharding(Mesh(np.array(devices), ("batch",)), PartitionSpec("batch"))
-    return jax.tree_util.tree_map(lambda x: jax.device_put(x, sharding), tree)
-
-
-def rollout(policy_fn, key: jax.Array, organisms, noise_keys, params: core.EnvParams, num_steps: int, shard: bool = False):
-    """Run one session per organism for ``num_steps`` steps as one jitted
-    ``lax.scan`` (no Python in the loop).
-
-    Args:
-        policy_fn: jittable ``(key, obs) -> core.Action`` over a batch.
-        organisms: stacked organism arrays (B leading); noise_keys: (B, 2) keys.
-        shard: split the batch across all local devices (``jax.sharding``);
-            the results are the same as unsharded.
-    Returns (returns float32 (B,), composite float32 (B,), ended bool (B,)).
-    """
-    if shard:
-        organisms, noise_keys = shard_batch((organisms, noise_keys))
-    return _rollout(policy_fn, key, organisms, noise_keys, params, num_steps)
-
-
-@partial(jax.jit, static_argnames=("policy_fn", "params", "num_steps"))
-def _rollout(policy_fn, key, organisms, noise_keys, params, num_steps):
-    return _sessions(policy_fn, key, organisms, noise_keys, params, num_steps)
-
-
-def _sessions(policy_fn, key, organisms, noise_keys, params, num_steps):
-    obs, state = jax.vmap(core.reset, in_axes=(0, 0, None))(noise_keys, organisms, params)
-
-    def body(carry, k):
-        obs, state, total = carry
-        action = policy_fn(k, obs)
-        obs, state, reward, _, _, _ = jax.vmap(core.step, in_axes=(0, 0, None))(state, action, params)
-        return (obs, state, total + reward), None
-
-    (obs, state, total), _ = jax.lax.scan(body, (obs, state, jnp.zeros(noise_keys.shape[0], jnp.float32)), jax.random.split(key, num_steps))
-    scores = jax.vmap(partial(core.session_scores, network=False), in_axes=(0, None))(state, params)
-    return total, scores["composite"], state.ended
-
-
-def fresh_rollout(policy_fn, key: jax.Array, params: core.EnvParams, tier: str, num_envs: int, num_steps: int,
-                  backwards: bool = False):
-    """Draw ``num_envs`` organism seeds from ``key``, generate the organisms
-    inside the jit (:func:`luca_gym.world.traced_generate`) and run one session
-    on each for ``num_steps`` steps: generation and sessions in one compiled
-    program, no Python in the loop.
-
-    Returns a dict: ``returns``, ``composite``, ``ended`` (B,), ``seeds`` int64
-    (B,) (``make_organism(seeds[i], tier, ...)`` is env i's organism) and
-    ``generated`` bool (B,) (False only if an organism met no guarantee within
-    ``world.MAX_ATTEMPTS`` attempts; its session is then meaningless).
-    """
-    if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
-        raise ValueError(f"num_envs: {num_envs!r} not allowed; a positive integer")
-    mode = "disease" if params.disease else "healthy"
-    world.check_triple(0, tier, params.n_genes, mode)
-    plan = world.plan(params.n_genes, mode, bool(backwards))
-    t = world.tier_params(tier, params.n_genes)
-    out = _fresh_rollout(policy_fn, key, params, t, plan, int(num_envs), num_steps, world.map_batch(), world.MAX_ATTEMPTS)
-    out["seeds"] = np.asarray(out["seeds"]).astype(np.int64)
-    return out
-
-
-@partial(jax.jit, static_argnames=("policy_fn", "params", "plan", "num_envs", "num_steps", "group", "max_attempts"))
-def _fresh_rollout(policy_fn, key, params, t, plan, num_envs, num_steps, group, max_attempts):
-    seed_key, run_key = jax.random.split(key)
-    seeds = jax.random.randint(seed_key, (num_envs,), 0, ORGANISM_SEED_HIGH).astype(jnp.uint32)
-    zeros = jnp.zeros(num_envs, jnp.uint32)
-    organisms, ok = jax.lax.map(
-        lambda lo: world.traced_generate(jnp.uint32(0), lo, t, plan, max_attempts), seeds, batch_size=min(group, num_envs)
-    )
-    noise_keys = core._noise_keys(zeros, seeds, t.index.astype(jnp.uint32), jnp.uint32(params.n_genes))
-    returns, composite, ended = _sessions(policy_fn, run_key, organisms, noise_keys, params, num_steps)
-    return {"returns": returns, "composite": composite, "ended": ended, "seeds": seeds, "generated": ok}

@@ -3,9 +3,11 @@
 :class:`ToolSession` wraps one :class:`~luca_gym.envs.LucaEnv` session and
 exposes the nine calls of the paper (appendices B and C) as tools. One
 registry (:data:`TOOLS`) produces the JSON Schemas in the OpenAI, Anthropic
-and MCP formats, and the dispatcher validates arguments with those same
-schemas before translating the call into a core action. Every rule (cost,
-phase, refusals, scoring) stays in the core; nothing here re-implements one.
+and MCP formats; the dispatcher parses a call's arguments once, checks them
+with those same schemas and translates the call into a core action with
+:func:`luca_gym.calls.action_from_call`. Every rule (cost, phase, refusals,
+scoring) stays in the core; nothing here re-implements one. ``luca-gym play``
+and ``luca-gym mcp`` drive a :class:`ToolSession` too.
 
 ``call(name, arguments)`` never raises: a malformed or refused call returns
 ``{"error": ..., "budget_remaining": ...}`` and changes nothing.
@@ -19,12 +21,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-import numpy as np
-
 from luca_gym import calls, core
 from luca_gym.envs.luca_env import LucaEnv
-from luca_gym.scoring import HEALTHY_HIGH, HEALTHY_LOW
-from luca_gym.types import MALFUNCTION_TYPES
+from luca_gym.spec import GENE_TYPES, HEALTHY_RANGE, MALFUNCTION_TYPES, SIGNAL_TYPE
 from luca_gym.wrappers.schema import validate
 
 MAX_PAYLOAD = 64 * 1024  # characters of JSON arguments
@@ -108,7 +107,7 @@ TOOLS: tuple[Tool, ...] = (
                         "properties": {
                             "gene": {"enum": list(s.targetable_genes)},
                             "phenotype": {"enum": list(s.meta.phenotype_names)},
-                            "direction": {"enum": ["+", "-"]},
+                            "direction": {"enum": list(calls.DIRECTIONS)},
                         },
                         "required": ["gene", "phenotype", "direction"],
                         "additionalProperties": False,
@@ -143,13 +142,13 @@ TOOL_NAMES = tuple(t.name for t in TOOLS)
 _DEFS = {
     "gene": {
         "type": "object",
-        "properties": {"type": {"enum": list(calls.GENE_TYPES)}},
+        "properties": {"type": {"enum": list(GENE_TYPES)}},
         "required": ["type"],
         "additionalProperties": False,
     },
     "signal": {
         "type": "object",
-        "properties": {"type": {"enum": [calls.SIGNAL_TYPE]}},
+        "properties": {"type": {"enum": [SIGNAL_TYPE]}},
         "required": ["type"],
         "additionalProperties": False,
     },
@@ -160,15 +159,19 @@ class ToolSession:
     """One LUCA session driven by named tool calls.
 
     Args:
-        env: a :class:`LucaEnv` (its tier, mode and N are used), or None to
-            build one from ``tier``, ``mode`` and ``n_genes``.
         seed: the organism seed.
+        tier, mode, n_genes, backwards: the organism's settings.
+        env: a :class:`LucaEnv` built from these same settings, to reuse; by
+            default one is built (both through :func:`luca_gym.calls.open_session`).
+
+    Raises ValueError naming a bad setting and what is allowed.
     """
 
-    def __init__(self, env: LucaEnv | None = None, seed: int = 0, *, tier="medium", mode="healthy", n_genes=20):
-        self.env = env or LucaEnv(tier=tier, mode=mode, n_genes=n_genes)
-        self.obs, _ = self.env.reset(options={"organism_seed": seed})
-        self.seed = seed
+    def __init__(
+        self, seed: int = 0, *, tier="medium", mode="healthy", n_genes=20, backwards=False, env: LucaEnv | None = None
+    ):
+        self.env, self.obs = calls.open_session(seed, tier, mode, n_genes, backwards, env=env)
+        self.seed = int(seed)
         self.meta = self.env.organism.meta
         self.targetable_genes = tuple(g for g, t in zip(self.meta.gene_names, self.obs["targetable"]) if t)
         self.hypotheses: list[str] = []
@@ -205,15 +208,25 @@ class ToolSession:
 
     # -- dispatch ----------------------------------------------------------------
     def call(self, name: Any, arguments: Any = None) -> dict:
-        """Dispatch one call. Never raises; errors come back as ``{"error": ...}``."""
+        """Dispatch one call. Never raises; errors come back as ``{"error": ...}``.
+
+        The arguments are parsed and checked once; what was checked is what
+        runs and what the transcript logs."""
+        logged = arguments
         try:
-            result = self._call(name, arguments)
+            try:
+                args = self._checked(name, arguments)
+            except ValueError as exc:
+                result = self._error(str(exc))
+            else:
+                logged = args
+                result = self._dispatch(name, args)
         except Exception as exc:  # noqa: BLE001 -- hostile input must never escape
             result = self._error(f"internal error while handling the call ({type(exc).__name__}); the session is unchanged")
         self.transcript.append(
             {
                 "call": name[:64] if isinstance(name, str) else f"<{type(name).__name__}>",
-                "arguments": self._loggable(arguments),
+                "arguments": self._loggable(logged),
                 "result": result,
                 "budget_remaining": result.get("budget_remaining"),
             }
@@ -270,24 +283,29 @@ class ToolSession:
             raise ValueError(f"arguments: expected a JSON object, got {type(parsed).__name__}")
         return parsed
 
-    def validate(self, name: str, arguments: Any) -> str | None:
+    def validate(self, name: Any, arguments: Any) -> str | None:
         """None if the call's arguments pass its schema, else the message."""
-        if not isinstance(name, str):
-            return f"unknown tool: the name must be a string, got {type(name).__name__}; allowed {', '.join(TOOL_NAMES)}"
-        if name not in self._schemas:
-            return f"unknown tool {_short(name)}; allowed {', '.join(TOOL_NAMES)}"
         try:
-            args = self.parse_arguments(arguments)
+            self._checked(name, arguments)
         except ValueError as exc:
             return str(exc)
-        error = validate(args, self._schemas[name])
-        return f"invalid arguments for {name}: {error}" if error else None
+        return None
 
-    def _call(self, name, arguments) -> dict:
-        error = self.validate(name, arguments)
-        if error:
-            return self._error(error)
+    def _checked(self, name: Any, arguments: Any) -> dict:
+        """The call's arguments parsed (once) and checked against its schema.
+        Raises ValueError naming the tool or argument, the problem and what is allowed."""
+        if not isinstance(name, str):
+            raise ValueError(f"unknown tool: the name must be a string, got {type(name).__name__}; allowed {', '.join(TOOL_NAMES)}")
+        if name not in self._schemas:
+            raise ValueError(f"unknown tool {_short(name)}; allowed {', '.join(TOOL_NAMES)}")
         args = self.parse_arguments(arguments)
+        error = validate(args, self._schemas[name])
+        if error:
+            raise ValueError(f"invalid arguments for {name}: {error}")
+        return args
+
+    def _dispatch(self, name: str, args: dict) -> dict:
+        """Run a checked call: the free calls with no core action here, every other through the core."""
         if name == "get_organism_info":
             return self.organism_info()
         if name == "submit_hypothesis":
@@ -295,7 +313,7 @@ class ToolSession:
                 return self._error(core.ERROR_MESSAGES[core.ERROR_CODES["session_ended"]])
             self.hypotheses.append(args["text"])
             return {"stored": True, "budget_remaining": int(self.obs["budget_left"])}
-        action = self._action(name, args)
+        action = calls.action_from_call(self.meta, name, args)
         kind = int(action["kind"])
         obs, reward, terminated, truncated, info = self.env.step(action)
         self.obs = obs
@@ -309,26 +327,6 @@ class ToolSession:
             result["scores"] = info["scores"]
         return result
 
-    def _action(self, name: str, args: dict) -> dict:
-        m = self.meta
-        kind = calls.CALLS[name]
-        if name in ("run_experiment", "test_rescue"):
-            codes, flags = calls.interventions_from_names(m, args["interventions"])
-            return {"kind": kind, "gene_codes": codes.astype(np.int64), "signal_flags": flags.astype(np.int8)}
-        if name == "submit_prediction":
-            values = np.asarray([args["predictions"][p] for p in m.phenotype_names], np.float32)
-            return {"kind": kind, "prediction": values}
-        if name == "submit_network":
-            edges = [(e["gene"], e["phenotype"], e["direction"]) for e in args["edges"]]
-            return {"kind": kind, "network": calls.network_from_edges(m, edges).astype(np.int64)}
-        if name == "submit_malfunction_hypothesis":
-            return {
-                "kind": kind,
-                "diagnosis_target": calls.target_index(m, args["target_name"]),
-                "diagnosis_type": MALFUNCTION_TYPES.index(args["malfunction_type"]),
-            }
-        return {"kind": kind}
-
     def organism_info(self) -> dict:
         """What get_organism_info returns: public facts only."""
         m, obs = self.meta, self.obs
@@ -338,7 +336,7 @@ class ToolSession:
             "signals": [{"label": s, "mode": mode} for s, mode in zip(m.signal_labels, m.signal_modes)],
             "observable_phenotypes": list(m.phenotype_names),
             "baseline_phenotypes": {p: round(float(v), 6) for p, v in zip(m.phenotype_names, obs["baseline_phenotypes"])},
-            "healthy_phenotype_ranges": {p: [HEALTHY_LOW, HEALTHY_HIGH] for p in m.phenotype_names},
+            "healthy_phenotype_ranges": {p: list(HEALTHY_RANGE) for p in m.phenotype_names},
             "budget_remaining": int(obs["budget_left"]),
             "budget_total": self.env.params.budget,
         }

@@ -1,0 +1,38 @@
+"""The reward: the scorer's composite paid out as the session goes, so an
+episode's undiscounted return equals its composite score (SPEC §3).
+
+Each task's prediction credit is paid when it is submitted; diagnosis and
+rescue credit when the session closes. The metric weights come from
+:func:`luca_gym.scoring.composite_terms`. Optional potential-based shaping
+(gene coverage) telescopes to zero at the close.
+"""
+
+from __future__ import annotations
+
+import jax
+
+from luca_gym import scoring
+from luca_gym.core.types import EnvParams, EnvState
+from luca_gym.spec import N_TASKS
+
+
+def prediction_reward(task_score: jax.Array, params: EnvParams) -> jax.Array:
+    """float32 (): the credit of one task's prediction score."""
+    return task_score * (1.0 / (N_TASKS * scoring.composite_terms(params.disease)))
+
+
+def shaping_potential(state: EnvState, params: EnvParams) -> jax.Array:
+    """float32 (): the shaping potential, scale x gene coverage of the experiments."""
+    coverage = scoring.gene_coverage(state.history_codes, state.history_kind, state.n_history, ~state.organism.latent_mask)
+    return params.shaping_scale * coverage
+
+
+def close_reward(state: EnvState, params: EnvParams) -> jax.Array:
+    """float32 (): paid when the session closes: diagnosis and rescue credit
+    (disease), minus the shaping potential paid so far."""
+    if not params.disease:
+        return -state.shaping
+    o = state.organism
+    diagnosis = scoring.diagnosis_score(state.diagnosis_target, state.diagnosis_type, o.malfunction_target, o.malfunction_type)
+    rescue = scoring.rescue_score(state.best_rescue, state.n_rescues)
+    return (diagnosis + rescue) / scoring.composite_terms(True) - state.shaping

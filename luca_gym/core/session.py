@@ -1,0 +1,209 @@
+"""Opening a session and applying one action: pure, jit-compiled, vmappable.
+
+An illegal action returns the state unchanged except ``step_count`` and
+``last_error``, with reward 0: the rules in :mod:`luca_gym.core.rules` decide,
+this module applies.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+
+from luca_gym import scoring, sim
+from luca_gym.core import reward as rewards
+from luca_gym.core.observation import observe
+from luca_gym.core.rules import current_task, refusal
+from luca_gym.core.types import (
+    COMMIT_DIAGNOSIS,
+    END,
+    EXPERIMENT,
+    REVEAL_TASK,
+    SINGLE_TYPES,
+    SUBMIT_NETWORK,
+    SUBMIT_PREDICTION,
+    TEST_RESCUE,
+    Action,
+    EnvParams,
+    EnvState,
+)
+from luca_gym.spec import N_PHENOTYPES, N_TASKS, NO_MALFUNCTION
+from luca_gym.types import OrganismArrays, SteadyState
+
+# Counts traces of the step body (tests assert no retrace across organisms).
+TRACE_COUNT = {"step": 0, "reset": 0}
+
+
+def measure(noise_key, count, organism: OrganismArrays, codes, flags) -> tuple[SteadyState, jax.Array]:
+    """Solve, then measure with the noise of measurement number ``count``:
+    (noise-free steady state, noisy phenotypes float32 (P,))."""
+    result = sim.solve(organism, codes, flags)
+    noisy = sim.measure(jax.random.fold_in(noise_key, count), organism, result.states)
+    return result, noisy
+
+
+@partial(jax.jit, static_argnames=("params",))
+def reset(key: jax.Array, organism: OrganismArrays, params: EnvParams) -> tuple[dict, EnvState]:
+    """Open a session on ``organism``; ``key`` seeds its measurement noise.
+    Returns (observation, state). The baseline is measurement number 0."""
+    TRACE_COUNT["reset"] += 1
+    n, s, p, h = params.n_genes, params.n_signals, N_PHENOTYPES, params.budget
+    if organism.n_genes != n or organism.n_signals != s:
+        raise ValueError(f"organism: size ({organism.n_genes} genes, {organism.n_signals} signals) does not match params ({n}, {s})")
+    _, baseline = measure(key, 0, organism, jnp.zeros(n, jnp.int8), jnp.zeros(s, bool))
+    f32, i32 = jnp.float32, jnp.int32
+    state = EnvState(
+        organism=organism,
+        noise_key=key,
+        budget_left=i32(params.budget),
+        measure_count=i32(1),
+        step_count=i32(0),
+        baseline_phenotypes=baseline,
+        last_phenotypes=baseline,
+        last_converged=jnp.bool_(True),
+        last_steps=i32(0),
+        last_in_range=scoring.in_healthy_range(baseline),
+        last_restored_fraction=f32(0.0),
+        last_error=i32(0),
+        single_results=jnp.zeros((n, len(SINGLE_TYPES), p), f32),
+        single_mask=jnp.zeros((n, len(SINGLE_TYPES)), bool),
+        signal_results=jnp.zeros((s, p), f32),
+        signal_mask=jnp.zeros(s, bool),
+        tasks_revealed=i32(0),
+        predictions=jnp.zeros((N_TASKS, p), f32),
+        predicted=jnp.zeros(N_TASKS, bool),
+        committed=jnp.bool_(False),
+        diagnosis_target=i32(-1),
+        diagnosis_type=i32(NO_MALFUNCTION),
+        best_rescue=f32(0.0),
+        n_rescues=i32(0),
+        network=jnp.zeros((n, p), jnp.int8),
+        network_submitted=jnp.bool_(False),
+        history_codes=jnp.zeros((h, n), jnp.int8),
+        history_signals=jnp.zeros((h, s), bool),
+        history_kind=jnp.full(h, scoring.HISTORY_EMPTY, jnp.int8),
+        n_history=i32(0),
+        commit_used=i32(-1),
+        ended=jnp.bool_(False),
+        shaping=f32(0.0),
+    )
+    return observe(state, params), state
+
+
+def _single_tables(state: EnvState, measured_experiment, codes, flags, noisy) -> dict:
+    """The single-target tables after an experiment: one gene and no signal, or
+    one signal and no gene, records its measurement."""
+    touched = codes != 0
+    n_genes_hit, n_signals_hit = jnp.sum(touched), jnp.sum(flags)
+    single_gene = measured_experiment & (n_genes_hit == 1) & (n_signals_hit == 0)
+    gene = jnp.argmax(touched)
+    column = jnp.clip(codes[gene].astype(jnp.int32) - 1, 0, len(SINGLE_TYPES) - 1)
+    single_signal = measured_experiment & (n_genes_hit == 0) & (n_signals_hit == 1)
+    signal = jnp.argmax(flags)
+    return dict(
+        single_results=jnp.where(single_gene, state.single_results.at[gene, column].set(noisy), state.single_results),
+        single_mask=jnp.where(single_gene, state.single_mask.at[gene, column].set(True), state.single_mask),
+        signal_results=jnp.where(single_signal, state.signal_results.at[signal].set(noisy), state.signal_results),
+        signal_mask=jnp.where(single_signal, state.signal_mask.at[signal].set(True), state.signal_mask),
+    )
+
+
+def _history(state: EnvState, params: EnvParams, measured, is_experiment, codes, flags) -> dict:
+    """The costed-call log read by the strategy metrics."""
+    row = jnp.clip(state.n_history, 0, params.budget - 1)
+    kind_code = jnp.where(is_experiment, scoring.HISTORY_EXPERIMENT, scoring.HISTORY_RESCUE).astype(jnp.int8)
+    return dict(
+        history_codes=jnp.where(measured, state.history_codes.at[row].set(codes), state.history_codes),
+        history_signals=jnp.where(measured, state.history_signals.at[row].set(flags), state.history_signals),
+        history_kind=jnp.where(measured, state.history_kind.at[row].set(kind_code), state.history_kind),
+        n_history=state.n_history + measured.astype(jnp.int32),
+    )
+
+
+@partial(jax.jit, static_argnames=("params",))
+def step(state: EnvState, action: Action, params: EnvParams):
+    """Apply ``action``. Returns (observation, state, reward, terminated,
+    truncated, info) with ``info = {"error": int32 code}``.
+
+    An illegal action returns the state unchanged except ``step_count`` and
+    ``last_error``, with reward 0.
+    """
+    TRACE_COUNT["step"] += 1
+    o = state.organism
+    kind = action.kind
+    error = refusal(state, action, params)
+    ok = error == 0
+    is_experiment = ok & (kind == EXPERIMENT)
+    is_rescue = ok & (kind == TEST_RESCUE)
+    measured = is_experiment | is_rescue
+    codes = jnp.where(measured, action.gene_codes, 0).astype(jnp.int8)
+    flags = action.signal_flags & measured
+    # Free calls skip the solver (under vmap the cond becomes a select).
+    result, noisy = jax.lax.cond(
+        measured,
+        lambda: measure(state.noise_key, state.measure_count, o, codes, flags),
+        lambda: (
+            SteadyState(states=o.baseline_state, phenotypes=state.last_phenotypes, converged=jnp.bool_(True), steps=jnp.int32(0)),
+            state.last_phenotypes,
+        ),
+    )
+    cost = jnp.where(is_experiment, params.experiment_cost, 0) + jnp.where(is_rescue, params.rescue_cost, 0)
+
+    # Rescue: the agent sees its measurement; the score uses the noise-free truth.
+    measured_fraction = scoring.restored_fraction(noisy, o.aberrant)
+    true_fraction = scoring.restored_fraction(result.phenotypes, o.aberrant)
+
+    # Prediction: per-task credit paid at submission.
+    current, _, _ = current_task(state)
+    is_prediction = ok & (kind == SUBMIT_PREDICTION)
+    task_score = scoring.task_scores(action.prediction[None], o.task_truth[current][None], jnp.ones(1, bool))[0]
+    reward = jnp.where(is_prediction, rewards.prediction_reward(task_score, params), 0.0)
+
+    is_reveal = ok & (kind == REVEAL_TASK)
+    spent = params.budget - state.budget_left
+    is_commit = ok & (kind == COMMIT_DIAGNOSIS)
+    is_network = ok & (kind == SUBMIT_NETWORK)
+    step_count = state.step_count + 1
+
+    new = dataclasses.replace(
+        state,
+        budget_left=state.budget_left - cost,
+        measure_count=state.measure_count + measured.astype(jnp.int32),
+        last_phenotypes=jnp.where(measured, noisy, state.last_phenotypes),
+        last_converged=jnp.where(measured, result.converged, state.last_converged),
+        last_steps=jnp.where(measured, result.steps, state.last_steps),
+        last_in_range=jnp.where(measured, scoring.in_healthy_range(noisy), state.last_in_range),
+        last_restored_fraction=jnp.where(is_rescue, measured_fraction, state.last_restored_fraction),
+        **_single_tables(state, is_experiment, codes, flags, noisy),
+        tasks_revealed=state.tasks_revealed + is_reveal.astype(jnp.int32),
+        predictions=jnp.where(is_prediction, state.predictions.at[current].set(action.prediction), state.predictions),
+        predicted=jnp.where(is_prediction, state.predicted.at[current].set(True), state.predicted),
+        committed=state.committed | is_commit,
+        diagnosis_target=jnp.where(is_commit, action.diagnosis_target, state.diagnosis_target),
+        diagnosis_type=jnp.where(is_commit, action.diagnosis_type, state.diagnosis_type),
+        best_rescue=jnp.where(is_rescue, jnp.maximum(state.best_rescue, true_fraction), state.best_rescue),
+        n_rescues=state.n_rescues + is_rescue.astype(jnp.int32),
+        network=jnp.where(is_network, action.network.astype(jnp.int8), state.network),
+        network_submitted=state.network_submitted | is_network,
+        **_history(state, params, measured, is_experiment, codes, flags),
+        commit_used=jnp.where(is_reveal & (state.commit_used < 0), spent, state.commit_used),
+    )
+    if params.dense_shaping:
+        potential = rewards.shaping_potential(new, params)
+        reward = reward + jnp.where(ok, potential - state.shaping, 0.0)
+        new = dataclasses.replace(new, shaping=jnp.where(ok, potential, state.shaping))
+
+    # A valid END closes the session (terminated); running out of calls closes
+    # it too (truncated). Either way the closing credit is paid once.
+    terminated = ok & (kind == END)
+    truncated = ~state.ended & ~terminated & (step_count >= params.max_steps)
+    closing = terminated | truncated
+    reward = reward + jnp.where(closing, rewards.close_reward(new, params), 0.0)
+    new = dataclasses.replace(new, ended=state.ended | closing, shaping=jnp.where(closing, 0.0, new.shaping))
+    # An illegal action changes nothing but the step counter and the error code.
+    new = jax.tree_util.tree_map(lambda a, b: jnp.where(ok | truncated, a, b), new, state)
+    new = dataclasses.replace(new, step_count=step_count, last_error=error)
+    return observe(new, params), new, reward.astype(jnp.float32), terminated, truncated, {"error": error}

@@ -1,0 +1,106 @@
+"""The one Gymnasium boundary, shared by :class:`~luca_gym.envs.LucaEnv` and
+:class:`~luca_gym.envs.LucaVectorEnv`: spaces, action parsing, observation
+conversion and reset options.
+
+An action crosses the boundary in two checks. Here, its *structure*: a dict
+whose keys are known field names, with ``kind`` present. In
+:func:`luca_gym.core.make_action`, each field's shape, dtype and range (with an
+optional batch shape) and the defaults of the fields left out. Both raise
+``ValueError`` naming the field; nothing is spent. Every representable value
+then goes to the core, which refuses an illegal one at no cost and reports it
+in ``info["error_code"]``. The single env and the vector env reach the same
+verdict on the same action, because they run the same code.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import numpy as np
+from gymnasium import spaces
+
+from luca_gym import core, spec
+from luca_gym.spec import DAMPEN, MALFUNCTION_TYPES, N_PHENOTYPES
+
+
+def _box(shape, dtype, low, high) -> spaces.Box:
+    if dtype == np.bool_:
+        return spaces.Box(0, 1, shape, np.int8)
+    return spaces.Box(low, high, shape, dtype)
+
+
+def observation_space(params: core.EnvParams) -> spaces.Dict:
+    """The observation as a Dict of Boxes (bools as int8 0/1)."""
+    return spaces.Dict({k: _box(*v) for k, v in core.observation_shapes(params).items()})
+
+
+def action_space(params: core.EnvParams) -> spaces.Dict:
+    """The dict action: every field of :class:`luca_gym.core.Action`."""
+    n, s = params.n_genes, params.n_signals
+    return spaces.Dict(
+        {
+            "kind": spaces.Discrete(core.N_KINDS),
+            "gene_codes": spaces.MultiDiscrete(np.full(n, DAMPEN + 1)),
+            "signal_flags": spaces.MultiBinary(s),
+            "prediction": spaces.Box(0.0, 1.0, (N_PHENOTYPES,), np.float32),
+            "diagnosis_target": spaces.Discrete(n + s),
+            "diagnosis_type": spaces.Discrete(len(MALFUNCTION_TYPES)),
+            "network": spaces.Box(-1, 1, (n, N_PHENOTYPES), np.int8),
+        }
+    )
+
+
+def to_numpy_observation(obs: dict) -> dict:
+    """Core observation (JAX arrays) -> numpy, bools as int8 (0/1)."""
+    obs = jax.device_get(obs)
+    return {k: (np.asarray(v, np.int8) if np.asarray(v).dtype == np.bool_ else np.asarray(v)) for k, v in obs.items()}
+
+
+def _keys(mapping: dict, what: str, allowed) -> None:
+    """Every key a str among ``allowed`` (mixed-type keys give a ValueError,
+    never a TypeError from sorting them)."""
+    for key in mapping:
+        if not isinstance(key, str) or key not in allowed:
+            raise ValueError(f"{what}: unknown key {spec.short_repr(key)}; allowed {', '.join(repr(a) for a in allowed)}")
+
+
+def parse_action(action: Any, params: core.EnvParams, batch: tuple = ()) -> core.Action:
+    """A dict action (fields with a leading ``batch`` shape) -> :class:`core.Action`.
+
+    Fields a kind does not use may be left out. Raises ValueError naming the
+    field for a non-dict, an unknown field, a missing ``kind``, or a field of
+    the wrong shape, dtype or range (:func:`luca_gym.core.make_action`).
+    """
+    if not isinstance(action, dict):
+        raise ValueError(f"action: expected a dict with fields {', '.join(core.ACTION_FIELDS)}, got {type(action).__name__}")
+    _keys(action, "action", tuple(core.ACTION_FIELDS))
+    if "kind" not in action:
+        raise ValueError(f"action: field 'kind' is required; allowed 0..{core.N_KINDS - 1} ({', '.join(core.ACTION_KINDS)})")
+    return core.make_action(params, **action, batch=tuple(batch))
+
+
+def reset_options(options: Any, allowed: tuple) -> dict:
+    """``reset(options=...)``: None or a dict whose keys are among ``allowed``."""
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        raise ValueError(f"options: expected a dict or None, got {type(options).__name__}")
+    _keys(options, "options", allowed)
+    return dict(options)
+
+
+def organism_seeds(values: Any, count: int, name: str = "options['organism_seeds']") -> np.ndarray:
+    """``count`` organism seeds as int64 (count,), each checked by
+    :func:`spec.check_seed` (a list's items one by one, so ``True`` or
+    ``3.0`` is refused, not converted)."""
+    if isinstance(values, (list, tuple)):
+        items = list(values)
+    else:
+        array = np.asarray(values)
+        if array.ndim != 1 or (array.size and array.dtype.kind not in "iu"):
+            raise ValueError(f"{name}: expected {count} integer seeds, got an array of shape {array.shape} and dtype {array.dtype}")
+        items = list(array)
+    if len(items) != count:
+        raise ValueError(f"{name}: expected {count} seeds, got {len(items)}")
+    return np.asarray([spec.check_seed(s, f"{name}[{i}]") for i, s in enumerate(items)], np.int64)

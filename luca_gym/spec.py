@@ -1,0 +1,107 @@
+"""The ground floor: the paper's constants and codes, and the validators of
+every argument that names an organism or a session (SPEC §1-3).
+
+Everything above imports these; nothing restates them. Nothing here imports
+another module of the package.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# -- codes ---------------------------------------------------------------------
+# Gene intervention codes (SPEC 1.5). DAMPEN halves the state at every update.
+NONE, BLOCK, BOOST, DAMPEN = 0, 1, 2, 3
+INTERVENTION_TYPES = ("NONE", "BLOCK", "BOOST", "DAMPEN")
+# The interventions an agent may put on a gene, and on a signal.
+GENE_TYPES = INTERVENTION_TYPES[1:]
+SIGNAL_TYPE = "ACTIVATE"
+# Malfunction type codes (SPEC 1.6). Gene locks reuse LOCK_HI / LOCK_LO as
+# per-gene codes in ``OrganismArrays.gene_lock``.
+NO_MALFUNCTION, LOCK_HI, LOCK_LO, PERSIST = 0, 1, 2, 3
+MALFUNCTION_TYPES = ("NONE", "LOCK_HI", "LOCK_LO", "PERSIST")
+
+# -- sizes -----------------------------------------------------------------------
+N_PHENOTYPES = 3
+N_TASKS = 2
+MIN_GENES, MAX_GENES = 4, 4096
+SEED_LIMIT = 2**63  # seeds are integers in [0, SEED_LIMIT)
+# Environments that are not given an organism seed draw one below this.
+DRAWN_SEED_LIMIT = 2**31 - 1
+
+# -- thresholds (SPEC §1.6, §1.7, §3) -----------------------------------------------
+HEALTHY_LOW = 0.35
+HEALTHY_HIGH = 0.65
+HEALTHY_RANGE = (HEALTHY_LOW, HEALTHY_HIGH)
+# A prediction is right within this distance of the truth; a prediction task's
+# joint effect must differ from the additive one by more than it.
+ACCURACY_THRESHOLD = 0.10
+# A single-gene shift larger than this makes a network edge (and is what a
+# measurement can detect, SPEC 1.3 step 12).
+NETWORK_SHIFT_THRESHOLD = 0.05
+# Two malfunctions are indistinguishable when all phenotypes agree this well.
+N_ALT_TOLERANCE = 0.02
+
+# -- names of the settings -----------------------------------------------------------
+TIER_NAMES = ("easy", "medium", "hard")
+MODES = ("healthy", "disease")
+
+
+# -- validators ----------------------------------------------------------------------
+def _is_integer(value) -> bool:
+    return not isinstance(value, (bool, np.bool_)) and isinstance(value, (int, np.integer))
+
+
+def check_seed(seed, name: str = "seed") -> int:
+    """An organism seed: a Python or numpy integer in [0, 2**63). Returns it as int.
+
+    Floats (even 3.0), bools and arrays are refused: a seed names an organism,
+    so two spellings of one value must not exist."""
+    if not _is_integer(seed):
+        raise ValueError(f"{name}: {short_repr(seed)} is not an integer; allowed 0..2**63-1")
+    if not 0 <= seed < SEED_LIMIT:
+        raise ValueError(f"{name}: {seed} out of range; allowed 0..2**63-1")
+    return int(seed)
+
+
+def check_tier(tier) -> str:
+    if not isinstance(tier, str) or tier not in TIER_NAMES:
+        raise ValueError(f"tier: {short_repr(tier)} unknown; allowed {', '.join(TIER_NAMES)}")
+    return tier
+
+
+def check_mode(mode) -> str:
+    if not isinstance(mode, str) or mode not in MODES:
+        raise ValueError(f"mode: {short_repr(mode)} unknown; allowed {', '.join(MODES)}")
+    return mode
+
+
+def check_n_genes(n_genes) -> int:
+    if not _is_integer(n_genes):
+        raise ValueError(f"n_genes: {short_repr(n_genes)} is not an integer; allowed {MIN_GENES}..{MAX_GENES}")
+    if not MIN_GENES <= n_genes <= MAX_GENES:
+        raise ValueError(f"n_genes: {n_genes} out of range; allowed {MIN_GENES}..{MAX_GENES}")
+    return int(n_genes)
+
+
+def check_bool(value, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name}: {short_repr(value)} is not a bool; allowed True or False")
+    return bool(value)
+
+
+def check_positive_int(value, name: str) -> int:
+    if not _is_integer(value) or value < 1:
+        raise ValueError(f"{name}: {short_repr(value)} not allowed; a positive integer")
+    return int(value)
+
+
+def check_organism(tier, n_genes, mode="healthy", backwards=False) -> tuple[str, int, str, bool]:
+    """Validate the settings that, with a seed, name an organism. Returns them normalised."""
+    return check_tier(tier), check_n_genes(n_genes), check_mode(mode), check_bool(backwards, "backwards")
+
+
+def short_repr(value) -> str:
+    """A repr cut to 40 characters, for error messages about hostile input."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

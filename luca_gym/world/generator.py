@@ -1,0 +1,269 @@
+"""The organism generator (SPEC 1.3): one traced attempt, and the retries that
+make the result a pure function of the triple.
+
+An attempt draws and settles the network, in disease mode adds the
+malfunction, and chooses the prediction tasks, all from keys derived from
+``(seed, tier, n_genes, attempt)``. :func:`generate` runs an attempt for a whole
+batch as one ``jit`` call on the device and retries only the organisms whose
+attempt failed a guarantee; :func:`traced_generate` runs the same attempts in a
+``lax.while_loop`` inside a caller's ``jit``; :func:`make_organism` is one
+organism of :func:`generate`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from luca_gym import vocabulary
+from luca_gym.spec import (
+    BLOCK,
+    BOOST,
+    HEALTHY_RANGE,
+    N_PHENOTYPES,
+    SEED_LIMIT,
+    check_organism,
+    check_positive_int,
+    check_seed,
+)
+from luca_gym.types import Organism, OrganismArrays, OrganismMeta
+from luca_gym.world.malfunction import choose_malfunction
+from luca_gym.world.network import FAILED, OK, draw_network, settle, single_interventions, solve_rows
+from luca_gym.world.tasks import choose_tasks
+from luca_gym.world.tiers import TIERS, Plan, TierParams, plan, sizes, tier_params
+
+ROOT_KEY = 0x1ACA  # the root of every organism key
+MAX_ATTEMPTS = 50
+
+
+def organism_key(seed_hi, seed_lo, tier_index, n_genes) -> jax.Array:
+    """The key of a triple (the seed split into two uint32 words); traceable."""
+    key = jax.random.PRNGKey(ROOT_KEY)
+    for part in (seed_hi, seed_lo, tier_index, n_genes):
+        key = jax.random.fold_in(key, part)
+    return key
+
+
+def run_attempt(seed_hi, seed_lo, attempt, t: TierParams, p: Plan) -> tuple[OrganismArrays, jax.Array]:
+    """One generation attempt for one triple: (arrays, ok). Traceable and pure."""
+    triple = organism_key(seed_hi, seed_lo, t.index, p.n)
+    key = jax.random.fold_in(triple, attempt)
+    net = draw_network(jax.random.fold_in(key, 0), p, t)
+    status, arrays, singles, weights = settle(p, t, net, net["weights"], jax.random.fold_in(key, 3))
+    if p.backwards:
+        # The backwards organism inverts the settled forward one (paper
+        # appendix E.1): weights, bias, signal effects and readout flip sign,
+        # and the phenotypes are re-centred on the new baseline.
+        net = dict(net, signal_effects=-net["signal_effects"], readout=-net["readout"])
+        back, arrays, singles, _ = settle(p, t, net, -weights, jax.random.fold_in(key, 4), backwards_of=weights)
+        status = jnp.where(status == OK, back, FAILED)
+    ok = status == OK
+    if p.disease:
+        m_status, arrays, n_alt = choose_malfunction(p, arrays, singles, jax.random.fold_in(triple, 10))
+        ok &= m_status == OK
+        # The tasks are chosen and scored on the diseased dynamics.
+        codes, flags = single_interventions(p.n, p.n_signals, (BLOCK, BOOST))
+        task_singles, task_conv = solve_rows(arrays, codes[: 2 * p.n], flags[: 2 * p.n])  # genes only
+        pool = arrays.readout_mask & ~arrays.latent_mask
+        ok &= (task_conv | ~jnp.concatenate([pool, pool])).all()
+    else:
+        n_alt, task_singles = jnp.int32(0), singles
+    t_status, base, base_conv, tasks = choose_tasks(p, arrays, task_singles, jax.random.fold_in(triple, 20))
+    ok &= (t_status == OK) & base_conv
+    low, high = HEALTHY_RANGE
+    arrays = dataclasses.replace(
+        arrays, n_alt=n_alt, baseline_phenotypes=base, aberrant=(base < low) | (base > high), **tasks
+    )
+    return arrays, ok
+
+
+@partial(jax.jit, static_argnames=("p", "map_batch"))
+def attempt_batch(seed_hi, seed_lo, attempt, t: TierParams, p: Plan, map_batch: int):
+    """One attempt for a batch (seed words uint32 (B,), attempt int32 (B,)):
+    ``lax.map`` over groups of ``map_batch`` organisms, ``vmap`` within a
+    group. Every group has the same shape, so an organism's result does not
+    depend on the batch it was generated in. Returns (arrays stacked on a
+    leading B axis, ok bool (B,))."""
+    return jax.lax.map(lambda x: run_attempt(*x, t, p), (seed_hi, seed_lo, attempt), batch_size=map_batch)
+
+
+def traced_generate(seed_hi, seed_lo, t: TierParams, p: Plan, max_attempts: int = MAX_ATTEMPTS):
+    """Generation of one organism as a traceable JAX function: attempts run in
+    a ``lax.while_loop`` until one meets every guarantee. Returns (arrays, ok);
+    ``ok`` is False when ``max_attempts`` attempts all failed.
+
+    Use it inside your own ``jit`` (``vmap`` it over seeds): the result equals
+    :func:`generate`'s, which runs the same attempts with a host-side retry of
+    the failed organisms only. ``seed_hi`` / ``seed_lo`` are the seed's uint32
+    words; ``t`` and ``p`` come from :func:`tier_params` and :func:`plan`.
+    """
+    shapes = jax.eval_shape(lambda: run_attempt(seed_hi, seed_lo, jnp.int32(0), t, p))
+
+    def body(carry):
+        attempt, _, _ = carry
+        arrays, ok = run_attempt(seed_hi, seed_lo, attempt, t, p)
+        return attempt + 1, ok, arrays
+
+    init = (jnp.int32(0), jnp.bool_(False), jax.tree_util.tree_map(lambda x: jnp.zeros(x.shape, x.dtype), shapes[0]))
+    _, ok, arrays = jax.lax.while_loop(lambda c: ~c[1] & (c[0] < max_attempts), body, init)
+    return arrays, ok
+
+
+def map_batch() -> int:
+    """Organisms generated side by side (vmapped) in one group. Their loops
+    (solver steps, repair rounds, candidate searches) run until the slowest
+    member is done, so on a CPU one at a time is fastest (measured: 0.25 s vs
+    1.1 s for 256 hard organisms' settling); an accelerator wants wide groups.
+    Override with ``LUCA_GYM_GENERATION_GROUP``."""
+    value = os.environ.get("LUCA_GYM_GENERATION_GROUP")
+    if value is not None:
+        if not value.isdigit() or int(value) < 1:
+            raise ValueError(f"LUCA_GYM_GENERATION_GROUP: {value!r} not allowed; a positive integer")
+        return int(value)
+    return 1 if jax.default_backend() == "cpu" else 256
+
+
+def call_sizes(group: int) -> tuple[int, ...]:
+    """Batch sizes one generation call is padded to (each is a compile, which
+    takes seconds): on a CPU (groups of one) 1 and 16, with larger batches run
+    as a series of 16-organism calls; with groups of g, g, 16 g, 256 g ... up
+    to 4096 (an accelerator's default g = 256 gives 256 and 4096)."""
+    if group == 1:
+        return (1, 16)
+    sizes_ = [group]
+    while sizes_[-1] * 16 <= max(4096, group):
+        sizes_.append(sizes_[-1] * 16)
+    return tuple(sizes_)
+
+
+def check_seeds(seeds) -> np.ndarray:
+    """A batch of organism seeds: a non-empty 1-d sequence, each one a seed by
+    :func:`luca_gym.spec.check_seed`. Returns them as int64 (B,)."""
+    values = np.asarray(seeds)
+    if values.ndim != 1 or values.size == 0:
+        raise ValueError(f"seeds: shape {values.shape} not allowed; a non-empty 1-d sequence of seeds")
+    if values.dtype.kind == "i":
+        suspects = values[values < 0]
+    elif values.dtype.kind == "u":
+        suspects = values[values >= SEED_LIMIT]
+    else:
+        suspects = values  # floats, bools, strings, objects: each is checked
+    for seed in suspects:
+        check_seed(seed, "seeds")
+    return values.astype(np.int64)
+
+
+def generate(
+    seeds,
+    tier: str,
+    n_genes: int = 20,
+    mode: str = "healthy",
+    backwards: bool = False,
+    *,
+    max_attempts: int = MAX_ATTEMPTS,
+) -> OrganismArrays:
+    """The organism arrays of many triples at once, stacked on a leading axis.
+
+    Each attempt of SPEC 1.3 runs for the whole batch as jitted calls on the
+    default device; only the organisms whose attempt failed are retried with
+    the next attempt. Row ``i`` is bitwise the ``arrays`` of
+    ``make_organism(seeds[i], ...)`` on the same backend, whatever the batch.
+
+    Raises ValueError on a bad argument and RuntimeError when a triple meets no
+    guarantee within ``max_attempts`` attempts (the attempts are one fixed
+    sequence, so a smaller limit only gives up sooner).
+    """
+    seeds = check_seeds(seeds)
+    tier, n_genes, mode, backwards = check_organism(tier, n_genes, mode, backwards)
+    max_attempts = check_positive_int(max_attempts, "max_attempts")
+    p, t = plan(n_genes, mode, backwards), tier_params(tier, n_genes)
+    hi = (seeds >> 32).astype(np.uint32)
+    lo = (seeds & 0xFFFFFFFF).astype(np.uint32)
+    group = map_batch()
+    sizes_ = call_sizes(group)
+    result = None
+    pending = np.arange(seeds.size)
+    for attempt in range(max_attempts):
+        if pending.size == 0:
+            break
+        calls = []
+        for start in range(0, pending.size, sizes_[-1]):  # dispatch every call, then collect
+            rows = pending[start : start + sizes_[-1]]
+            size = next(b for b in sizes_ if b >= rows.size)
+            padded = np.concatenate([rows, np.full(size - rows.size, rows[0])])
+            calls.append((rows, attempt_batch(hi[padded], lo[padded], np.full(size, attempt, np.int32), t, p, group)))
+        done = []
+        # Assembled on the host: no compile per batch size (the vector env asks
+        # for any count), and on a GPU an N=20 batch of 4096 is 17 MB.
+        for rows, (arrays, ok) in calls:
+            ok = np.asarray(ok)[: rows.size]
+            arrays = jax.tree_util.tree_map(np.asarray, arrays)
+            if result is None:
+                result = jax.tree_util.tree_map(lambda x: np.zeros((seeds.size,) + x.shape[1:], x.dtype), arrays)
+            for dst, src in zip(jax.tree_util.tree_leaves(result), jax.tree_util.tree_leaves(arrays)):
+                dst[rows[ok]] = src[: rows.size][ok]
+            done.append(rows[ok])
+        pending = np.setdiff1d(pending, np.concatenate(done))
+    if pending.size:
+        raise RuntimeError(
+            f"no organism met the guarantees for seed={int(seeds[pending[0]])}, tier={tier!r}, "
+            f"n_genes={n_genes} after {max_attempts} attempts"
+        )
+    return jax.tree_util.tree_map(jnp.asarray, result)
+
+
+def make_organism(
+    seed: int,
+    tier: str,
+    n_genes: int = 20,
+    mode: str = "healthy",
+    backwards: bool = False,
+    *,
+    max_attempts: int = MAX_ATTEMPTS,
+) -> Organism:
+    """Generate the organism of ``(seed, tier, n_genes)`` (SPEC 1.3).
+
+    Args:
+        seed: non-negative integer.
+        tier: ``"easy"``, ``"medium"`` or ``"hard"``.
+        n_genes: 4..4096.
+        mode: ``"healthy"`` or ``"disease"`` (adds one malfunction, SPEC 1.6).
+        backwards: invert every signed quantity (weights, biases, signal modes,
+            readout weights; paper appendix E.1) and re-centre the phenotypes.
+        max_attempts: give up (RuntimeError) after this many failed attempts;
+            an organism found within it is the one the default finds.
+
+    The healthy and disease organisms of one triple share their network; the
+    disease one adds the malfunction, and its prediction tasks are chosen and
+    scored on the diseased dynamics. :func:`generate` makes many at once.
+    """
+    seed = check_seed(seed)
+    tier, n_genes, mode, backwards = check_organism(tier, n_genes, mode, backwards)
+    batch = generate([seed], tier, n_genes, mode, backwards, max_attempts=max_attempts)
+    arrays = jax.tree_util.tree_map(lambda x: x[0], batch)
+    return Organism(arrays=arrays, meta=organism_meta(seed, tier, n_genes, mode, backwards, arrays.signal_effects))
+
+
+def organism_meta(seed: int, tier: str, n_genes: int, mode: str, backwards: bool, signal_effects) -> OrganismMeta:
+    """The names of an organism (host-side strings, a pure function of the
+    triple); ``signal_effects`` float (S, N) gives each signal's mode."""
+    sz = sizes(n_genes)
+    names_rng = np.random.default_rng(np.random.SeedSequence([int(seed), TIERS[tier].index, n_genes, 0, 30]))
+    effects = np.asarray(signal_effects)
+    return OrganismMeta(
+        seed=int(seed),
+        tier=tier,
+        n_genes=n_genes,
+        mode=mode,
+        backwards=bool(backwards),
+        gene_names=vocabulary.gene_names(n_genes),
+        module_names=vocabulary.module_names(names_rng, sz.n_modules),
+        signal_labels=vocabulary.signal_labels(names_rng, sz.n_signals),
+        signal_modes=tuple("activates" if row.sum() > 0 else "inhibits" for row in effects),
+        phenotype_names=vocabulary.phenotype_names(names_rng, N_PHENOTYPES),
+    )
