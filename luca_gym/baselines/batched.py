@@ -12,8 +12,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from luca_gym import core, scoring
-from luca_gym.spec import BLOCK, LOCK_HI, NETWORK_SHIFT_THRESHOLD
+from luca_gym import analysts, core, scoring
+from luca_gym.spec import BLOCK, LOCK_HI
 
 
 def random_policy(params: core.EnvParams):
@@ -69,13 +69,8 @@ def single_target(is_signal, gene, code, signal, n: int, s: int) -> tuple[jax.Ar
 
 
 def network_from_singles(obs) -> jax.Array:
-    """Batched :func:`luca_gym.baselines.policies.network_from_singles`: int32
-    (B, N, P) signs from the measured single BLOCK / BOOST results."""
-    base = obs["baseline_phenotypes"][:, None, :]
-    single = obs["single_mask"].astype(bool)
-    block = jnp.where(single[:, :, 0, None], obs["single_results"][:, :, 0], base)
-    boost = jnp.where(single[:, :, 1, None], obs["single_results"][:, :, 1], base)
-    return jax.vmap(scoring.network_truth)(base[:, 0], block, boost).astype(jnp.int32)
+    """Batched :func:`luca_gym.analysts.network_from_singles`: int32 (B, N, P)."""
+    return jax.vmap(analysts.network_from_singles)(obs)
 
 
 def heuristic_policy(params: core.EnvParams):
@@ -141,11 +136,7 @@ def causal_sweep_policy(params: core.EnvParams):
     single; submit the network; end."""
     n, s = params.n_genes, params.n_signals
     reserve = params.rescue_cost if params.disease else 0
-    eps = 1e-4
-
-    def logit(x):
-        x = jnp.clip(x, eps, 1 - eps)
-        return jnp.log(x / (1 - x))
+    analyst = analysts.get("logit-additive")
 
     def act(key, obs):
         mask = obs["action_mask"]
@@ -154,10 +145,8 @@ def causal_sweep_policy(params: core.EnvParams):
         targetable = obs["targetable"].astype(bool)
         single = obs["single_mask"].astype(bool)
         signal_mask = obs["signal_mask"].astype(bool)
-        base = obs["baseline_phenotypes"]
-        results = obs["single_results"]
 
-        # 1. the open task: its missing singles, then the logit-space prediction.
+        # 1. the open task: its missing singles, then the analyst's prediction.
         task_open = (obs["task_index"] >= 0) & ~obs["predicted"].astype(bool)[rows, jnp.clip(obs["task_index"], 0, None)]
         genes, codes = obs["task_genes"], obs["task_codes"].astype(jnp.int32)
         columns = jnp.clip(codes - 1, 0, 2)
@@ -166,9 +155,7 @@ def causal_sweep_policy(params: core.EnvParams):
         need = ~measured & mask[:, core.EXPERIMENT][:, None]
         task_gene = jnp.where(need[:, 0], genes_c[:, 0], genes_c[:, 1])
         task_code = jnp.where(need[:, 0], codes[:, 0], codes[:, 1])
-        singles = results[rows[:, None], genes_c, columns]  # (B, 2, P)
-        total = logit(base) + (logit(singles[:, 0]) - logit(base)) + (logit(singles[:, 1]) - logit(base))
-        prediction = jnp.clip(1.0 / (1.0 + jnp.exp(-total)), 0.0, 1.0)
+        prediction = jax.vmap(analyst.predict)(obs)
 
         # 3. the sweep: unmeasured signals (disease), then BLOCK, then BOOST.
         afford = (obs["budget_left"] - params.experiment_cost >= reserve) & mask[:, core.EXPERIMENT]
@@ -182,39 +169,9 @@ def causal_sweep_policy(params: core.EnvParams):
         sweep_gene = jnp.where(sweep_block, jnp.argmax(todo_block, axis=1), jnp.argmax(todo_boost, axis=1))
         sweep_code = jnp.where(sweep_block, 1, 2)
 
-        # 4. diagnosis: a lock no longer responds to the intervention that repeats it.
-        shift = jnp.max(jnp.abs(results - base[:, None, None, :]), axis=3)  # (B, N, 3)
-        both = targetable & single[:, :, 0] & single[:, :, 1]
-        scores = jnp.stack([shift[:, :, 0] - shift[:, :, 1], shift[:, :, 1] - shift[:, :, 0]], axis=2)  # (B, N, 2)
-        scores = jnp.where(both[..., None], scores, -jnp.inf).reshape(b, 2 * n)
-        flat = jnp.argmax(scores, axis=1)
-        best = jnp.max(scores, axis=1)
-        any_gene = jnp.isfinite(best)
-        diag_target = jnp.where(any_gene, flat // 2, jnp.argmax(targetable, axis=1))
-        diag_type = jnp.where(any_gene, 1 + flat % 2, 1)  # LOCK_HI, LOCK_LO
-        signal_shift = jnp.max(jnp.abs(obs["signal_results"] - base[:, None, :]), axis=2)
-        quiet = jnp.argmin(jnp.where(signal_mask, signal_shift, jnp.inf), axis=1)
-        persist = (signal_mask.any(axis=1) & (best < 2 * NETWORK_SHIFT_THRESHOLD)
-                   & (signal_shift[rows, quiet] < NETWORK_SHIFT_THRESHOLD))
-        diag_target = jnp.where(persist, n + quiet, diag_target)
-        diag_type = jnp.where(persist, 3, diag_type)
-
-        # 5. rescue: the measured single that restores most aberrant phenotypes.
-        aberrant = obs["aberrant"].astype(bool)
-        def restore(phen):  # (..., P) -> count, -distance
-            inside = scoring.in_healthy_range(phen)
-            return jnp.sum(inside & aberrant[:, None, :], axis=-1), -jnp.sum(jnp.abs(phen - 0.5) * aberrant[:, None, :], axis=-1)
-        gene_phen = results.reshape(b, 3 * n, -1)  # gene-major, then column
-        options_phen = jnp.concatenate([gene_phen, obs["signal_results"]], axis=1)
-        options_ok = jnp.concatenate([single.reshape(b, 3 * n), signal_mask], axis=1)
-        count, closeness = restore(options_phen)
-        top = jnp.max(jnp.where(options_ok, count, -1), axis=1, keepdims=True)
-        choice = jnp.argmax(jnp.where(options_ok & (count == top), closeness, -jnp.inf), axis=1)
-        has_option = options_ok.any(axis=1)
-        rescue_is_signal = has_option & (choice >= 3 * n)
-        rescue_gene = jnp.where(has_option, jnp.clip(choice // 3, 0, n - 1), jnp.argmax(targetable, axis=1))
-        rescue_code = jnp.where(has_option, choice % 3 + 1, 3)
-        rescue_signal = jnp.clip(choice - 3 * n, 0, s - 1)
+        # 4. diagnosis and 5. rescue: the analyst's.
+        diag_target, diag_type = jax.vmap(analyst.diagnose)(obs)
+        rescue_is_signal, rescue_gene, rescue_code, rescue_signal = jax.vmap(analyst.rescue)(obs)
         experiments = jnp.sum(single, axis=(1, 2)) + jnp.sum(signal_mask, axis=1)
         rescued = obs["budget_left"] < params.budget - experiments * params.experiment_cost
 
@@ -242,7 +199,7 @@ def causal_sweep_policy(params: core.EnvParams):
             prediction=prediction.astype(jnp.float32),
             diagnosis_target=diag_target.astype(jnp.int32),
             diagnosis_type=diag_type.astype(jnp.int32),
-            network=network_from_singles(obs),
+            network=jax.vmap(analyst.network)(obs),
         )
 
     return act

@@ -12,7 +12,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from luca_gym import core, scoring
+from luca_gym import analysts, core, scoring
 from luca_gym.spec import BLOCK, BOOST, DAMPEN, LOCK_HI, LOCK_LO, N_PHENOTYPES, NETWORK_SHIFT_THRESHOLD, PERSIST
 
 _COLUMN = {BLOCK: 0, BOOST: 1, DAMPEN: 2}  # columns of obs["single_results"]
@@ -55,14 +55,8 @@ def kind_action(kind: int) -> dict:
 
 
 def network_from_singles(obs: dict) -> np.ndarray:
-    """Gene -> phenotype signs int8 (N, P) from the measured single BLOCK /
-    BOOST results, by the scorer's edge rule (an unmeasured one counts as no
-    shift)."""
-    base = obs["baseline_phenotypes"]
-    mask = obs["single_mask"].astype(bool)
-    block = np.where(mask[:, [0]], obs["single_results"][:, 0], base)
-    boost = np.where(mask[:, [1]], obs["single_results"][:, 1], base)
-    return np.asarray(scoring.network_truth(base, block, boost))
+    """Gene -> phenotype signs int8 (N, P): :func:`luca_gym.analysts.network_from_singles`."""
+    return np.asarray(analysts.network_from_singles(obs), np.int8)
 
 
 def restored_count(phenotypes: np.ndarray, aberrant: np.ndarray) -> tuple[int, float]:

@@ -191,18 +191,17 @@ def step(state: EnvState, action: Action, params: EnvParams):
         **_history(state, params, measured, is_experiment, codes, flags),
         commit_used=jnp.where(is_reveal & (state.commit_used < 0), spent, state.commit_used),
     )
-    if params.dense_shaping:
-        potential = rewards.shaping_potential(new, params)
-        reward = reward + jnp.where(ok, potential - state.shaping, 0.0)
-        new = dataclasses.replace(new, shaping=jnp.where(ok, potential, state.shaping))
-
     # A valid END closes the session (terminated); running out of calls closes
     # it too (truncated). Either way the closing credit is paid once.
     terminated = ok & (kind == END)
     truncated = ~state.ended & ~terminated & (step_count >= params.max_steps)
     closing = terminated | truncated
+    if params.dense_shaping:
+        shaping, potential = rewards.shaping_reward(state, new, ok, closing, params)
+        reward = reward + shaping
+        new = dataclasses.replace(new, shaping=potential)
     reward = reward + jnp.where(closing, rewards.close_reward(new, params), 0.0)
-    new = dataclasses.replace(new, ended=state.ended | closing, shaping=jnp.where(closing, 0.0, new.shaping))
+    new = dataclasses.replace(new, ended=state.ended | closing)
     # An illegal action changes nothing but the step counter and the error code.
     new = jax.tree_util.tree_map(lambda a, b: jnp.where(ok | truncated, a, b), new, state)
     new = dataclasses.replace(new, step_count=step_count, last_error=error)

@@ -74,10 +74,13 @@ class EnvParams:
         experiment_cost / rescue_cost: budget units per call (SPEC: 1 each).
         max_steps: calls (valid or not) after which the session is closed and
             the episode truncated.
-        dense_shaping: add potential-based shaping (scale x gene coverage) that
-            telescopes to zero at the session's close, so the return still
-            equals the composite score; off by default.
+        dense_shaping: add potential-based shaping F = gamma * Phi(s') - Phi(s)
+            with Phi = scale x gene coverage and Phi = 0 once the session has
+            closed; off by default. At gamma = 1 it telescopes to zero, so the
+            undiscounted return still equals the composite score; at a
+            learner's discount gamma < 1 it leaves the optimal policy unchanged.
         shaping_scale: the potential's scale.
+        shaping_gamma: the discount in F (set it to the learner's).
     """
 
     n_genes: int
@@ -89,6 +92,7 @@ class EnvParams:
     max_steps: int = 0
     dense_shaping: bool = False
     shaping_scale: float = 0.1
+    shaping_gamma: float = 1.0
 
 
 def make_params(
@@ -100,6 +104,7 @@ def make_params(
     max_steps: int | None = None,
     dense_shaping: bool = False,
     shaping_scale: float = 0.1,
+    shaping_gamma: float = 1.0,
 ) -> EnvParams:
     """EnvParams from the paper's scaling rules; ``max_steps`` defaults to
     4 x budget + 64 calls."""
@@ -111,6 +116,8 @@ def make_params(
     max_steps = 4 * budget + 64 if max_steps is None else spec.check_positive_int(max_steps, "max_steps")
     if isinstance(shaping_scale, (bool, np.bool_)) or not isinstance(shaping_scale, (int, float, np.number)) or not np.isfinite(shaping_scale):
         raise ValueError(f"shaping_scale: {shaping_scale!r} not allowed; a finite number")
+    if isinstance(shaping_gamma, (bool, np.bool_)) or not isinstance(shaping_gamma, (int, float, np.number)) or not 0 < shaping_gamma <= 1:
+        raise ValueError(f"shaping_gamma: {shaping_gamma!r} not allowed; a number in (0, 1]")
     return EnvParams(
         n_genes=n_genes,
         n_signals=sz.n_signals,
@@ -119,6 +126,7 @@ def make_params(
         max_steps=max_steps,
         dense_shaping=spec.check_bool(dense_shaping, "dense_shaping"),
         shaping_scale=float(shaping_scale),
+        shaping_gamma=float(shaping_gamma),
     )
 
 
