@@ -15,7 +15,7 @@ if ! "$PY" -c "import jax, numpy, gymnasium; print('devices:', jax.devices())"; 
 fi
 nvidia-smi --query-gpu=name,memory.total,clocks.sm --format=csv,noheader 2>/dev/null || true
 
-timeout 330 "$PY" benchmarks/rollout.py --max-envs 65536 --steps 64 --sync-max 1 --gen-max 16384 --fresh-envs 4096 | tee "$out/rollout.txt"
+timeout 330 "$PY" benchmarks/rollout.py --max-envs 65536 --sync-max 1 --gen-max 16384 --fresh-envs 4096 | tee "$out/rollout.txt"
 timeout 120 "$PY" benchmarks/solver.py | tee "$out/solver.txt"
 
 echo

@@ -1,11 +1,17 @@
 """Batched rollouts: environment steps per second, side by side in one run.
 
-    .venv/bin/python benchmarks/rollout.py [--max-envs 16384] [--steps 32] [--gen-max 4096]
+    .venv/bin/python benchmarks/rollout.py [--max-envs 16384] [--gen-max 4096]
 
 Prints, at N=20 (medium, healthy):
   * the pure rollout (`luca_gym.functional.rollout`, one jitted lax.scan) for 1, 64,
-    1024, 4096 and 16384 parallel organisms, with a policy that runs an
-    experiment (a solve) on every step until the budget is spent;
+    1024, 4096 and 16384 parallel organisms, with a policy that READS its
+    observations: it runs an experiment (a solve) on every step until the
+    budget is spent, choosing each gene from the phenotypes it just measured,
+    then reveals the tasks and predicts the last measured phenotypes, so every
+    solve feeds the composite the rollout returns. The compiled program is
+    checked for the solver (its sigmoid); a policy that never reads an
+    observation lets XLA delete the solver, and its figure is printed beside
+    the honest one to show the size of that artifact;
   * `LucaVectorEnv.step` (numpy at the boundary) at the same sizes;
   * Gymnasium's `SyncVectorEnv` of `LucaEnv`s at the sizes it reaches in
     reasonable time, and the ratios;
@@ -26,31 +32,64 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from luca_gym import core
+from luca_gym import core, functional
 from luca_gym.envs import LucaEnv, LucaVectorEnv
 from luca_gym.functional import organism_batch, rollout
 
 TIER, MODE, N = "medium", "healthy", 20
 
 
-def sweep_policy(params):
-    """Experiments on every step (BLOCK, gene = step mod N), END when the budget is spent."""
+def blind_policy(params):
+    """Experiments until the budget is spent, then END, never reading a
+    measurement: nothing the rollout returns depends on a solve, so XLA
+    deletes the solver. Kept only to show that artifact."""
 
     def act(key, obs):
         b = obs["budget_left"].shape[0]
         gene = jax.random.randint(key, (b,), 0, params.n_genes)
         kind = jnp.where(obs["budget_left"] > 0, core.EXPERIMENT, core.END)
-        return core.Action(
-            kind=kind.astype(jnp.int32),
-            gene_codes=jax.nn.one_hot(gene, params.n_genes, dtype=jnp.int32),
-            signal_flags=jnp.zeros((b, params.n_signals), bool),
-            prediction=jnp.full((b, 3), 0.5, jnp.float32),
-            diagnosis_target=jnp.zeros(b, jnp.int32),
-            diagnosis_type=jnp.zeros(b, jnp.int32),
-            network=jnp.zeros((b, params.n_genes, 3), jnp.int32),
-        )
+        return _action(params, kind, gene, jnp.full((b, 3), 0.5, jnp.float32))
 
     return act
+
+
+def reading_policy(params):
+    """Experiments on genes chosen from the phenotypes just measured, then the
+    tasks answered with the last measurement: every solve feeds the output."""
+
+    def act(key, obs):
+        b = obs["budget_left"].shape[0]
+        salt = jnp.floor(obs["last_phenotypes"].sum(axis=1) * 1e4).astype(jnp.int32)
+        gene = (jax.random.randint(key, (b,), 0, params.n_genes) + salt) % params.n_genes
+        mask = obs["action_mask"]
+        kind = jnp.select(
+            [obs["budget_left"] > 0, mask[:, core.REVEAL_TASK], mask[:, core.SUBMIT_PREDICTION]],
+            [core.EXPERIMENT, core.REVEAL_TASK, core.SUBMIT_PREDICTION],
+            core.END,
+        )
+        return _action(params, kind, gene, obs["last_phenotypes"].astype(jnp.float32))
+
+    return act
+
+
+def _action(params, kind, gene, prediction):
+    b = kind.shape[0]
+    return core.Action(
+        kind=kind.astype(jnp.int32),
+        gene_codes=jax.nn.one_hot(gene, params.n_genes, dtype=jnp.int32),
+        signal_flags=jnp.zeros((b, params.n_signals), bool),
+        prediction=prediction,
+        diagnosis_target=jnp.zeros(b, jnp.int32),
+        diagnosis_type=jnp.zeros(b, jnp.int32),
+        network=jnp.zeros((b, params.n_genes, 3), jnp.int32),
+    )
+
+
+def solver_compiled(policy, organisms, keys, params, steps) -> bool:
+    """Whether the compiled rollout still evaluates the dynamics (the sigmoid
+    is an exponential in the compiled program; nothing else in a session is)."""
+    compiled = functional._rollout.lower(policy, jax.random.PRNGKey(0), organisms, keys, params, steps).compile()
+    return " exponential(" in compiled.as_text()
 
 
 def tiled_batch(num_envs: int, distinct: int = 64):
@@ -71,30 +110,36 @@ def time_it(fn, repeats: int = 3) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--max-envs", type=int, default=16384)
-    parser.add_argument("--steps", type=int, default=32)
     parser.add_argument("--sync-max", type=int, default=64)
     parser.add_argument("--gen-max", type=int, default=4096, help="largest generation batch")
     parser.add_argument("--fresh-envs", type=int, default=1024, help="envs in the fresh-organism run")
     args = parser.parse_args()
     params = core.make_params(TIER, N, MODE)
-    policy = sweep_policy(params)
+    steps = params.budget + 5  # the budget's experiments, two reveals, two predictions, end
     key = jax.random.PRNGKey(0)
     print("# luca-gym rollout benchmark")
     print(f"jax {jax.__version__}, backend {jax.default_backend()}, devices {len(jax.devices())}, cpus {os.cpu_count()}")
     sizes = [s for s in (1, 64, 1024, 4096, 16384, 65536) if s <= args.max_envs]
 
-    print(f"\n## Pure rollout (jit lax.scan), N={N}, {args.steps} steps, experiment on every step")
-    print("| envs | steps/s | compile s |")
-    print("|---|---|---|")
+    print(f"\n## Pure rollout (jit lax.scan), N={N}, {steps} steps: {params.budget} experiments, the tasks, end")
+    print("| envs | steps/s, reading policy | solver compiled | mean composite | steps/s, blind policy | solver compiled | compile s |")
+    print("|---|---|---|---|---|---|---|")
     rates = {}
     for b in sizes:
         organisms, keys = tiled_batch(b)
-        t0 = time.perf_counter()
-        jax.block_until_ready(rollout(policy, key, organisms, keys, params, args.steps))
-        compile_s = time.perf_counter() - t0
-        dt = time_it(lambda: jax.block_until_ready(rollout(policy, key, organisms, keys, params, args.steps)))
-        rates[b] = b * args.steps / dt
-        print(f"| {b} | {rates[b]:,.0f} | {compile_s:.1f} |", flush=True)
+        row = []
+        for policy in (reading_policy(params), blind_policy(params)):
+            t0 = time.perf_counter()
+            jax.block_until_ready(rollout(policy, key, organisms, keys, params, steps))
+            compile_s = time.perf_counter() - t0
+            dt = time_it(lambda: jax.block_until_ready(rollout(policy, key, organisms, keys, params, steps)))
+            _, composite, ended = rollout(policy, key, organisms, keys, params, steps)
+            assert bool(np.all(np.asarray(ended))), "every session must end within the steps"
+            row.append((b * steps / dt, solver_compiled(policy, organisms, keys, params, steps), float(np.mean(composite)), compile_s))
+        rates[b] = row[0][0]
+        (honest, solved, composite, compile_s), (blind, blind_solved, _, _) = row
+        print(f"| {b} | {honest:,.0f} | {'yes' if solved else 'NO'} | {composite:.3f} | {blind:,.0f} | "
+              f"{'yes' if blind_solved else 'no: deleted by XLA'} | {compile_s:.1f} |", flush=True)
 
     print(f"\n## LucaVectorEnv.step (numpy boundary), N={N}")
     print("| envs | steps/s |")
