@@ -46,9 +46,12 @@ class LucaEnv(gym.Env):
         n_genes: 4..4096 (the paper uses 20; the scaling study up to 1280).
         backwards: the sign-inverted organisms of the paper's appendix E.1.
         render_mode: None or "ansi".
+        budget: experiment and rescue units (default N + S + 8, paper Table 5).
         max_steps: calls before truncation (default 4 x budget + 64).
-        dense_shaping: potential-based shaping that telescopes to zero (the
-            return still equals the composite score); off by default.
+        dense_shaping: potential-based shaping gamma * Phi(s') - Phi(s) with
+            Phi = shaping_scale x gene coverage; at shaping_gamma = 1 it
+            telescopes to zero (the return still equals the composite score);
+            set shaping_gamma to the learner's discount. Off by default.
 
     ``reset(seed=...)`` seeds the draw of organism seeds; ``options={
     "organism_seed": k}`` pins organism k. The score breakdown appears in
@@ -67,9 +70,12 @@ class LucaEnv(gym.Env):
         max_steps: int | None = None,
         dense_shaping: bool = False,
         shaping_scale: float = 0.1,
+        shaping_gamma: float = 1.0,
+        budget: int | None = None,
     ):
         self.params = core.make_params(
-            tier, n_genes, mode, max_steps=max_steps, dense_shaping=dense_shaping, shaping_scale=shaping_scale
+            tier, n_genes, mode, budget=budget, max_steps=max_steps, dense_shaping=dense_shaping,
+            shaping_scale=shaping_scale, shaping_gamma=shaping_gamma,
         )
         backwards = spec.check_bool(backwards, "backwards")
         if render_mode not in (None, "ansi"):

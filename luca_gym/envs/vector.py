@@ -53,7 +53,8 @@ class LucaVectorEnv(gym.vector.VectorEnv):
 
     Args:
         num_envs: the batch size.
-        tier, mode, n_genes, backwards, max_steps, dense_shaping: as LucaEnv.
+        tier, mode, n_genes, backwards, budget, max_steps, dense_shaping,
+            shaping_scale, shaping_gamma: as LucaEnv.
         autoreset_mode: "next_step" (default: the step after an episode ends
             resets that sub-env and ignores its action) or "same_step" (the
             ending step returns the new episode's first observation; the last
@@ -79,6 +80,9 @@ class LucaVectorEnv(gym.vector.VectorEnv):
         max_steps: int | None = None,
         dense_shaping: bool = False,
         numpy: bool = True,
+        budget: int | None = None,
+        shaping_scale: float = 0.1,
+        shaping_gamma: float = 1.0,
     ):
         num_envs = spec.check_positive_int(num_envs, "num_envs")
         modes = {"next_step": AutoresetMode.NEXT_STEP, "same_step": AutoresetMode.SAME_STEP}
@@ -86,7 +90,8 @@ class LucaVectorEnv(gym.vector.VectorEnv):
             raise ValueError(f"autoreset_mode: {autoreset_mode!r} not allowed; allowed 'next_step' or 'same_step'")
         self.autoreset_mode = modes.get(autoreset_mode, autoreset_mode)
         self.metadata = {**self.metadata, "autoreset_mode": self.autoreset_mode}
-        self.params = core.make_params(tier, n_genes, mode, max_steps=max_steps, dense_shaping=dense_shaping)
+        self.params = core.make_params(tier, n_genes, mode, budget=budget, max_steps=max_steps, dense_shaping=dense_shaping,
+                                       shaping_scale=shaping_scale, shaping_gamma=shaping_gamma)
         self.num_envs = int(num_envs)
         backwards = spec.check_bool(backwards, "backwards")
         self.tier, self.mode, self.n_genes, self.backwards = tier, mode, n_genes, backwards
