@@ -201,7 +201,7 @@ def mask(obs: dict, params: EnvParams) -> jax.Array:
 def observation_size(params: EnvParams) -> int:
     """D: the length of :func:`observation_vector`."""
     n, s, p, t = params.n_genes, params.n_signals, N_PHENOTYPES, N_TASKS
-    return 1 + 4 * p + n + 3 + len(ERRORS) + n * DAMPEN * (p + 1) + s * (p + 1) + 2 * n + 2 * 2 + (t + 1) + t + 3
+    return 1 + 4 * p + n + 3 + len(ERRORS) + n * DAMPEN * (p + 1) + s * (p + 1) + 2 * n + 2 * 2 + layout(params).targets + (t + 1) + t + 3
 
 
 def observation_vector(obs: dict, params: EnvParams) -> jax.Array:
@@ -212,7 +212,10 @@ def observation_vector(obs: dict, params: EnvParams) -> jax.Array:
     and whether the last call was refused; the last refusal code one-hot;
     single results as shifts from the baseline with their mask; signal results
     (shifts) with their mask; the current task's two genes one-hot and its two
-    codes (BLOCK, BOOST) one-hot; the task index one-hot (none, 0, 1);
+    codes (BLOCK, BOOST) one-hot; the same task in the action space's own
+    terms: the E single targets, 1 on the two experiments the task combines
+    that are not yet measured (so "measure what the task needs" is one weight
+    from input to logit away); the task index one-hot (none, 0, 1);
     predicted flags; diagnosis committed, network submitted, ended. Every
     entry lies in [-1, 1].
     """
@@ -224,6 +227,11 @@ def observation_vector(obs: dict, params: EnvParams) -> jax.Array:
     has_task = obs["task_index"] >= 0
     task_genes = jax.nn.one_hot(jnp.where(has_task, obs["task_genes"], -1), n)  # (2, N), zeros without a task
     task_codes = jax.nn.one_hot(jnp.where(has_task, obs["task_codes"].astype(jnp.int32) - 1, -1), 2)
+    columns = jnp.clip(obs["task_codes"].astype(jnp.int32) - 1, 0, DAMPEN - 1)
+    genes = jnp.clip(obs["task_genes"], 0, n - 1)
+    unmeasured = has_task & ~obs["single_mask"].astype(bool)[genes, columns]  # (2,)
+    needed = jnp.where(unmeasured, columns * n + genes, -1)
+    task_targets = jnp.max(jax.nn.one_hot(needed, layout(params).targets), axis=0)
     parts = [
         f(obs["budget_left"] / params.budget),
         f(base), f(obs["aberrant"]), f(obs["targetable"]),
@@ -232,7 +240,7 @@ def observation_vector(obs: dict, params: EnvParams) -> jax.Array:
         f(jax.nn.one_hot(obs["last_error"], len(ERRORS))),
         f(singles), f(obs["single_mask"]),
         f(signals), f(obs["signal_mask"]),
-        f(task_genes), f(task_codes),
+        f(task_genes), f(task_codes), f(task_targets),
         f(jax.nn.one_hot(obs["task_index"] + 1, N_TASKS + 1)),
         f(obs["predicted"]),
         f(obs["diagnosis_committed"]), f(obs["network_submitted"]), f(obs["ended"]),
