@@ -1,4 +1,4 @@
-"""The ``luca-gym`` command: ``eval``, ``report``, ``info``, ``play`` and ``mcp``.
+"""The ``luca-gym`` command: ``eval``, ``train``, ``report``, ``info``, ``play`` and ``mcp``.
 
 ``info``, ``play`` and ``mcp`` open their session from the same arguments
 through one function (:func:`open_session`), so all three show the same
@@ -27,6 +27,10 @@ from luca_gym.spec import MALFUNCTION_TYPES, MODES, TIER_NAMES
 
 EXIT_USAGE = 2
 MAX_SEEDS = 100_000
+TRAIN_ALGOS = ("ppo", "maskable-ppo")
+# Defaults per algorithm: the JAX PPO steps thousands of envs in one program;
+# MaskablePPO steps a vector env from Python and learns from far fewer steps.
+TRAIN_DEFAULTS = {"ppo": {"steps": 5_000_000, "num_envs": 1024}, "maskable-ppo": {"steps": 200_000, "num_envs": 64}}
 
 
 class UsageError(ValueError):
@@ -114,7 +118,11 @@ def cmd_eval(args) -> int:
     n_genes = _ints(args.n_genes, "n-genes")
     specs = ev.plan(agents, tiers, modes, n_genes, seeds, backwards=args.backwards)
     _writable_dir(args.out)
-    path = ev.sweep(specs, args.out, policy_factory=lambda name: ev.make_runner(name, args.base_url), progress=Progress(args.quiet))
+    # Learned agents load once, before any session: a bad checkpoint stops the
+    # sweep before it starts, and every session reuses the loaded weights.
+    learned = {a: ev.make_runner(a) for a in agents if ev.is_learned_agent(a)}
+    factory = lambda name: learned[name] if name in learned else ev.make_runner(name, args.base_url)  # noqa: E731
+    path = ev.sweep(specs, args.out, policy_factory=factory, progress=Progress(args.quiet))
     wanted = {spec.key() for spec in specs}
     records = [r for r in ev.load_sessions(path) if tuple(r[k] for k in ev.KEY_FIELDS) in wanted]
     for n in n_genes:
@@ -124,6 +132,65 @@ def cmd_eval(args) -> int:
         print("\nScaling (medium healthy, prediction accuracy)")
         print(ev.scaling_table(records))
     print(f"\nsessions: {path}")
+    return 0
+
+
+class TrainProgress:
+    """A one-line training progress line on stderr, one update per call; the
+    rate is that of the last update (the first one also compiles)."""
+
+    def __init__(self, quiet: bool = False):
+        self.quiet = quiet or not sys.stderr.isatty()
+        self.last = (0, 0.0)
+
+    def __call__(self, row: dict) -> None:
+        if self.quiet:
+            return
+        width = 30
+        filled = int(width * row["update"] / row["updates"])
+        rate = (row["env_steps"] - self.last[0]) / max(row["wall_s"] - self.last[1], 1e-9)
+        self.last = (row["env_steps"], row["wall_s"])
+        sys.stderr.write(
+            f"\r[{'#' * filled}{'.' * (width - filled)}] update {row['update']}/{row['updates']} "
+            f"{row['env_steps'] / 1e6:.2f}M steps {row['wall_s']:7.1f}s {rate / 1e3:5.1f}k steps/s  "
+            f"composite {row['mean_composite']:.3f}"
+        )
+        if row["update"] == row["updates"]:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+def cmd_train(args) -> int:
+    if args.algo not in TRAIN_ALGOS:
+        raise UsageError(f"algo: {args.algo!r} unknown; allowed {', '.join(TRAIN_ALGOS)}")
+    defaults = TRAIN_DEFAULTS[args.algo]
+    steps = defaults["steps"] if args.steps is None else args.steps
+    num_envs = defaults["num_envs"] if args.num_envs is None else args.num_envs
+    if args.pool_size is not None and args.algo != "ppo":
+        raise UsageError(f"pool-size: applies to --algo ppo only (a fixed pool of training organisms), not {args.algo}")
+    if args.algo == "maskable-ppo":
+        try:
+            from luca_gym.agents.sb3 import train_maskable_ppo
+        except ImportError:
+            raise UsageError('algo: maskable-ppo needs the rl extra (sb3-contrib); pip install -e ".[rl]"') from None
+        _writable_dir(args.out)
+        summary = train_maskable_ppo(args.tier, args.mode, args.n_genes, args.budget, steps, num_envs, args.out,
+                                     seed=args.seed, analyst=args.analyst)
+        print(f"trained maskable-ppo: {summary['steps']} steps in {summary['wall_s']:.1f} s "
+              f"({summary['steps_per_s']:.0f} steps/s), mean return {summary['mean_return']:.3f}")
+        print(f"run folder: {args.out}  (evaluate: luca-gym eval --agents sb3:{os.path.join(args.out, 'model.zip')})")
+        return 0
+    from luca_gym.agents import ppo
+
+    settings = {"pool_size": args.pool_size} if args.pool_size is not None else {}
+    config = ppo.PPOConfig(tier=args.tier, mode=args.mode, n_genes=args.n_genes, budget=args.budget, analyst=args.analyst,
+                           steps=steps, num_envs=num_envs, seed=args.seed, **settings)
+    _writable_dir(args.out)
+    summary = ppo.train(config, args.out, progress=TrainProgress(args.quiet))
+    rate = f"{summary['steps_per_s']:.0f} steps/s after the first update" if summary["steps_per_s"] else "one update"
+    print(f"trained ppo: {summary['env_steps']} steps in {summary['wall_s']:.1f} s ({rate}), "
+          f"last update's composite {summary['final_composite']:.3f}")
+    print(f"run folder: {args.out}  (evaluate: luca-gym eval --agents ppo:{args.out})")
     return 0
 
 
@@ -282,7 +349,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("eval", help="run a sweep of agents over organisms (resumable)")
     p.add_argument(
-        "--agents", default=",".join(BASELINES), help=f"comma-separated: {', '.join(BASELINES)}, openai:MODEL, anthropic:MODEL"
+        "--agents", default=",".join(BASELINES),
+        help=f"comma-separated: {', '.join(BASELINES)}, openai:MODEL, anthropic:MODEL, ppo:RUN_DIR, sb3:FILE.zip",
     )
     p.add_argument("--base-url", default=None, help="OpenAI-compatible server for openai:MODEL agents (local servers too)")
     p.add_argument("--tiers", default=",".join(TIER_NAMES))
@@ -293,6 +361,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="results", help="results folder (sessions.jsonl is appended)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("train", help="train a learned agent on the flat action space (experiments chosen, values by an analyst)")
+    p.add_argument("--algo", default="ppo", help="ppo (pure JAX, this package) or maskable-ppo (sb3-contrib, the rl extra)")
+    p.add_argument("--tier", default="easy")
+    p.add_argument("--mode", default="healthy")
+    p.add_argument("--n-genes", type=int, default=20)
+    p.add_argument("--budget", type=int, default=None, help="experiment budget (default: the paper's N + S + 8)")
+    p.add_argument("--steps", type=int, default=None,
+                   help=f"env steps (default: ppo {TRAIN_DEFAULTS['ppo']['steps']}, maskable-ppo {TRAIN_DEFAULTS['maskable-ppo']['steps']})")
+    p.add_argument("--num-envs", type=int, default=None,
+                   help=f"envs side by side (default: ppo {TRAIN_DEFAULTS['ppo']['num_envs']}, "
+                        f"maskable-ppo {TRAIN_DEFAULTS['maskable-ppo']['num_envs']})")
+    p.add_argument("--pool-size", type=int, default=None,
+                   help="ppo: training organisms, seeds 10000 .. 10000+SIZE-1 (default 1024; never the evaluation seeds 0-19)")
+    p.add_argument("--out", required=True, help="run folder (checkpoint, config, learning curve CSV and PNG)")
+    p.add_argument("--seed", type=int, default=0, help="the run's random seed")
+    p.add_argument("--analyst", default="logit-additive", help="who writes predictions, network and diagnosis: logit-additive or constant")
+    p.add_argument("--quiet", action="store_true", help="no progress line")
+    p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("report", help="markdown tables and PNG figures from a results folder")
     p.add_argument("results", help="results folder or sessions.jsonl")

@@ -30,7 +30,8 @@ SESSIONS_FILE = "sessions.jsonl"
 KEY_FIELDS = ("agent", "tier", "mode", "n_genes", "seed", "backwards")
 SCORE_FIELDS = ("composite", "prediction", "diagnosis", "rescue")
 STRATEGY_FIELDS = ("budget_fraction", "single_gene_fraction", "gene_coverage", "block_fraction", "redundancy", "commit_point")
-AGENTS_ALLOWED = f"{', '.join(BASELINES)}, openai:MODEL or anthropic:MODEL"
+AGENTS_ALLOWED = f"{', '.join(BASELINES)}, openai:MODEL, anthropic:MODEL, ppo:RUN_DIR or sb3:FILE.zip"
+RL_EXTRA = 'pip install -e ".[rl]"'
 
 # Paper figures for the baselines (SPEC §4 and the paper's Tables 6-8, 11).
 PAPER_COMPOSITE = {
@@ -137,20 +138,47 @@ def is_llm_agent(name: str) -> bool:
     return str(name).startswith(("openai:", "anthropic:"))
 
 
+def is_learned_agent(name: str) -> bool:
+    """``ppo:RUN_DIR`` (a run folder of ``luca-gym train --algo ppo``) or
+    ``sb3:FILE.zip`` (the model.zip, or its run folder, of ``--algo maskable-ppo``)."""
+    return str(name).startswith(("ppo:", "sb3:"))
+
+
 def check_agent(name) -> str:
-    """A baseline's name, ``openai:MODEL`` or ``anthropic:MODEL``; ValueError otherwise."""
-    if not isinstance(name, str) or not (name in BASELINES or (is_llm_agent(name) and name.partition(":")[2])):
+    """A baseline's name, ``openai:MODEL``, ``anthropic:MODEL``, ``ppo:RUN_DIR``
+    (an existing folder) or ``sb3:FILE.zip`` (an existing file or run folder); ValueError
+    otherwise."""
+    if not isinstance(name, str) or not (name in BASELINES or ((is_llm_agent(name) or is_learned_agent(name)) and name.partition(":")[2])):
         raise ValueError(f"agent: {name!r} unknown; allowed {AGENTS_ALLOWED}")
+    algo, _, path = name.partition(":")
+    if algo == "ppo" and not os.path.isdir(path):
+        raise ValueError(f"agent {name!r}: no such run folder {path!r}; write one with `luca-gym train --algo ppo --out {path}`")
+    if algo == "sb3" and not os.path.exists(path):
+        raise ValueError(f"agent {name!r}: no such file {path!r}; write one with `luca-gym train --algo maskable-ppo --out DIR` "
+                         f"(DIR/model.zip)")
     return name
 
 
 def make_runner(name: str, base_url: str | None = None):
-    """A baseline policy, or an LLM agent callable for ``openai:MODEL`` /
-    ``anthropic:MODEL``."""
+    """A baseline policy; an LLM agent callable for ``openai:MODEL`` /
+    ``anthropic:MODEL``; or a learned agent's :class:`~luca_gym.agents.FlatPolicy`
+    loaded from ``ppo:RUN_DIR`` or ``sb3:FILE.zip`` (ValueError names a
+    missing or corrupt checkpoint, or the missing ``rl`` extra)."""
     if is_llm_agent(name):
         from luca_gym.wrappers.llm import make_agent
 
         return make_agent(name, base_url)
+    if is_learned_agent(name):
+        algo, _, path = check_agent(name).partition(":")
+        if algo == "ppo":
+            from luca_gym.agents import ppo
+
+            return ppo.load(path)
+        try:
+            from luca_gym.agents.sb3 import load_policy
+        except ImportError as exc:
+            raise ValueError(f"agent {name!r}: needs the rl extra ({exc}); {RL_EXTRA}") from None
+        return load_policy(path)
     return make_policy(name)
 
 
@@ -366,6 +394,7 @@ __all__ = [
     "SessionSpec",
     "agents_in",
     "check_agent",
+    "is_learned_agent",
     "composite_table",
     "disease_table",
     "load_sessions",

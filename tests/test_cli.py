@@ -90,6 +90,9 @@ BAD_EVAL = [
     ({"--n-genes": "3"}, ["n_genes", "3", "4..4096"]),
     ({"--n-genes": "5000"}, ["n_genes", "5000", "4..4096"]),
     ({"--n-genes": "twenty"}, ["n-genes", "'twenty'", "integers"]),
+    ({"--agents": "ppo:"}, ["agent", "'ppo:'", "ppo:RUN_DIR or sb3:FILE.zip"]),
+    ({"--agents": "random,ppo:/no/such/run"}, ["agent", "'ppo:/no/such/run'", "no such run folder", "luca-gym train"]),
+    ({"--agents": "sb3:/no/such/model.zip"}, ["agent", "'sb3:/no/such/model.zip'", "no such file"]),
 ]
 
 
@@ -411,3 +414,56 @@ def test_the_backwards_flag_parses_alike_for_info_play_and_mcp():
     for command in ("info", "play", "mcp"):
         assert build_parser().parse_args([command]).backwards is False
         assert build_parser().parse_args([command, "--backwards"]).backwards is True
+
+
+# -- train, and learned agents in eval ----------------------------------------------------
+BAD_TRAIN = [
+    (["--algo", "dqn"], ["algo", "'dqn'", "ppo, maskable-ppo"]),
+    (["--algo", "maskable-ppo", "--pool-size", "8"], ["pool-size", "--algo ppo only"]),
+    (["--steps", "100", "--num-envs", "16"], ["steps", "100", "one update", "512"]),
+    (["--num-envs", "0"], ["num_envs", "0", "positive integer"]),
+    (["--tier", "extreme"], ["tier", "'extreme'", "easy, medium, hard"]),
+    (["--n-genes", "3"], ["n_genes", "3", "4..4096"]),
+    (["--analyst", "oracle"], ["analyst", "'oracle'", "logit-additive"]),
+    (["--pool-size", "0"], ["pool_size", "0", "positive integer"]),
+]
+
+
+@pytest.mark.parametrize("args, words", BAD_TRAIN, ids=[" ".join(a) for a, _ in BAD_TRAIN])
+def test_train_bad_input(tmp_path, capsys, args, words):
+    out = tmp_path / "run"
+    assert main(["train", *args, "--out", str(out), "--quiet"]) == 2
+    line = one_error_line(capsys.readouterr().err, "train")
+    for w in words:
+        assert w in line
+    assert not out.exists()
+
+
+def test_train_maskable_ppo_without_the_rl_extra(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "luca_gym.agents.sb3", None)  # the import fails as without sb3-contrib
+    assert main(["train", "--algo", "maskable-ppo", "--out", str(tmp_path / "run"), "--quiet"]) == 2
+    line = one_error_line(capsys.readouterr().err, "train")
+    assert 'pip install -e ".[rl]"' in line
+
+
+def test_eval_sb3_agent_without_the_rl_extra(results, tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "luca_gym.agents.sb3", None)
+    model = tmp_path / "model.zip"
+    model.write_bytes(b"PK")
+    before = snapshot(results)
+    assert main(eval_argv(results, **{"--agents": f"sb3:{model}"})) == 2
+    line = one_error_line(capsys.readouterr().err, "eval")
+    assert f"sb3:{model}" in line and 'pip install -e ".[rl]"' in line
+    assert snapshot(results) == before
+
+
+def test_eval_corrupt_ppo_checkpoint_runs_nothing(results, tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text("{not json")
+    (run / "params.npz").write_bytes(b"")
+    before = snapshot(results)
+    assert main(eval_argv(results, **{"--agents": f"random,ppo:{run}"})) == 2
+    line = one_error_line(capsys.readouterr().err, "eval")
+    assert "config.json: corrupt" in line
+    assert snapshot(results) == before  # no session ran, not even the random agent's

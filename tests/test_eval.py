@@ -403,3 +403,17 @@ def test_report_uses_only_public_names_of_eval():
     used = set(re.findall(r"\bev\.([A-Za-z_]\w*)", source))
     assert used and all(not name.startswith("_") for name in used)
     assert used <= set(ev.__all__), used - set(ev.__all__)
+
+
+def test_learned_agents_are_checked_in_the_plan(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    specs = ev.plan([f"ppo:{run}", "random"], ["easy"], ["healthy"], [20], [0])
+    assert [s.agent for s in specs] == [f"ppo:{run}", "random"]
+    assert ev.is_learned_agent(f"ppo:{run}") and ev.is_learned_agent("sb3:model.zip") and not ev.is_learned_agent("random")
+    with pytest.raises(ValueError, match="no such run folder"):
+        ev.plan([f"ppo:{tmp_path / 'missing'}"], ["easy"], ["healthy"], [20], [0])
+    with pytest.raises(ValueError, match="no such file"):
+        ev.plan([f"sb3:{tmp_path / 'missing.zip'}"], ["easy"], ["healthy"], [20], [0])
+    with pytest.raises(ValueError, match="config.json: missing"):  # a folder that holds no run
+        ev.make_runner(f"ppo:{run}")
