@@ -31,6 +31,8 @@ def _register() -> None:
             entry_point="luca_gym.envs:LucaEnv",
             vector_entry_point="luca_gym.envs:LucaVectorEnv",
         )
+    if "luca_gym/LucaFlat-v0" not in gymnasium.registry:
+        gymnasium.register(id="luca_gym/LucaFlat-v0", entry_point="luca_gym.envs:LucaFlatEnv")
 
 
 _register()

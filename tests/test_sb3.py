@@ -1,0 +1,178 @@
+"""``LucaSB3VecEnv`` and Maskable PPO: the SB3 VecEnv over the JAX batch, its
+same-step autoreset on fresh organisms, agreement with ``LucaFlatEnv``, and a
+short training run loaded back into the evaluation harness."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
+
+from luca_gym import core
+from luca_gym import eval as harness
+from luca_gym.agents import FlatPolicy
+from luca_gym.agents.sb3 import CURVE_FIELDS, load_policy, train_maskable_ppo
+from luca_gym.core import flat
+from luca_gym.envs import LucaFlatEnv, LucaSB3VecEnv
+from luca_gym.envs.sb3 import TRAINING_SEED_LOW
+
+N = 20
+B = 4
+
+
+def masked_random(masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One legal action per row of ``masks`` bool (B, K)."""
+    return np.array([rng.choice(np.flatnonzero(row)) for row in masks])
+
+
+@pytest.fixture()
+def venv():
+    env = LucaSB3VecEnv(B, "easy", "healthy", N, seed=0)
+    env.reset()
+    return env
+
+
+def test_spaces_masks_and_sb3_contrib_finds_them(venv):
+    lay = flat.layout(venv.params)
+    obs = venv.reset()
+    assert obs.shape == (B, flat.observation_size(venv.params)) and obs.dtype == np.float32
+    assert venv.action_space.n == lay.size
+    masks = get_action_masks(venv)
+    assert is_masking_supported(venv)
+    assert masks.shape == (B, lay.size) and masks.dtype == np.bool_
+    np.testing.assert_array_equal(masks, venv.action_masks())
+    seeds = venv.get_attr("organism_seed")
+    assert all(TRAINING_SEED_LOW <= s for s in seeds) and len(set(seeds)) == B
+    assert venv.get_attr("n_genes", indices=[1, 2]) == [N, N]
+    assert venv.env_is_wrapped(object) == [False] * B
+    with pytest.raises(AttributeError, match="render"):
+        venv.env_method("render")
+    with pytest.raises(AttributeError, match="tier"):
+        venv.set_attr("tier", "hard")
+
+
+def test_seed_then_reset_replays_the_organisms():
+    env = LucaSB3VecEnv(B, "easy", "healthy", N, min_organism_seed=123)
+    env.seed(7)
+    first = env.reset()
+    seeds = list(env.organism_seeds)
+    env.seed(7)
+    np.testing.assert_array_equal(env.reset(), first)
+    assert list(env.organism_seeds) == seeds and all(s >= 123 for s in seeds)
+    assert [i["organism_seed"] for i in env.reset_infos] == seeds
+
+
+def test_same_step_autoreset_opens_a_fresh_organism(venv):
+    lay = flat.layout(venv.params)
+    before = venv.organism_seeds.copy()
+    actions = np.full(B, lay.reveal)
+    actions[0] = lay.end
+    obs, rewards, dones, infos = venv.step(actions)
+    np.testing.assert_array_equal(dones, [True, False, False, False])
+    info = infos[0]
+    terminal = info["terminal_observation"]
+    assert terminal[-1] == 1.0  # the vector's last entry: ended
+    assert obs[0, -1] == 0.0 and obs[0, 0] == 1.0  # a new session with its whole budget
+    assert info["episode"]["l"] == 1 and info["episode"]["r"] == rewards[0]
+    assert info["TimeLimit.truncated"] is False
+    assert info["scores"]["composite"] == pytest.approx(info["episode"]["r"])
+    assert info["organism_seed"] == before[0]
+    fresh = venv.organism_seeds[0]
+    assert fresh != before[0] and fresh not in before and fresh >= TRAINING_SEED_LOW
+    np.testing.assert_array_equal(venv.organism_seeds[1:], before[1:])
+    assert all("terminal_observation" not in i and i["error_code"] == 0 for i in infos[1:])
+    assert venv.action_masks()[0, lay.reveal] and not venv.action_masks()[1, lay.reveal]
+
+    # Further episodes on further fresh organisms compile nothing new.
+    traces = dict(core.TRACE_COUNT)
+    seen = set(venv.organism_seeds)
+    for _ in range(3):
+        _, _, dones, _ = venv.step(np.full(B, lay.end))
+        assert dones.all() and not seen & set(venv.organism_seeds)
+        seen |= set(venv.organism_seeds)
+    assert core.TRACE_COUNT == traces
+
+
+@pytest.mark.parametrize("actions", [np.zeros(B, np.float32), np.zeros(B + 1, np.int64), np.full(B, -1), [0, 1, 2, 10**6]])
+def test_malformed_actions_raise_and_change_nothing(venv, actions):
+    state = venv.state
+    with pytest.raises(ValueError, match="actions"):
+        venv.step(actions)
+    assert venv.state is state
+
+
+def test_agrees_with_the_single_flat_env_on_the_same_organisms():
+    """Pinned organisms, the same masked random actions: the batch and B
+    single envs see the same observations, masks and rewards, until the
+    first episode ends (where the batch moves on to a drawn organism)."""
+    venv = LucaSB3VecEnv(B, "easy", "healthy", N)
+    venv.set_options([{"organism_seed": s} for s in range(B)])
+    obs = venv.reset()
+    singles = [LucaFlatEnv("easy", "healthy", N) for _ in range(B)]
+    first = [env.reset(options={"organism_seed": s}) for s, env in enumerate(singles)]
+    np.testing.assert_allclose(obs, np.stack([o for o, _ in first]), atol=1e-6)
+    rng = np.random.default_rng(1)
+    for _ in range(60):
+        actions = masked_random(venv.action_masks(), rng)
+        obs, rewards, dones, infos = venv.step(actions)
+        results = [env.step(int(a)) for env, a in zip(singles, actions)]
+        for i, (o, r, terminated, truncated, info) in enumerate(results):
+            np.testing.assert_allclose(infos[i].get("terminal_observation", obs[i]), o, atol=1e-6)
+            assert rewards[i] == pytest.approx(r, abs=1e-6) and dones[i] == (terminated or truncated)
+            if dones[i]:
+                assert infos[i]["scores"]["composite"] == pytest.approx(info["scores"]["composite"], abs=1e-6)
+            else:
+                np.testing.assert_array_equal(venv.action_masks()[i], singles[i].action_masks())
+        if dones.any():
+            break
+    else:
+        pytest.fail("no random masked episode ended in 60 calls")
+
+
+def test_maskable_ppo_trains_saves_and_runs_in_the_harness(tmp_path):
+    summary = train_maskable_ppo("easy", "healthy", N, steps=256, num_envs=B, out=str(tmp_path), seed=0)
+    assert summary["steps"] >= 256 and summary["steps_per_s"] > 0
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert {k: config[k] for k in ("tier", "mode", "n_genes", "analyst")} == {
+        "tier": "easy", "mode": "healthy", "n_genes": N, "analyst": "logit-additive"}
+    assert config["min_organism_seed"] == TRAINING_SEED_LOW
+    with open(tmp_path / "learning_curve.csv") as f:
+        rows = list(csv.reader(f))
+    assert tuple(rows[0]) == CURVE_FIELDS and len(rows) >= 2 and int(rows[-1][0]) == summary["steps"]
+
+    for path in (str(tmp_path), str(tmp_path / "model.zip")):
+        policy = load_policy(path)
+        assert isinstance(policy, FlatPolicy) and policy.analyst == "logit-additive" and policy.name == f"sb3:{path}"
+    session = harness.SessionSpec(policy.name, "easy", "healthy", N, seed=0)
+    record = harness.run_session(policy, session)
+    assert not record["truncated"] and 0.0 <= record["scores"]["composite"] <= 1.0
+    assert record["return"] == pytest.approx(record["scores"]["composite"], abs=1e-5)
+    assert len(record["calls"]) <= record["budget"] + 7
+
+    # Sampling from the masked policy draws from the harness's per-session RNG: a session replays.
+    sampling = load_policy(str(tmp_path), deterministic=False)
+    first, again = (harness.run_session(sampling, session)["calls"] for _ in range(2))
+    assert first == again
+
+
+def test_load_policy_refuses_a_folder_without_a_run_or_with_a_damaged_one(tmp_path):
+    with pytest.raises(ValueError, match="config.json|model.zip"):
+        load_policy(str(tmp_path))
+    (tmp_path / "model.zip").write_bytes(b"not a zip")
+    (tmp_path / "config.json").write_text("{")
+    with pytest.raises(ValueError, match="config.json"):
+        load_policy(str(tmp_path))
+    (tmp_path / "config.json").write_text(json.dumps({"analyst": "logit-additive", "n_genes": N}))
+    with pytest.raises(ValueError, match="model.zip.*not a readable MaskablePPO model"):
+        load_policy(str(tmp_path / "model.zip"))
+
+
+@pytest.mark.parametrize("kwargs", [{"num_envs": 0}, {"min_organism_seed": -1}, {"min_organism_seed": 2**40},
+                                    {"generation_batch": 0}, {"analyst": "oracle"}, {"tier": "impossible"}])
+def test_bad_arguments_raise_naming_them(kwargs):
+    args = {"num_envs": 2, **kwargs}
+    with pytest.raises(ValueError, match=next(iter(kwargs))):
+        LucaSB3VecEnv(**args)
