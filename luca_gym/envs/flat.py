@@ -22,8 +22,7 @@ from gymnasium import spaces
 
 from luca_gym import analysts, core, spec
 from luca_gym.core import flat
-from luca_gym.envs.luca_env import cached_organism, render_text
-from luca_gym.envs.spaces import reset_options
+from luca_gym.envs.luca_env import ended_scores, open_organism, render_text
 from luca_gym.types import Organism
 
 
@@ -51,18 +50,6 @@ def check_flat_actions(actions: Any, size: int, batch: tuple = (), name: str = "
         label = f"{name}[{', '.join(map(str, where))}]" if batch else name
         raise ValueError(f"{label}: {array[where]} not allowed; {allowed}")
     return array.astype(np.int32)
-
-
-def ended_scores(state: core.EnvState, params: core.EnvParams) -> dict:
-    """The score breakdown of an ended session as Python numbers and lists
-    (JSON-ready); refuses while the session is open."""
-    if state is None or not bool(state.ended):
-        raise RuntimeError("scores are revealed only once the session has ended")
-    out = {}
-    for k, v in jax.device_get(core.session_scores(state, params)).items():
-        v = np.asarray(v)
-        out[k] = v.tolist() if v.ndim else (int(v) if v.dtype.kind in "iu" else float(v))
-    return out
 
 
 class LucaFlatEnv(gym.Env):
@@ -131,13 +118,7 @@ class LucaFlatEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
-        options = reset_options(options, ("organism_seed",))
-        if "organism_seed" in options:
-            organism_seed = spec.check_seed(options["organism_seed"], "options['organism_seed']")
-        else:
-            organism_seed = int(self.np_random.integers(0, spec.DRAWN_SEED_LIMIT))
-        self.organism = cached_organism(organism_seed, self.tier, self.n_genes, self.mode, self.backwards)
-        key = core.noise_key(organism_seed, self.tier, self.n_genes)
+        organism_seed, self.organism, key = open_organism(self, options)
         vector, mask, self.state = flat.reset(key, self.organism.arrays, self.params, self.analyst)
         vector, self._mask = jax.device_get((vector, mask))
         info = {"organism_seed": organism_seed, "budget": self.params.budget, "action_mask": self._mask.copy()}

@@ -24,6 +24,32 @@ from luca_gym.spec import INTERVENTION_TYPES
 from luca_gym.types import Organism
 
 
+def open_organism(env: gym.Env, options) -> tuple[int, Organism, jax.Array]:
+    """The organism a single env's ``reset`` opens: ``options["organism_seed"]``
+    (checked before any cache), or a seed drawn with the env's ``np_random``.
+    Returns (organism seed, organism, session noise key). ``env`` carries
+    ``tier``, ``n_genes``, ``mode`` and ``backwards``."""
+    options = reset_options(options, ("organism_seed",))
+    if "organism_seed" in options:
+        organism_seed = spec.check_seed(options["organism_seed"], "options['organism_seed']")
+    else:
+        organism_seed = int(env.np_random.integers(0, spec.DRAWN_SEED_LIMIT))
+    organism = cached_organism(organism_seed, env.tier, env.n_genes, env.mode, env.backwards)
+    return organism_seed, organism, core.noise_key(organism_seed, env.tier, env.n_genes)
+
+
+def ended_scores(state: core.EnvState | None, params: core.EnvParams) -> dict:
+    """The score breakdown of an ended session as Python numbers and lists
+    (JSON-ready); refuses while the session is open."""
+    if state is None or not bool(state.ended):
+        raise RuntimeError("scores are revealed only once the session has ended")
+    out = {}
+    for k, v in jax.device_get(core.session_scores(state, params)).items():
+        v = np.asarray(v)
+        out[k] = v.tolist() if v.ndim else (int(v) if v.dtype.kind in "iu" else float(v))
+    return out
+
+
 @lru_cache(maxsize=512)
 def _cached_organism(seed: int, tier: str, n_genes: int, mode: str, backwards: bool) -> Organism:
     return world.make_organism(seed, tier, n_genes, mode, backwards)
@@ -89,13 +115,7 @@ class LucaEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
-        options = reset_options(options, ("organism_seed",))
-        if "organism_seed" in options:
-            organism_seed = spec.check_seed(options["organism_seed"], "options['organism_seed']")
-        else:
-            organism_seed = int(self.np_random.integers(0, spec.DRAWN_SEED_LIMIT))
-        self.organism = cached_organism(organism_seed, self.tier, self.n_genes, self.mode, self.backwards)
-        key = core.noise_key(organism_seed, self.tier, self.n_genes)
+        organism_seed, self.organism, key = open_organism(self, options)
         obs, self.state = core.reset(key, self.organism.arrays, self.params)
         return to_numpy_observation(obs), {"organism_seed": organism_seed, "budget": self.params.budget}
 
@@ -113,14 +133,7 @@ class LucaEnv(gym.Env):
 
     def scores(self) -> dict:
         """The score breakdown of the ended session; refuses while it is open."""
-        if self.state is None or not bool(self.state.ended):
-            raise RuntimeError("scores are revealed only once the session has ended")
-        raw = jax.device_get(core.session_scores(self.state, self.params))
-        out = {}
-        for k, v in raw.items():
-            v = np.asarray(v)
-            out[k] = v.tolist() if v.ndim else (int(v) if v.dtype.kind in "iu" else float(v))
-        return out
+        return ended_scores(self.state, self.params)
 
     def render(self):
         if self.render_mode != "ansi" or self.state is None:
