@@ -39,8 +39,16 @@ ACCURACY_THRESHOLD = 0.10
 # A single-gene shift larger than this makes a network edge (and is what a
 # measurement can detect, SPEC 1.3 step 12).
 NETWORK_SHIFT_THRESHOLD = 0.05
-# Two malfunctions are indistinguishable when all phenotypes agree this well.
-N_ALT_TOLERANCE = 0.02
+# Two malfunctions are indistinguishable when all phenotypes agree within this
+# many times the tier's measurement noise sigma (ours: what one measurement
+# cannot tell apart; 0.01 / 0.02 / 0.06 on easy / medium / hard).
+N_ALT_NOISE_MULTIPLE = 2.0
+
+
+def n_alt_tolerance(noise_sigma):
+    """The phenotype distance under which two malfunctions count as
+    indistinguishable, for a tier's gene-state noise sigma."""
+    return N_ALT_NOISE_MULTIPLE * noise_sigma
 
 # -- names of the settings -----------------------------------------------------------
 TIER_NAMES = ("easy", "medium", "hard")

@@ -59,12 +59,15 @@ def run_attempt(seed_hi, seed_lo, attempt, t: TierParams, p: Plan) -> tuple[Orga
         # The backwards organism inverts the settled forward one (paper
         # appendix E.1): weights, bias, signal effects and readout flip sign,
         # and the phenotypes are re-centred on the new baseline.
+        # An attempt counts only if the forward organism of the same attempt is
+        # valid too (its tasks included), so the two share their network.
+        forward_tasks = choose_tasks(p, t, arrays, singles, jax.random.fold_in(triple, 20))[0]
         net = dict(net, signal_effects=-net["signal_effects"], readout=-net["readout"])
         back, arrays, singles, _ = settle(p, t, net, -weights, jax.random.fold_in(key, 4), backwards_of=weights)
-        status = jnp.where(status == OK, back, FAILED)
+        status = jnp.where((status == OK) & (forward_tasks == OK), back, FAILED)
     ok = status == OK
     if p.disease:
-        m_status, arrays, n_alt = choose_malfunction(p, arrays, singles, jax.random.fold_in(triple, 10))
+        m_status, arrays, n_alt = choose_malfunction(p, t, arrays, singles, jax.random.fold_in(triple, 10))
         ok &= m_status == OK
         # The tasks are chosen and scored on the diseased dynamics.
         codes, flags = single_interventions(p.n, p.n_signals, (BLOCK, BOOST))
@@ -73,7 +76,7 @@ def run_attempt(seed_hi, seed_lo, attempt, t: TierParams, p: Plan) -> tuple[Orga
         ok &= (task_conv | ~jnp.concatenate([pool, pool])).all()
     else:
         n_alt, task_singles = jnp.int32(0), singles
-    t_status, base, base_conv, tasks = choose_tasks(p, arrays, task_singles, jax.random.fold_in(triple, 20))
+    t_status, base, base_conv, tasks = choose_tasks(p, t, arrays, task_singles, jax.random.fold_in(triple, 20))
     ok &= (t_status == OK) & base_conv
     low, high = HEALTHY_RANGE
     arrays = dataclasses.replace(

@@ -28,9 +28,9 @@ from luca_gym.world.tiers import Plan, TierParams
 # or 4 let spill-over move a second phenotype and random fell to 0.53-0.59).
 READOUT_GAIN = 2.0
 READOUT_WEIGHT = (0.8, 1.2)
+READOUT_LEAK = 0.2
 WEIGHT_MAGNITUDE = (0.5, 1.5)
 SIGNAL_STRENGTH = (1.0, 2.0)
-BASELINE_STATE = (0.3, 0.7)
 REPAIR_ROUNDS = 10
 # A repair edge is strong (and unscaled): one direct link must make the gene visible at any N.
 REPAIR_MAGNITUDE = (1.0, 1.5)
@@ -113,7 +113,7 @@ def draw_network(key, p: Plan, t: TierParams) -> dict:
         return jnp.where(targets, jnp.where(activates, 1.0, -1.0) * strength, 0.0)
 
     signal_effects = jax.vmap(signal)(jax.random.split(k[7], p.n_signals))
-    target_state = jax.random.uniform(k[8], (n,), minval=BASELINE_STATE[0], maxval=BASELINE_STATE[1])
+    target_state = jax.random.uniform(k[8], (n,), minval=t.state_low, maxval=t.state_high)
 
     # Readout genes: one per module (a sink if it has one: a gene with no
     # outgoing edge can only be seen if it is read out), then sinks first, then
@@ -125,9 +125,13 @@ def draw_network(key, p: Plan, t: TierParams) -> dict:
     rest = jnp.where(chosen, -1.0, jax.random.uniform(k[10], (n,)) + 2.0 * sink)
     readout_mask = chosen | top_k_mask(rest, t.n_readout - m)
     latent_mask = top_k_mask(jnp.where(readout_mask, -1.0, jax.random.uniform(k[11], (n,))), t.n_latent)
-    # Every phenotype gets a readout gene; the other readout genes feed one at random.
-    position = jnp.zeros(n, jnp.int32).at[jnp.argsort(-jnp.where(readout_mask, jax.random.uniform(k[12], (n,)), -1.0))].set(genes.astype(jnp.int32))
-    phenotype = jnp.where(position < N_PHENOTYPES, position, jax.random.randint(k[13], (n,), 0, N_PHENOTYPES))
+    # Modules read out into a home phenotype (ours): the modules, in random
+    # order, take the phenotypes in turn, so every phenotype is some module's
+    # home; a module's first readout gene feeds its home and each other readout
+    # gene does with probability 1 - READOUT_LEAK (else a phenotype at random).
+    home = (jax.random.permutation(k[12], m) % N_PHENOTYPES)[module]
+    leak = jax.random.uniform(jax.random.fold_in(k[13], 1), (n,)) < READOUT_LEAK
+    phenotype = jnp.where(chosen | ~leak, home, jax.random.randint(k[13], (n,), 0, N_PHENOTYPES))
     r = jax.random.uniform(k[14], (n,), minval=READOUT_WEIGHT[0], maxval=READOUT_WEIGHT[1])
     r = r * jnp.where(jax.random.uniform(k[15], (n,)) < 0.5, -1.0, 1.0)
     readout = jnp.zeros((N_PHENOTYPES, n)).at[phenotype, genes].set(jnp.where(readout_mask, r, 0.0))

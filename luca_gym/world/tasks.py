@@ -16,15 +16,30 @@ import jax.numpy as jnp
 from luca_gym.spec import ACCURACY_THRESHOLD, BLOCK, BOOST, N_PHENOTYPES, N_TASKS
 from luca_gym.types import OrganismArrays
 from luca_gym.world.network import FAILED, OK, RUNNING, solve_rows
-from luca_gym.world.tiers import Plan
+from luca_gym.world.tiers import Plan, TierParams
 
 TASK_CHUNK = 64  # joint interventions tried per round of the task search
 TYPE_PAIRS = ((BLOCK, BLOCK), (BLOCK, BOOST), (BOOST, BLOCK), (BOOST, BOOST))
+TYPE_COLUMNS = tuple((int(a == BOOST), int(b == BOOST)) for a, b in TYPE_PAIRS)  # rows of the effect table
+SPILL_TIE = 0.05  # spills this close count as equally focused
 
 
-def choose_tasks(p: Plan, arrays: OrganismArrays, singles, key):
+def choose_tasks(p: Plan, t: TierParams, arrays: OrganismArrays, singles, key):
     """Two held-out, non-additive BLOCK/BOOST pairs of targetable readout genes
-    from different modules that share a phenotype, tried in random order.
+    from different modules that share a phenotype, whose joint outcome misses
+    the sum of their single effects by more than the tier's ``task_residual``;
+    where the organism has no two such pairs, by more than the 0.10 accuracy
+    threshold (the guarantee). See :func:`search_tasks`."""
+    first = search_tasks(p, t.task_residual, arrays, singles, key)
+    return jax.lax.cond(
+        first[0] == OK, lambda: first, lambda: search_tasks(p, jnp.float32(ACCURACY_THRESHOLD), arrays, singles, key)
+    )
+
+
+def search_tasks(p: Plan, floor, arrays: OrganismArrays, singles, key):
+    """Two held-out pairs whose joint outcome misses the sum of the single
+    effects by more than ``floor`` (at least the accuracy threshold), tried most
+    focused first (below).
     ``singles`` are the phenotypes (at least 2N rows, P) of BLOCK, then BOOST,
     on each gene. Returns (status, baseline phenotypes (P,), baseline converged,
     task fields)."""
@@ -39,7 +54,20 @@ def choose_tasks(p: Plan, arrays: OrganismArrays, singles, key):
     pairs &= arrays.module[:, None] != arrays.module[None, :]
     combos = jnp.broadcast_to(pairs[:, :, None], (n, n, len(TYPE_PAIRS))).reshape(-1)
     n_valid = combos.sum()
-    order = jnp.argsort(-jnp.where(combos, jax.random.uniform(key, combos.shape), -1.0))
+    # Focus (ours): candidates are tried in order of how far their single
+    # effects spill onto the phenotypes the two genes do not share (least
+    # first, ties within SPILL_TIE at random). A task's genes then move
+    # their shared phenotype and little else, as the paper's random baseline
+    # implies (0.633 on medium at N=20, exactly 2/3 from N=160 on); on dense
+    # hard organisms even the most focused pair spills.
+    reads = (arrays.readout != 0).T  # (N, P)
+    apart = ~(reads[:, None, :] & reads[None, :, :])  # (N, N, P): phenotypes a pair does not share
+    size = jnp.abs(effect)  # (2, N, P)
+    spill = jnp.stack(
+        [jnp.max(jnp.where(apart, size[i][:, None, :] + size[j][None, :, :], 0.0), axis=2) for i, j in TYPE_COLUMNS], axis=2
+    ).reshape(-1)
+    priority = jax.random.uniform(key, combos.shape) - spill / SPILL_TIE
+    order = jnp.argsort(-jnp.where(combos, priority, -jnp.inf))
     pad = -order.size % TASK_CHUNK
     order = jnp.concatenate([order, jnp.zeros(pad, order.dtype)])  # combo 0 (gene 0 with itself) is never valid
     type_pairs = jnp.asarray(TYPE_PAIRS, jnp.int8)
@@ -52,8 +80,9 @@ def choose_tasks(p: Plan, arrays: OrganismArrays, singles, key):
         ta, tb = type_pairs[ti, 0], type_pairs[ti, 1]
         codes = jnp.zeros((TASK_CHUNK, n), jnp.int8).at[rows, a].set(ta).at[rows, b].set(tb)
         joint, conv = solve_rows(arrays, codes, jnp.zeros((TASK_CHUNK, s), bool))
+        # The sum of the single effects as a prediction: clipped into [0, 1] like any.
         additive = base + effect[(ta == BOOST).astype(jnp.int32), a] + effect[(tb == BOOST).astype(jnp.int32), b]
-        good = combos[idx] & (start + rows < n_valid) & conv & (jnp.abs(joint - additive).max(axis=1) > ACCURACY_THRESHOLD)
+        good = combos[idx] & (start + rows < n_valid) & conv & (jnp.abs(joint - additive).max(axis=1) > jnp.maximum(floor, ACCURACY_THRESHOLD))
 
         def accept(k, acc):
             count, genes_, codes_, truth_ = acc

@@ -22,8 +22,20 @@ class Tier:
     """Generative parameters of a difficulty tier (paper Table 1).
 
     ``ffl_per_20`` and ``feedback_per_20`` are the injected feed-forward loops and
-    feedback edges at N=20; both scale linearly with N. ``damping`` is the
-    solver's step fraction (ours).
+    feedback edges at N=20; both scale linearly with N. The rest are ours:
+    ``damping`` is the solver's step fraction; ``task_residual`` the least
+    amount (max over phenotypes) by which a prediction task's joint outcome
+    differs from the sum of its single effects (at least the 0.10 accuracy
+    threshold; rising with tier, paper Table 3's additive residual);
+    ``weight_gain`` multiplies the |w| ~ U(0.5, 1.5) edge weights and
+    ``state_range`` bounds the drawn healthy gene states;
+    ``malfunction_excess`` is how far past the healthy edge a disease
+    phenotype typically sits (see :mod:`luca_gym.world.malfunction`). Hard organisms have
+    stronger edges and genes nearer saturation: gene-level effects then
+    combine non-additively, which is what makes their held-out pairs hard for
+    a predictor that adds single effects even in logit space (paper Table 6:
+    causal-sweep 0.55 on hard); saturated genes also keep the stronger
+    network stable.
     """
 
     name: str
@@ -38,14 +50,18 @@ class Tier:
     ffl_per_20: float
     feedback_per_20: float
     damping: float
+    task_residual: float
+    weight_gain: float
+    state_range: tuple[float, float]
+    malfunction_excess: float
 
 
 TIERS: dict[str, Tier] = {
     t.name: t
     for t in (
-        Tier("easy", 0, 0.80, 0.25, 0.04, 0.20, 0.7, 0.005, 0.00, 1, 0, 1.0),
-        Tier("medium", 1, 0.60, 0.40, 0.08, 0.30, 1.0, 0.010, 0.00, 3, 3, 1.0),
-        Tier("hard", 2, 0.50, 0.50, 0.15, 0.40, 2.0, 0.030, 0.25, 4, 5, 0.7),
+        Tier("easy", 0, 0.80, 0.25, 0.04, 0.20, 0.7, 0.005, 0.00, 1, 0, 1.0, 0.12, 1.0, (0.3, 0.7), 0.0),
+        Tier("medium", 1, 0.60, 0.40, 0.08, 0.30, 1.0, 0.010, 0.00, 3, 3, 1.0, 0.16, 1.0, (0.3, 0.7), 0.03),
+        Tier("hard", 2, 0.50, 0.50, 0.15, 0.40, 2.0, 0.030, 0.25, 4, 5, 0.7, 0.24, 1.5, (0.1, 0.9), 0.2),
     )
 }
 # A tier's index keys its organisms, so the names and their order are the spec's.
@@ -134,6 +150,10 @@ class TierParams:
     beta: jax.Array
     damping: jax.Array
     noise_sigma: jax.Array
+    task_residual: jax.Array
+    state_low: jax.Array
+    state_high: jax.Array
+    malfunction_excess: jax.Array
 
 
 @lru_cache(maxsize=None)
@@ -169,9 +189,13 @@ def tier_params(tier: str, n_genes: int) -> TierParams:
         feedback=i32(round_half_up(t.feedback_per_20 * n / 20)),
         n_readout=i32(n_readout),
         n_latent=i32(min(n - n_readout, round_half_up(t.latent_fraction * n))),
-        weight_scale=f32(weight_scale(t, n)),
+        weight_scale=f32(t.weight_gain * weight_scale(t, n)),
         inhibition=f32(t.inhibition),
         beta=f32(t.beta),
         damping=f32(t.damping),
         noise_sigma=f32(t.noise_sigma),
+        task_residual=f32(t.task_residual),
+        state_low=f32(t.state_range[0]),
+        state_high=f32(t.state_range[1]),
+        malfunction_excess=f32(t.malfunction_excess),
     )
