@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 
 from luca_gym import scoring
-from luca_gym.spec import DAMPEN, LOCK_HI, LOCK_LO, NETWORK_SHIFT_THRESHOLD, PERSIST
+from luca_gym.spec import BLOCK, BOOST, DAMPEN, LOCK_HI, LOCK_LO, NETWORK_SHIFT_THRESHOLD, PERSIST
 
 LOGIT_EPS = 1e-4  # predictions are clipped into [eps, 1 - eps] before the logit
 
@@ -56,6 +56,37 @@ def logit_additive_prediction(obs: dict) -> jax.Array:
     effects = jnp.where(measured[:, None], _logit(singles) - _logit(base), 0.0)
     total = _logit(base) + effects[0] + effects[1]
     return jnp.clip(1.0 / (1.0 + jnp.exp(-total)), 0.0, 1.0).astype(jnp.float32)
+
+
+def mirrored_logit_prediction(obs: dict) -> jax.Array:
+    """float32 (P,): :func:`logit_additive_prediction`, where a task's BLOCK or
+    BOOST left unmeasured is read from the other one, mirrored in logit space
+    (a gene at mid-range moves its readouts as far up when boosted as down
+    when blocked: the paper's causal-sweep knows the model family); a gene
+    with neither measured adds nothing."""
+    n = obs["targetable"].shape[-1]
+    base = _logit(obs["baseline_phenotypes"])
+    genes = jnp.clip(obs["task_genes"], 0, n - 1)
+    columns = jnp.clip(obs["task_codes"].astype(jnp.int32) - 1, 0, 1)  # BLOCK 0, BOOST 1
+    single = obs["single_mask"].astype(bool)
+    own, other = single[genes, columns], single[genes, 1 - columns]  # (2,)
+    own_effect = _logit(obs["single_results"][genes, columns]) - base
+    other_effect = _logit(obs["single_results"][genes, 1 - columns]) - base
+    effects = jnp.where(own[:, None], own_effect, jnp.where(other[:, None], -other_effect, 0.0))
+    return jnp.clip(1.0 / (1.0 + jnp.exp(-(base + effects[0] + effects[1]))), 0.0, 1.0).astype(jnp.float32)
+
+
+def block_sum_prediction(obs: dict) -> jax.Array:
+    """float32 (P,): the baseline plus the measured BLOCK effects of the current
+    task's two genes, whatever the task's intervention types (the heuristic
+    baseline's naive superposition: it only ever BLOCKs; an unmeasured BLOCK
+    adds nothing)."""
+    n = obs["targetable"].shape[-1]
+    base = obs["baseline_phenotypes"]
+    genes = jnp.clip(obs["task_genes"], 0, n - 1)
+    measured = obs["single_mask"].astype(bool)[genes, 0]  # (2,)
+    effects = jnp.where(measured[:, None], obs["single_results"][genes, 0] - base, 0.0)
+    return jnp.clip(base + effects[0] + effects[1], 0.0, 1.0).astype(jnp.float32)
 
 
 def constant_prediction(obs: dict) -> jax.Array:
@@ -104,6 +135,50 @@ def lock_signature_diagnosis(obs: dict) -> tuple[jax.Array, jax.Array]:
     target = jnp.where(persist, n + quiet, target)
     type_ = jnp.where(persist, PERSIST, type_)
     return target.astype(jnp.int32), type_.astype(jnp.int32)
+
+
+def largest_block_diagnosis(obs: dict) -> tuple[jax.Array, jax.Array]:
+    """(target, LOCK_HI): the gene whose measured BLOCK moved the aberrant
+    phenotypes most (a gene stuck high is the one whose removal matters
+    most); the heuristic baseline's reading. Without a measured BLOCK: the
+    first targetable gene."""
+    targetable = obs["targetable"].astype(bool)
+    blocked = obs["single_mask"].astype(bool)[:, 0] & targetable
+    moved = jnp.sum(jnp.abs(obs["single_results"][:, 0] - obs["baseline_phenotypes"]) * obs["aberrant"].astype(bool), axis=-1)
+    target = jnp.where(blocked.any(), jnp.argmax(jnp.where(blocked, moved, -jnp.inf)), jnp.argmax(targetable))
+    return target.astype(jnp.int32), jnp.int32(LOCK_HI)
+
+
+def reversal_rescue(obs: dict, target, type_):
+    """The rescue that undoes a diagnosis: BLOCK a gene named LOCK_HI, BOOST
+    one named LOCK_LO; for a signal named PERSIST (it cannot be switched
+    off), the measured single that restored most (:func:`best_measured_rescue`).
+    Returns (is_signal, gene, code, signal) like it."""
+    n = obs["targetable"].shape[-1]
+    fallback = best_measured_rescue(obs)
+    is_gene = type_ != PERSIST
+    gene = jnp.where(is_gene, jnp.clip(target, 0, n - 1), fallback[1]).astype(jnp.int32)
+    code = jnp.where(is_gene, jnp.where(type_ == LOCK_HI, BLOCK, BOOST), fallback[2]).astype(jnp.int32)
+    return ~is_gene & fallback[0], gene, code, fallback[3]
+
+
+def restoring_diagnosis(obs: dict) -> tuple[jax.Array, jax.Array]:
+    """(target, type): the measured single that restored most aberrant
+    phenotypes names the fault it undoes -- a gene whose BLOCK restores is
+    locked high (LOCK_HI), one whose BOOST restores locked low (LOCK_LO), a
+    signal whose activation restores is persistent... (PERSIST); a DAMPEN
+    reads as LOCK_HI."""
+    n = obs["targetable"].shape[-1]
+    is_signal, gene, code, signal = best_measured_rescue(obs)
+    target = jnp.where(is_signal, n + signal, gene)
+    type_ = jnp.where(is_signal, PERSIST, jnp.where(code == BOOST, LOCK_LO, LOCK_HI))
+    return target.astype(jnp.int32), type_.astype(jnp.int32)
+
+
+def measured_rescue(obs: dict, target, type_):
+    """:func:`best_measured_rescue`, whatever the diagnosis (the signature of
+    the rescue rules that take one)."""
+    return best_measured_rescue(obs)
 
 
 def best_measured_rescue(obs: dict):

@@ -24,7 +24,7 @@ from luca_gym.cli import build_parser, cmd_play, main, parse_seeds
 from luca_gym.wrappers.llm import ToolSession
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-AGENTS_ALLOWED = "random, heuristic, causal-sweep"
+AGENTS_ALLOWED = "random, heuristic, causal-sweep, task-directed"
 
 
 def make_record(agent, tier, mode, n, seed, composite) -> dict:

@@ -72,7 +72,7 @@ def test_plan_is_the_full_product():
 @pytest.mark.parametrize(
     "args, words",
     [
-        ((["robot"], ["easy"], ["healthy"], [20], [0]), ["'robot'", "random, heuristic, causal-sweep"]),
+        ((["robot"], ["easy"], ["healthy"], [20], [0]), ["'robot'", "random, heuristic, causal-sweep, task-directed"]),
         ((["random"], ["extreme"], ["healthy"], [20], [0]), ["'extreme'", "easy, medium, hard"]),
         ((["random"], ["easy"], ["sick"], [20], [0]), ["'sick'", "healthy, disease"]),
         ((["random"], ["easy"], ["healthy"], [3], [0]), ["n_genes", "4..4096"]),

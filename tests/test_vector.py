@@ -8,7 +8,7 @@ import pytest
 import luca_gym  # noqa: F401  (registers the environments)
 from luca_gym import core
 from luca_gym.baselines import make_policy
-from luca_gym.baselines.batched import causal_sweep_policy, heuristic_policy, random_policy
+from luca_gym.baselines.batched import causal_sweep_policy, heuristic_policy, random_policy, task_directed_policy
 from luca_gym.envs import LucaEnv, LucaVectorEnv
 from luca_gym.functional import organism_batch, rollout
 from luca_gym.eval import SessionSpec, run_session
@@ -154,10 +154,12 @@ def test_sharded_and_unsharded_rollouts_agree_on_two_cpu_devices():
         ("causal-sweep", "hard", "healthy"),
         ("causal-sweep", "easy", "disease"),
         ("causal-sweep", "hard", "disease"),
+        ("task-directed", "medium", "healthy"),
+        ("task-directed", "hard", "disease"),
     ],
 )
 def test_batched_baseline_matches_the_single_env_harness_score_for_score(agent, tier, mode):
-    policies = {"heuristic": heuristic_policy, "causal-sweep": causal_sweep_policy}
+    policies = {"heuristic": heuristic_policy, "causal-sweep": causal_sweep_policy, "task-directed": task_directed_policy}
     params = core.make_params(tier, 20, mode)
     seeds = list(range(6))
     organisms, keys = organism_batch(seeds, tier, 20, mode)

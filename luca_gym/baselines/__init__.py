@@ -2,11 +2,14 @@
 
 from luca_gym.baselines.policies import (
     BASELINES,
+    PAPER_BASELINES,
     CausalSweepPolicy,
     HeuristicPolicy,
     Policy,
     RandomPolicy,
+    SweepPolicy,
+    TaskDirectedPolicy,
     make_policy,
 )
 
-__all__ = ["BASELINES", "CausalSweepPolicy", "HeuristicPolicy", "Policy", "RandomPolicy", "make_policy"]
+__all__ = ["BASELINES", "PAPER_BASELINES", "CausalSweepPolicy", "HeuristicPolicy", "Policy", "RandomPolicy", "SweepPolicy", "TaskDirectedPolicy", "make_policy"]

@@ -12,9 +12,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from luca_gym import analysts, core, scoring
-from luca_gym.spec import BLOCK, LOCK_HI
-
+from luca_gym import analysts, core
+from luca_gym.baselines.policies import PAPER_RULES
+from luca_gym.spec import BLOCK, BOOST
 
 def random_policy(params: core.EnvParams):
     """The random baseline as a jittable batched policy: reveal each task and
@@ -73,63 +73,73 @@ def network_from_singles(obs) -> jax.Array:
     return jax.vmap(analysts.network_from_singles)(obs)
 
 
-def heuristic_policy(params: core.EnvParams):
-    """:class:`~luca_gym.baselines.HeuristicPolicy`, batched: BLOCK each
-    targetable gene in order (keeping the rescue's unit in disease mode), then
-    reveal and predict by summing BLOCK effects, then diagnose the gene whose
-    BLOCK best restored the aberrant phenotypes (LOCK_HI), test that BLOCK as
-    the rescue, submit the network, end."""
+def sweep_policy(params: core.EnvParams, codes: tuple[int, ...], predict, diagnose, rescue):
+    """A paper-style baseline, batched: experiments first -- each code of
+    ``codes`` in turn (BLOCK, then BOOST...) on every targetable gene in index
+    order, keeping the rescue's unit in disease mode, until the sweep is done
+    or the budget is spent; then each task is revealed and answered with
+    ``predict(obs)``; in disease mode ``diagnose(obs) -> (target, type)`` is
+    committed and ``rescue(obs, target, type)`` tested once; then the network
+    read from the singles is submitted and the session ended. ``predict``,
+    ``diagnose`` and ``rescue`` are per-session functions of
+    :mod:`luca_gym.analysts`."""
     n, s = params.n_genes, params.n_signals
     reserve = params.rescue_cost if params.disease else 0
+    code_of = jnp.asarray(codes, jnp.int32)
 
     def act(key, obs):
         mask = obs["action_mask"]
-        b = mask.shape[0]
+        rows = jnp.arange(mask.shape[0])
         targetable = obs["targetable"].astype(bool)
         single = obs["single_mask"].astype(bool)
-        blocked = single[:, :, 0]
-        base = obs["baseline_phenotypes"]
-        todo = targetable & ~blocked
-        first_todo = jnp.argmax(todo, axis=1)
-        sweep = todo.any(axis=1) & (obs["budget_left"] - params.experiment_cost >= reserve) & mask[:, core.EXPERIMENT]
+        todo = jnp.stack([targetable & ~single[:, :, c - 1] for c in codes], axis=1)  # (B, C, N)
+        column = jnp.argmax(todo.any(axis=2), axis=1)
+        sweep_gene = jnp.argmax(todo[rows, column], axis=1)
+        afford = (obs["budget_left"] - params.experiment_cost >= reserve) & mask[:, core.EXPERIMENT]
+        sweep = afford & todo.any(axis=(1, 2))
 
-        block_effect = obs["single_results"][:, :, 0] - base[:, None, :]  # (B, N, P)
-        rows = jnp.arange(b)
-        task_effects = jnp.where(blocked[rows[:, None], obs["task_genes"]][..., None], block_effect[rows[:, None], obs["task_genes"]], 0.0)
-        prediction = jnp.clip(base + (task_effects[:, 0] + task_effects[:, 1]), 0.0, 1.0)
-
-        # Best BLOCK: most aberrant phenotypes in range, then the least distance from 0.5.
-        phen = obs["single_results"][:, :, 0]
-        aberrant = obs["aberrant"].astype(bool)[:, None, :]
-        count = jnp.sum(scoring.in_healthy_range(phen) & aberrant, axis=2)
-        distance = jnp.sum(jnp.abs(phen - 0.5) * aberrant, axis=2)
-        top = jnp.max(jnp.where(blocked, count, -1), axis=1, keepdims=True)
-        candidates = blocked & (count == top)
-        best = jnp.where(blocked.any(axis=1), jnp.argmax(jnp.where(candidates, -distance, -jnp.inf), axis=1), jnp.argmax(targetable, axis=1))
-
-        rescued = obs["budget_left"] < params.budget - jnp.sum(blocked, axis=1) * params.experiment_cost
+        target, type_ = jax.vmap(diagnose)(obs)
+        r_is_signal, r_gene, r_code, r_signal = jax.vmap(rescue)(obs, target, type_)
+        experiments = jnp.sum(single, axis=(1, 2)) + jnp.sum(obs["signal_mask"], axis=1)
+        rescued = obs["budget_left"] < params.budget - experiments * params.experiment_cost
         kind = jnp.select(
             [sweep, mask[:, core.REVEAL_TASK], mask[:, core.SUBMIT_PREDICTION], mask[:, core.COMMIT_DIAGNOSIS],
              ~rescued & mask[:, core.TEST_RESCUE], ~obs["network_submitted"].astype(bool)],
             [core.EXPERIMENT, core.REVEAL_TASK, core.SUBMIT_PREDICTION, core.COMMIT_DIAGNOSIS, core.TEST_RESCUE, core.SUBMIT_NETWORK],
             core.END,
         )
-        gene = jnp.where(kind == core.EXPERIMENT, first_todo, best)
+        is_rescue = kind == core.TEST_RESCUE
+        gene_codes, flags = single_target(
+            is_rescue & r_is_signal, jnp.where(is_rescue, r_gene, sweep_gene),
+            jnp.where(is_rescue, r_code, code_of[column]), r_signal, n, s,
+        )
         return core.Action(
             kind=kind.astype(jnp.int32),
-            gene_codes=(jax.nn.one_hot(gene, n, dtype=jnp.int32) * BLOCK),
-            signal_flags=jnp.zeros((b, s), bool),
-            prediction=prediction.astype(jnp.float32),
-            diagnosis_target=best.astype(jnp.int32),
-            diagnosis_type=jnp.full(b, LOCK_HI, jnp.int32),
+            gene_codes=gene_codes.astype(jnp.int32),
+            signal_flags=flags,
+            prediction=jax.vmap(predict)(obs).astype(jnp.float32),
+            diagnosis_target=target.astype(jnp.int32),
+            diagnosis_type=type_.astype(jnp.int32),
             network=network_from_singles(obs),
         )
 
     return act
 
 
+def heuristic_policy(params: core.EnvParams):
+    """:class:`~luca_gym.baselines.HeuristicPolicy`, batched (see
+    :data:`luca_gym.baselines.policies.PAPER_RULES`)."""
+    return sweep_policy(params, (BLOCK,), *PAPER_RULES["heuristic"])
+
+
 def causal_sweep_policy(params: core.EnvParams):
-    """:class:`~luca_gym.baselines.CausalSweepPolicy`, batched: for each task,
+    """:class:`~luca_gym.baselines.CausalSweepPolicy`, batched (see
+    :data:`luca_gym.baselines.policies.PAPER_RULES`)."""
+    return sweep_policy(params, (BLOCK, BOOST), *PAPER_RULES["causal-sweep"])
+
+
+def task_directed_policy(params: core.EnvParams):
+    """:class:`~luca_gym.baselines.TaskDirectedPolicy`, batched: for each task,
     measure the two singles it combines and predict in logit space; then sweep
     (signals first in disease mode, then BLOCK, then BOOST) keeping the
     rescue's unit; diagnose from lock signatures; rescue with the best measured
@@ -203,3 +213,8 @@ def causal_sweep_policy(params: core.EnvParams):
         )
 
     return act
+
+
+# The batched baselines by name (the names of :data:`luca_gym.baselines.BASELINES`).
+POLICIES = {"random": random_policy, "heuristic": heuristic_policy, "causal-sweep": causal_sweep_policy,
+            "task-directed": task_directed_policy}
