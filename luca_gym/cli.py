@@ -1,4 +1,4 @@
-"""The ``luca-gym`` command: ``eval``, ``train``, ``report``, ``info``, ``play`` and ``mcp``.
+"""The ``luca-gym`` command: ``eval``, ``train``, ``report``, ``fidelity``, ``info``, ``play`` and ``mcp``.
 
 ``info``, ``play`` and ``mcp`` open their session from the same arguments
 through one function (:func:`open_session`), so all three show the same
@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 from luca_gym import world
-from luca_gym.baselines import BASELINES
+from luca_gym.baselines import BASELINES, PAPER_BASELINES
 from luca_gym.spec import MALFUNCTION_TYPES, MODES, TIER_NAMES
 
 EXIT_USAGE = 2
@@ -204,6 +204,24 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_fidelity(args) -> int:
+    from luca_gym import fidelity
+
+    seeds = parse_seeds(args.seeds)
+    scaling_seeds = None if args.scaling_seeds is None else parse_seeds(args.scaling_seeds)
+    tiers = _names(args.tiers, "tier", ", ".join(TIER_NAMES))
+    agents = _names(args.agents, "agent", "the batched baselines")
+    tables = _names(args.tables, "tables", ", ".join(fidelity.TABLES))
+    n_genes = _ints(args.n_genes, "n-genes")
+    _writable_dir(args.out)
+    # run() checks every argument (naming it and what is allowed) before any work.
+    report = fidelity.run(seeds, tiers, agents, n_genes, scaling_seeds, tables, log=None if args.quiet else fidelity.stderr_log)
+    fidelity.write_report(report, args.out)
+    print(fidelity.format_tables(report))
+    print(f"{fidelity.summary_line(report)} ({report['wall_s']:.0f} s); report: {os.path.join(args.out, 'fidelity.md')}")
+    return 0
+
+
 def describe(organism) -> str:
     """A short public description of an organism plus its size figures."""
     a, m = organism.arrays, organism.meta
@@ -349,7 +367,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("eval", help="run a sweep of agents over organisms (resumable)")
     p.add_argument(
-        "--agents", default=",".join(BASELINES),
+        "--agents", default=",".join(PAPER_BASELINES),
         help=f"comma-separated: {', '.join(BASELINES)}, openai:MODEL, anthropic:MODEL, ppo:RUN_DIR, sb3:FILE.zip",
     )
     p.add_argument("--base-url", default=None, help="OpenAI-compatible server for openai:MODEL agents (local servers too)")
@@ -385,6 +403,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("results", help="results folder or sessions.jsonl")
     p.add_argument("--out", default=None, help="where to write report.md and figures (default: the results folder)")
     p.set_defaults(func=cmd_report)
+
+    from luca_gym.fidelity import DEFAULT_AGENTS, DEFAULT_SCALING_N, SCALING_SEEDS, TABLES
+
+    p = sub.add_parser(
+        "fidelity",
+        help="our world's figures against the paper's Tables 3, 6, 7, 8 and 11, with bands and verdicts",
+        description="Measure the world's organism statistics (Table 3 and Table 1's loop counts) and the batched "
+        "baselines' scores (Tables 6, 7, 8 at N=20; Table 11, medium healthy, against N), compare each figure with "
+        "the paper's within its band (see the docstring of luca_gym.fidelity), print the verdicts and write "
+        "fidelity.md, fidelity.json and PNG figures into --out. Exit code 0 whatever the verdicts (a report); "
+        "2 on bad arguments.",
+    )
+    p.add_argument("--seeds", default="0-19", help="organisms for Tables 3, 6, 7, 8 (the paper: 20 per tier), e.g. 0-19, 0,3,7 or 0-4,10")
+    p.add_argument("--tiers", default=",".join(TIER_NAMES), help=f"comma-separated tiers for Tables 3, 6, 7, 8 (default {','.join(TIER_NAMES)})")
+    p.add_argument("--agents", default=",".join(DEFAULT_AGENTS),
+                   help="comma-separated batched baselines (luca_gym.baselines.batched.POLICIES; the paper has figures "
+                        f"for {', '.join(DEFAULT_AGENTS)})")
+    p.add_argument("--n-genes", default=",".join(map(str, DEFAULT_SCALING_N)),
+                   help="sizes for Table 11, comma-separated (default %(default)s, for speed on a CPU; the paper also "
+                        "has 320, 640, 1280, allowed but slow)")
+    p.add_argument("--scaling-seeds", default=None,
+                   help=f"organisms for Table 11 (the paper: 10 per cell; default the first {SCALING_SEEDS} of --seeds)")
+    p.add_argument("--tables", default=",".join(TABLES), help=f"which tables to compute, comma-separated (default {','.join(TABLES)})")
+    p.add_argument("--out", default="results/fidelity", help="folder for fidelity.md, fidelity.json and figures (default %(default)s)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.set_defaults(func=cmd_fidelity)
 
     for name, helptext, func in (
         ("info", "describe one organism", cmd_info),

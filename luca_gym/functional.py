@@ -76,9 +76,24 @@ def rollout(policy_fn, key: jax.Array, organisms, noise_keys, params: core.EnvPa
     return _rollout(policy_fn, key, organisms, noise_keys, params, num_steps)
 
 
+def rollout_scores(policy_fn, key: jax.Array, organisms, noise_keys, params: core.EnvParams, num_steps: int) -> dict:
+    """:func:`rollout`'s sessions (same scan, same per-step keys), returning
+    the score breakdown of each: a dict of float32 (B,) ``returns``,
+    ``composite``, ``prediction``, ``diagnosis``, ``rescue`` and bool (B,)
+    ``ended`` (``luca-gym fidelity`` reads the sub-scores of paper Table 8)."""
+    return _rollout_scores(policy_fn, key, organisms, noise_keys, params, num_steps)
+
+
 @partial(jax.jit, static_argnames=("policy_fn", "params", "num_steps"))
 def _rollout(policy_fn, key, organisms, noise_keys, params, num_steps):
-    return _sessions(policy_fn, key, organisms, noise_keys, params, num_steps)
+    total, scores, ended = _sessions(policy_fn, key, organisms, noise_keys, params, num_steps)
+    return total, scores["composite"], ended
+
+
+@partial(jax.jit, static_argnames=("policy_fn", "params", "num_steps"))
+def _rollout_scores(policy_fn, key, organisms, noise_keys, params, num_steps):
+    total, scores, ended = _sessions(policy_fn, key, organisms, noise_keys, params, num_steps)
+    return dict(scores, returns=total, ended=ended)
 
 
 def _sessions(policy_fn, key, organisms, noise_keys, params, num_steps):
@@ -92,7 +107,7 @@ def _sessions(policy_fn, key, organisms, noise_keys, params, num_steps):
 
     (obs, state, total), _ = jax.lax.scan(body, (obs, state, jnp.zeros(noise_keys.shape[0], jnp.float32)), jax.random.split(key, num_steps))
     scores = jax.vmap(partial(core.session_scores, network=False), in_axes=(0, None))(state, params)
-    return total, scores["composite"], state.ended
+    return total, scores, state.ended
 
 
 def fresh_rollout(policy_fn, key: jax.Array, params: core.EnvParams, tier: str, num_envs: int, num_steps: int,
@@ -126,7 +141,8 @@ def _fresh_rollout(policy_fn, key, params, t, plan, num_envs, num_steps, group, 
         lambda lo: world.traced_generate(jnp.uint32(0), lo, t, plan, max_attempts), seeds, batch_size=min(group, num_envs)
     )
     noise_keys = core.traced_noise_keys(zeros, seeds, t.index.astype(jnp.uint32), jnp.uint32(params.n_genes))
-    returns, composite, ended = _sessions(policy_fn, run_key, organisms, noise_keys, params, num_steps)
+    returns, scores, ended = _sessions(policy_fn, run_key, organisms, noise_keys, params, num_steps)
+    composite = scores["composite"]
     return {"returns": returns, "composite": composite, "ended": ended, "seeds": seeds, "generated": ok}
 
 
