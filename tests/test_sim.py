@@ -4,9 +4,12 @@ noise, input validation and large organisms."""
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import re
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -130,8 +133,10 @@ def test_persistent_signal_stays_on():
 
 
 def test_hard_organisms_converge_on_random_interventions():
-    """>= 99.9% of 10,000 random interventions (1-5 targetable genes, random
-    codes, random signals) on hard organisms converge; nothing is NaN or inf."""
+    """>= 99.97% of 10,000 random interventions (1-5 targetable genes, random
+    codes, random signals) on hard organisms converge; nothing is NaN or inf.
+    (Observed: 1 fails; the damped loop alone left 9. Over 200,000 hard
+    interventions see benchmarks/convergence.py.)"""
     rng = np.random.default_rng(2024)
     total, failed = 0, []
     for seed in range(10):
@@ -148,11 +153,172 @@ def test_hard_organisms_converge_on_random_interventions():
         assert_finite(r.states, r.phenotypes)
         conv = np.asarray(r.converged)
         steps = np.asarray(r.steps)
-        assert (steps[conv] <= sim.MAX_STEPS).all() and (steps[~conv] == sim.MAX_STEPS).all()
+        # the damped loop's updates plus any Newton steps (sim.fixed_point)
+        assert (steps[conv] <= sim.MAX_UPDATES).all() and (steps[~conv] >= sim.MAX_STEPS).all()
         total += count
         failed += [(seed, mode, b) for b in np.flatnonzero(~conv)]
     assert total == 10_000
-    assert len(failed) <= 10, f"{len(failed)} of {total} did not converge: {failed[:20]}"
+    assert len(failed) <= 3, f"{len(failed)} of {total} did not converge: {failed[:20]}"
+
+
+# -- the Newton polish ---------------------------------------------------------------
+
+
+def _hand_built(base, entries, start):
+    """``base`` (an N=20 organism's arrays, so the compiled solvers are shared)
+    with every gene unregulated except ``entries`` {(i, j): W[i, j]}, the
+    fixed point of the regulated genes at 0.5 (bias -W 0.5), the solver
+    starting from ``start`` {gene: state} (0.5 elsewhere), no lock, beta 2 and
+    damping 0.7 (the hard tier)."""
+    n = base.n_genes
+    w = np.zeros((n, n), np.float32)
+    for (i, j), v in entries.items():
+        w[i, j] = v
+    bias = (-w @ np.full(n, 0.5)).astype(np.float32)
+    s0 = np.full(n, 0.5, np.float32)
+    for g, v in start.items():
+        s0[g] = v
+    f32 = np.float32
+    return dataclasses.replace(
+        base,
+        weights=jnp.asarray(w),
+        bias=jnp.asarray(bias),
+        baseline_input=jnp.asarray((w.astype(np.float64) @ s0 + bias).astype(f32)),
+        beta=jnp.asarray(f32(2.0)),
+        damping=jnp.asarray(f32(0.7)),
+        signal_effects=jnp.zeros_like(base.signal_effects),
+        baseline_state=jnp.asarray(s0),
+        gene_lock=jnp.zeros_like(base.gene_lock),
+        signal_persist=jnp.zeros_like(base.signal_persist),
+    )
+
+
+@functools.cache
+def _stalling():
+    """Three hand-built organisms on which the damped loop cannot finish in
+    MAX_STEPS, each with its intervention:
+
+    * ``oscillating``: a negative feedback pair (0 -| 1 -> 0) with BOOST on gene
+      2, which feeds gene 0. The Jacobian's eigenvalues are about +-1.0i: the
+      ODE spirals in, the damping-0.7 update overshoots (|0.3 + 0.7 lambda| > 1)
+      and cycles for ever, even in float64;
+    * ``slow``: self-activation of gene 3 with Jacobian 0.98 at the fixed point:
+      the damped update converges, after ~1500 updates;
+    * ``unstable``: a weaker pair with self-activation, eigenvalues 1.05 +- 0.5i
+      at its only fixed point (0.5, 0.5): the ODE has a limit cycle around it
+      and no steady state to find.
+    """
+    base = make(0, "hard", 20, "healthy").arrays
+    boost2 = np.zeros(20, np.int8)
+    boost2[2] = BOOST
+    return {
+        "oscillating": (_hand_built(base, {(0, 1): -4.0, (1, 0): 4.0, (0, 2): 0.3}, {0: 0.7, 1: 0.4}), boost2),
+        "slow": (_hand_built(base, {(3, 3): 1.96}, {3: 0.9}), np.zeros(20, np.int8)),
+        "unstable": (
+            _hand_built(base, {(0, 0): 2.1, (1, 1): 2.1, (0, 1): -1.0, (1, 0): 1.0}, {0: 0.55, 1: 0.5}),
+            np.zeros(20, np.int8),
+        ),
+    }
+
+
+def _ode_reference(arrays, codes, damping=None):
+    """The float64 steady state of ds/dt = f(s) - s, by the reference's damped
+    update at the organism's damping or at ``damping`` (a finer step of the
+    same ODE, where the organism's overshoots)."""
+    p = ref.as_float64(arrays)
+    if damping is not None:
+        p = dict(p, damping=np.float64(damping))
+    return ref.solve(p, codes, max_steps=20_000)
+
+
+@pytest.mark.parametrize("case", ["oscillating", "slow"])
+def test_polish_finishes_where_the_damped_loop_stalls(case):
+    """The damped loop alone (``polish=False``) stops at MAX_STEPS unconverged;
+    the default solver's Newton steps reach the float64 steady state, clamped
+    genes exact, and ``steps`` counts the Newton steps too."""
+    arrays, codes = _stalling()[case]
+    flags = np.zeros(3, bool)
+    damped = sim.solve(arrays, codes, flags, polish=False)
+    assert not bool(damped.converged) and int(damped.steps) == sim.MAX_STEPS
+    r = sim.solve(arrays, codes, flags)
+    assert bool(r.converged)
+    assert sim.MAX_STEPS < int(r.steps) <= sim.MAX_UPDATES
+    states = np.asarray(r.states)
+    assert ((states >= 0) & (states <= 1)).all()
+    assert np.array_equal(states[codes == BOOST], np.ones((codes == BOOST).sum()))
+    expected = _ode_reference(arrays, codes, 0.1 if case == "oscillating" else None)
+    assert expected.converged
+    d = np.abs(states - expected.states).max()
+    assert d < AGREEMENT, f"{case}: |states - reference| = {d:.2e}"
+    assert np.abs(np.asarray(r.phenotypes) - expected.phenotypes).max() < AGREEMENT
+    if case == "oscillating":  # at damping 0.7 even float64 cycles; the damped answer is far off
+        assert not _ode_reference(arrays, codes).converged
+        assert np.abs(np.asarray(damped.states) - expected.states).max() > 0.01
+
+
+def test_polish_rejects_an_unstable_fixed_point():
+    """Newton finds the unstable fixed point of the limit-cycle organism (it
+    stops before NEWTON_STEPS: the residual fell below the tolerance); it is not
+    a steady state, so the solve is reported not converged and returns the
+    damped loop's state, bitwise."""
+    arrays, codes = _stalling()["unstable"]
+    flags = np.zeros(3, bool)
+    damped = sim.solve(arrays, codes, flags, polish=False)
+    r = sim.solve(arrays, codes, flags)
+    assert not bool(damped.converged) and not bool(r.converged)
+    np.testing.assert_array_equal(np.asarray(r.states), np.asarray(damped.states))
+    np.testing.assert_array_equal(np.asarray(r.phenotypes), np.asarray(damped.phenotypes))
+    assert sim.MAX_STEPS < int(r.steps) < sim.MAX_UPDATES
+
+
+def test_polish_leaves_converged_solves_bitwise_under_vmap():
+    """One ``solve_organisms`` batch mixing the three stalling solves with 61
+    random interventions on generated organisms: the Newton loop runs for the
+    batch, yet every row the damped loop finished is bitwise the
+    ``polish=False`` result (states, phenotypes, steps), and the stalling rows
+    match ``sim.solve`` alone."""
+    rng = np.random.default_rng(11)
+    stalling = _stalling()
+    organisms = [make(seed, tier, 20, mode).arrays for seed, tier, mode in [
+        (0, "hard", "healthy"), (1, "hard", "disease"), (2, "medium", "disease"), (3, "easy", "healthy"),
+    ]]
+    rows, codes, flags = [], np.zeros((64, 20), np.int8), np.zeros((64, 3), bool)
+    for b, (arrays, c) in enumerate(stalling.values()):
+        rows.append(arrays)
+        codes[b] = c
+    for b in range(len(stalling), 64):
+        arrays = organisms[b % len(organisms)]
+        targetable = np.flatnonzero(~np.asarray(arrays.latent_mask))
+        genes = rng.choice(targetable, size=1 + b % 2, replace=False)
+        codes[b, genes] = rng.integers(1, 4, size=genes.size)
+        flags[b] = rng.random(3) < 0.25
+        rows.append(arrays)
+    stacked = sim.stack(rows)
+    new = sim.solve_organisms(stacked, codes, flags)
+    old = sim.solve_organisms(stacked, codes, flags, polish=False)
+    done = np.asarray(old.converged)
+    assert done[len(stalling):].all() and not done[: len(stalling)].any()
+    for field in ("states", "phenotypes", "steps", "converged"):
+        np.testing.assert_array_equal(np.asarray(getattr(new, field))[done], np.asarray(getattr(old, field))[done])
+    np.testing.assert_array_equal(np.asarray(new.converged), [True, True, False] + [True] * 61)
+    for b, (arrays, c) in enumerate(stalling.values()):
+        alone = sim.solve(arrays, c, np.zeros(3, bool))
+        np.testing.assert_allclose(np.asarray(new.states[b]), np.asarray(alone.states), rtol=0, atol=1e-6)
+        assert bool(new.converged[b]) == bool(alone.converged)
+
+
+def test_polish_traces_once_per_shape():
+    """The polish is part of the one trace: new organisms of the size, stalling
+    or not, reuse the compiled solver."""
+    stalling = _stalling()
+    flags = np.zeros(3, bool)
+    warm, codes = stalling["oscillating"]
+    jax.block_until_ready(sim.solve(warm, codes, flags))
+    before = sim.TRACE_COUNT["solve"]
+    for arrays, c in stalling.values():
+        jax.block_until_ready(sim.solve(arrays, c, flags))
+    jax.block_until_ready(sim.solve(make(4, "hard", 20).arrays, codes * 0, flags))
+    assert sim.TRACE_COUNT["solve"] == before
 
 
 # -- batch invariance ----------------------------------------------------------

@@ -59,7 +59,7 @@ def observation_shapes(params: EnvParams) -> dict:
         "targetable": ((n,), b, 0, 1),
         "last_phenotypes": ((p,), f, 0.0, 1.0),
         "last_converged": ((), b, 0, 1),
-        "last_steps": ((), i, 0, sim.MAX_STEPS),
+        "last_steps": ((), i, 0, sim.MAX_UPDATES),
         "last_in_range": ((p,), b, 0, 1),
         "last_restored_fraction": ((), f, 0.0, 1.0),
         "last_error": ((), i, 0, len(ERRORS) - 1),
