@@ -29,7 +29,8 @@ from luca_gym.world.generator import (
     organism_meta,
     traced_generate,
 )
-from luca_gym.world.network import STABILITY_MARGIN, STABILITY_SQUARINGS, spectral_radius_bound
+from luca_gym.sim import STABILITY_SQUARINGS, spectral_radius_bound
+from luca_gym.world.network import STABILITY_MARGIN
 from luca_gym.world.tiers import (
     TIERS,
     Plan,

@@ -36,9 +36,6 @@ REPAIR_ROUNDS = 10
 REPAIR_MAGNITUDE = (1.0, 1.5)
 # The healthy fixed point must attract the solver's damped update.
 STABILITY_MARGIN = 1e-3
-# The spectral radius of the update's Jacobian is bounded by ||J^(2^k)||^(1/2^k)
-# (Gelfand); 2^16 squarings make the bound tight to ~1e-4 for any sane matrix.
-STABILITY_SQUARINGS = 16
 # Rows solved side by side in one vmapped solver loop at most: a row that needs
 # all MAX_STEPS updates holds only its chunk (about 2^19 gene states per chunk).
 SOLVE_CHUNK_STATES = 1 << 19
@@ -198,32 +195,6 @@ def single_interventions(n: int, s: int, types) -> tuple[jax.Array, jax.Array]:
     return codes, flags
 
 
-def spectral_radius_bound(matrix: jax.Array, squarings: int = STABILITY_SQUARINGS) -> jax.Array:
-    """The spectral radius, estimated from above as ||A^(2^k)||^(1/2^k) by
-    repeated normalised squaring (Gelfand's formula; runs on any backend,
-    unlike ``eigvals``).
-
-    With the max-abs norm the estimate can sit below the radius by a factor
-    n^(-1/2^k) at most (1.3e-4 at N=4096, k=16), inside STABILITY_MARGIN. For
-    strongly non-normal matrices (entries of the normalised powers spanning
-    more than float32's range) small entries flush to zero and the estimate
-    can follow a smaller eigenvalue; the generator's Jacobians are far from
-    that (tests/test_generate.py compares it with ``eigvals``).
-    """
-
-    def square(i, carry):
-        a, log_scale = carry
-        norm = jnp.maximum(jnp.max(jnp.abs(a)), 1e-30)
-        a = a / norm
-        return a @ a, 2.0 * (log_scale + jnp.log(norm))
-
-    a, log_scale = jax.lax.fori_loop(0, squarings, square, (matrix, jnp.float32(0.0)))
-    # max-abs norm of A^(2^k) is within a factor n of any induced norm; that
-    # factor's 2^k-th root is ~1 + log(n) / 2^k.
-    log_norm = jnp.log(jnp.maximum(jnp.max(jnp.abs(a)), 1e-30)) + log_scale
-    return jnp.exp(log_norm / 2.0**squarings)
-
-
 def settle(p: Plan, t: TierParams, net: dict, weights, key, backwards_of=None):
     """Steps 10-12: solve the baseline, check it is stable and every gene is
     visible, repair silent genes (at most REPAIR_ROUNDS rounds).
@@ -253,7 +224,7 @@ def settle(p: Plan, t: TierParams, net: dict, weights, key, backwards_of=None):
         r = sim.fixed_point(provisional, jnp.zeros(n, jnp.int8), jnp.zeros(s, bool), sim.MAX_STEPS, sim.TOL)
         state = r.states
         jacobian = (1 - t.damping) * jnp.eye(n) + t.damping * (t.beta * state * (1 - state))[:, None] * w
-        stable = spectral_radius_bound(jacobian) < 1 - STABILITY_MARGIN
+        stable = sim.spectral_radius_bound(jacobian) < 1 - STABILITY_MARGIN
         arrays = organism_arrays(p, t, net, w, bias, w @ (state - target) + constant, state)
         return arrays, r.converged & stable
 
