@@ -14,7 +14,7 @@ observation of one session, it returns
 
 Two analysts are named in :data:`ANALYSTS`:
 
-* ``logit-additive`` -- causal-sweep's: adds the measured single effects of a
+* ``logit-additive`` -- task-directed's: adds the measured single effects of a
   task's two interventions in logit space (the model family is sigmoid),
   reads edges with the scorer's rule, and diagnoses a lock by the single that
   no longer moves the organism (BOOST on a gene locked high, BLOCK on one
