@@ -16,8 +16,9 @@ from __future__ import annotations
 import numpy as np
 
 from luca_gym import core, spec
+from luca_gym import seal as seal_mod
 from luca_gym.envs.luca_env import LucaEnv
-from luca_gym.spec import GENE_TYPES, INTERVENTION_TYPES, MALFUNCTION_TYPES, NONE, SIGNAL_TYPE
+from luca_gym.spec import GENE_TYPES, INTERVENTION_TYPES, MALFUNCTION_TYPES, NO_MALFUNCTION, NONE, SIGNAL_TYPE
 from luca_gym.types import OrganismMeta
 
 # Paper call name -> core action kind (None: a free call with no core action).
@@ -37,19 +38,22 @@ CALL_OF_KIND = {kind: name for name, kind in CALLS.items() if kind is not None}
 DIRECTIONS = {"+": 1, "-": -1}
 
 
-def open_session(seed, tier="medium", mode="healthy", n_genes=20, backwards=False, env: LucaEnv | None = None):
+def open_session(seed, tier="medium", mode="healthy", n_genes=20, backwards=False, env: LucaEnv | None = None, *, sealed=None):
     """Validate the settings, build a :class:`LucaEnv` from them (or take
     ``env``, which must have been built from the same ones) and reset it to
-    organism ``seed``. Returns ``(env, first observation)``.
+    organism ``seed`` (sealed under ``sealed``, :mod:`luca_gym.seal`).
+    Returns ``(env, first observation)``.
 
     Raises ValueError naming the bad setting and what is allowed."""
     seed = spec.check_seed(seed)
     tier, n_genes, mode, backwards = spec.check_organism(tier, n_genes, mode, backwards)
-    env = env if env is not None else LucaEnv(tier=tier, mode=mode, n_genes=n_genes, backwards=backwards)
+    seal = seal_mod.make_seal(sealed)
+    env = env if env is not None else LucaEnv(tier=tier, mode=mode, n_genes=n_genes, backwards=backwards, sealed=seal)
     obs, _ = env.reset(options={"organism_seed": seed})
     m = env.organism.meta
-    built = {"tier": m.tier, "n_genes": m.n_genes, "mode": m.mode, "backwards": m.backwards}
-    wanted = {"tier": tier, "n_genes": n_genes, "mode": mode, "backwards": backwards}
+    built = {"tier": m.tier, "n_genes": m.n_genes, "mode": m.mode, "backwards": m.backwards, "sealed": m.sealed}
+    wanted = {"tier": tier, "n_genes": n_genes, "mode": mode, "backwards": backwards,
+              "sealed": None if seal is None else seal.fingerprint}
     for name, value in wanted.items():
         if built[name] != value:
             raise ValueError(f"env: built with {name}={built[name]!r}; this session asks for {name}={value!r}")
@@ -194,4 +198,27 @@ def describe_result(meta: OrganismMeta, kind: int, obs: dict, info: dict) -> dic
     elif kind == core.COMMIT_DIAGNOSIS:
         out["stored"] = True
         out["note"] = "Hypothesis locked. test_rescue is now available. Score revealed at session end."
+    return out
+
+
+SCORE_DIGITS = 4  # decimals of the scores an agent is shown
+
+
+def describe_scores(meta: OrganismMeta, scores: dict) -> dict:
+    """An ended session's scores as an agent or a person reads them: the true
+    malfunction by name (``malfunction_target`` a gene name or signal label,
+    or None in healthy mode; ``malfunction_type`` NONE / LOCK_HI / LOCK_LO /
+    PERSIST) and every figure rounded to 4 decimals (no float32 noise)."""
+    out = {}
+    for key, value in scores.items():
+        if key == "malfunction_target":
+            out[key] = None if int(scores.get("malfunction_type", 0)) == NO_MALFUNCTION else target_name(meta, int(value))
+        elif key == "malfunction_type":
+            out[key] = _code_name(MALFUNCTION_TYPES, int(value))
+        elif isinstance(value, float):
+            out[key] = round(value, SCORE_DIGITS)
+        elif isinstance(value, list):
+            out[key] = [round(v, SCORE_DIGITS) if isinstance(v, float) else v for v in value]
+        else:
+            out[key] = value
     return out

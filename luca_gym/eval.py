@@ -13,15 +13,21 @@ tool-calling agents alike.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
+import hmac
 import json
 import os
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
 import numpy as np
 
 from luca_gym import __version__, calls, world
+from luca_gym import seal as seal_mod
 from luca_gym.baselines import BASELINES, Policy, make_policy
 from luca_gym.envs.luca_env import LucaEnv
 from luca_gym.spec import MODES, TIER_NAMES, check_bool, check_mode, check_n_genes, check_seed, check_tier
@@ -76,10 +82,14 @@ def run_session(
     spec: SessionSpec,
     env: LucaEnv | None = None,
     max_calls: int | None = None,
+    *,
+    sealed=None,
 ) -> dict:
     """Run one session of ``policy`` and return its JSON-ready record.
-    ``env``, if given, must have been built from ``spec``'s settings."""
-    env, obs = calls.open_session(**spec.settings(), env=env)
+    ``env``, if given, must have been built from ``spec``'s settings (and
+    ``sealed``, :mod:`luca_gym.seal`)."""
+    seal = seal_mod.make_seal(sealed)
+    env, obs = calls.open_session(**spec.settings(), env=env, sealed=seal)
     meta = env.organism.meta
     policy.reset(env.params, spec.seed)
     log, total = [], 0.0
@@ -97,25 +107,62 @@ def run_session(
             break
     else:
         raise RuntimeError(f"agent {spec.agent!r} did not end the session within {limit} calls")
-    return _record(spec, env, log, info["scores"], total, time.perf_counter() - started, truncated=bool(truncated))
+    organism_id = _organism_id(spec.seed, seal)
+    return _record(spec, env, log, info["scores"], total, time.perf_counter() - started, truncated=bool(truncated),
+                   end_reason="call_limit" if truncated else "end", organism_id=organism_id, seal=seal)
 
 
-def run_tool_session(agent, spec: SessionSpec, env: LucaEnv | None = None) -> dict:
+def run_tool_session(agent, spec: SessionSpec, env: LucaEnv | None = None, *, sealed=None, base_url: str | None = None) -> dict:
     """Run one session of a tool-calling (LLM) agent through
     :class:`~luca_gym.wrappers.llm.ToolSession`; same record format."""
     from luca_gym.wrappers.llm import ToolSession, run_agent
 
     started = time.perf_counter()
-    session = ToolSession(**spec.settings(), env=env)
+    session = ToolSession(**spec.settings(), env=env, sealed=sealed)
     result = run_agent(agent, session)
+    return _tool_record(spec, session, result, time.perf_counter() - started, base_url=base_url)
+
+
+def _tool_record(spec: SessionSpec, session, result: dict, wall: float, base_url: str | None = None) -> dict:
     record = _record(
-        spec, session.env, result["calls"], session.scores, result["return"], time.perf_counter() - started, truncated=session.truncated
+        spec, session.env, result["calls"], session.scores, result["return"], wall, truncated=session.truncated,
+        end_reason=session.end_reason, organism_id=session.organism_id, seal=session.seal, base_url=base_url,
     )
     record["hypotheses"] = result["hypotheses"]
     return record
 
 
-def _record(spec: SessionSpec, env: LucaEnv, log, scores, total, wall, truncated: bool = False) -> dict:
+def record_tool_session(session, out_dir: str, *, agent: str = "mcp-client", wall_s: float = 0.0) -> str:
+    """Append an ended :class:`~luca_gym.wrappers.llm.ToolSession` (driven
+    from outside the harness, e.g. over MCP) to ``out_dir/sessions.jsonl`` in
+    the harness format, under the folder's lock; ``luca-gym report`` reads it.
+    Returns the file's path. Refuses (ResultsError) an open session, a line of
+    the same session already there, or a folder written by another build or seal."""
+    if not session.ended:
+        raise ValueError("session: still open; a session is recorded once it has ended")
+    m = session.meta
+    spec = SessionSpec(agent, m.tier, m.mode, m.n_genes, session.seed, m.backwards)
+    record = _tool_record(spec, session, session.record(), wall_s)
+    path = os.path.join(out_dir, SESSIONS_FILE)
+    with folder_lock(out_dir):
+        config = run_config(agent, session.seal)
+        if os.path.getsize(path):
+            results = read_results(path, seal=session.seal)
+            results.check_config(config)
+            if spec.key() in results.keys():
+                raise ResultsError(f"{path}:{results.keys()[spec.key()]}: this session ({_describe_key(spec.key())}) is already recorded")
+            _trim_unfinished(path)
+        with open(path, "a", encoding="utf-8") as f:
+            _append(f, record, session.seal)
+    return path
+
+
+def _organism_id(seed: int, seal) -> str:
+    return f"org_{seed:08d}" if seal is None else seal.organism_id(seed)
+
+
+def _record(spec: SessionSpec, env: LucaEnv, log, scores, total, wall, truncated: bool = False, *, end_reason=None,
+            organism_id=None, seal=None, base_url=None) -> dict:
     return {
         "agent": spec.agent,
         "tier": spec.tier,
@@ -123,14 +170,17 @@ def _record(spec: SessionSpec, env: LucaEnv, log, scores, total, wall, truncated
         "n_genes": spec.n_genes,
         "seed": spec.seed,
         "backwards": spec.backwards,
+        "organism_id": organism_id or _organism_id(spec.seed, seal),
         "budget": env.params.budget,
+        "call_limit": env.params.max_steps,
         "calls": log,
         "scores": scores,
         "n_alt": scores["n_alt"],
         "return": total,
         "truncated": truncated,
+        "end_reason": end_reason,
         "wall_s": round(wall, 4),
-        "version": __version__,
+        **run_config(spec.agent, seal, base_url),
     }
 
 
@@ -182,17 +232,73 @@ def make_runner(name: str, base_url: str | None = None):
     return make_policy(name)
 
 
-def _parse_line(path: str, lineno: int, line: str) -> dict:
+# -- the results file --------------------------------------------------------------
+# Every line carries the configuration it was run under (CONFIG_FIELDS) and a
+# digest of its content (a signature too when sealed), so a line from another
+# build, model server or seal, or a line edited by hand, is refused by name
+# instead of being mixed into the tables.
+CONFIG_FIELDS = ("version", "sealed", "base_url", "budget", "call_limit")
+
+
+def run_config(agent: str, seal=None, base_url: str | None = None) -> dict:
+    """The configuration a session line records beside its key: the package
+    version, the seal's fingerprint (None unsealed) and, for ``openai:``
+    agents, the model server's base URL. (The agent spec names the model.)"""
+    return {
+        "version": __version__,
+        "sealed": None if seal is None else seal.fingerprint,
+        "base_url": base_url if str(agent).startswith("openai:") else None,
+    }
+
+
+def _canonical(record: dict) -> bytes:
+    body = {k: v for k, v in record.items() if k not in ("digest", "signature")}
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def _append(f, record: dict, seal=None) -> None:
+    """Write ``record`` as one line with its digest (and signature under a seal), then sync."""
+    record = dict(record)
+    data = _canonical(record)
+    record["digest"] = hashlib.sha256(data).hexdigest()
+    if seal is not None:
+        record["signature"] = seal.sign(data)
+    f.write(json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n")
+    f.flush()
+    os.fsync(f.fileno())
+
+
+def _describe_key(key) -> str:
+    return ", ".join(f"{k}={v}" for k, v in zip(KEY_FIELDS, key))
+
+
+def _parse_line(path: str, lineno: int, raw: bytes, seal=None) -> dict:
+    where = f"{path}:{lineno}"
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ResultsError(f"{where}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); fix or remove that line") from None
     try:
         record = json.loads(line)
     except json.JSONDecodeError as exc:
-        raise ResultsError(f"{path}:{lineno}: corrupt line ({exc.msg}); fix or remove that line") from None
+        raise ResultsError(f"{where}: corrupt line ({exc.msg}); fix or remove that line") from None
+    except RecursionError:
+        raise ResultsError(f"{where}: corrupt line (nested too deeply); fix or remove that line") from None
     missing = [k for k in (*KEY_FIELDS, "scores") if not isinstance(record, dict) or k not in record]
     if not missing:
         scores = record["scores"]
         missing = [f"scores.{k}" for k in (*SCORE_FIELDS, *STRATEGY_FIELDS, "n_alt") if not isinstance(scores, dict) or k not in scores]
     if missing:
-        raise ResultsError(f"{path}:{lineno}: corrupt line (missing {', '.join(missing)}); fix or remove that line")
+        raise ResultsError(f"{where}: corrupt line (missing {', '.join(missing)}); fix or remove that line")
+    if "digest" in record:
+        data = _canonical(record)
+        if record["digest"] != hashlib.sha256(data).hexdigest():
+            raise ResultsError(f"{where}: the line was changed after it was written (its digest does not match); "
+                               f"remove it to run that session again")
+        if seal is not None and record.get("sealed") == seal.fingerprint:
+            if not hmac.compare_digest(str(record.get("signature", "")), seal.sign(data)):
+                raise ResultsError(f"{where}: the line's signature does not match this seal; it was not written by a "
+                                   f"sealed sweep with this secret, or was changed since; remove it")
     return record
 
 
@@ -200,29 +306,137 @@ def _complete(text: str) -> bool:
     """Whether a last line without its newline is nonetheless a whole record."""
     try:
         record = json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return False
     return isinstance(record, dict) and all(k in record for k in (*KEY_FIELDS, "scores"))
 
 
-def load_sessions(path: str) -> list[dict]:
-    """Every session record of a results file or folder. A line cut short by an
-    interrupted write (the last line, without its newline) is ignored; any
-    other unreadable line raises :class:`ResultsError`."""
+@dataclass
+class Results:
+    """A results file as read: the records (duplicates dropped), the line
+    each came from, and the duplicate lines dropped (line, line kept)."""
+
+    path: str
+    records: list
+    lines: list
+    duplicates: list
+
+    def keys(self) -> dict:
+        """{session key: line number}."""
+        return {tuple(r[k] for k in KEY_FIELDS): n for r, n in zip(self.records, self.lines)}
+
+    def notes(self) -> list[str]:
+        """What reading did beyond parsing (one line each), e.g. duplicates dropped."""
+        if not self.duplicates:
+            return []
+        shown = ", ".join(f"line {d} (same session as line {k})" for d, k in self.duplicates[:5])
+        more = f" and {len(self.duplicates) - 5} more" if len(self.duplicates) > 5 else ""
+        return [f"{self.path}: {len(self.duplicates)} duplicate session line(s) ignored: {shown}{more}"]
+
+    def check_config(self, config: dict, expected: dict | None = None, agents=None) -> None:
+        """Refuse (ResultsError naming file and line) a line whose configuration
+        differs from ``config`` or from ``expected`` ({key: {field: value}})
+        for its session. The base URL is compared on ``openai:`` lines only
+        (of ``agents``, when given: the agents this run uses)."""
+        for record, lineno in zip(self.records, self.lines):
+            for field, ours in config.items():
+                agent = str(record["agent"])
+                if field == "base_url" and not (agent.startswith("openai:") and (agents is None or agent in agents)):
+                    continue
+                theirs = record.get(field)
+                if theirs != ours:
+                    raise ResultsError(
+                        f"{self.path}:{lineno}: written with {field}={theirs!r}; this run has {field}={ours!r}. "
+                        f"Results of different configurations are never mixed: use another --out folder, or remove that line"
+                    )
+            want = (expected or {}).get(tuple(record[k] for k in KEY_FIELDS), {})
+            for field, ours in want.items():
+                if record.get(field) != ours:
+                    raise ResultsError(
+                        f"{self.path}:{lineno}: written with {field}={record.get(field)!r}; this run has {field}={ours!r} "
+                        f"for that session. Use another --out folder, or remove that line"
+                    )
+
+
+def read_results(path: str, seal=None) -> Results:
+    """A results file or folder, checked line by line (ResultsError names the
+    file and line of the first problem): every line whole JSON in UTF-8 with
+    the key and score fields, its digest intact (and its signature, for lines
+    sealed with ``seal``), and the whole file from one build and one seal.
+    A line cut short by an interrupted write (the last line, without its
+    newline) is ignored; a repeated session keeps its first line."""
     if os.path.isdir(path):
         path = os.path.join(path, SESSIONS_FILE)
     if not os.path.exists(path):
         raise ResultsError(f"{path}: no such results file")
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    lines = text.split("\n")
-    # Text after the last newline is an unfinished write, unless it is whole.
-    complete = lines if _complete(lines[-1]) else lines[:-1]
-    records = []
-    for lineno, line in enumerate(complete, 1):
-        if line.strip():
-            records.append(_parse_line(path, lineno, line))
-    return records
+    with open(path, "rb") as f:
+        data = f.read()
+    lines = data.split(b"\n")
+    last = lines[-1].decode("utf-8", errors="replace")
+    complete = lines if _complete(last) else lines[:-1]
+    records, linenos, duplicates, seen = [], [], [], {}
+    first_config = None
+    for lineno, raw in enumerate(complete, 1):
+        if not raw.strip():
+            continue
+        record = _parse_line(path, lineno, raw, seal)
+        config = {k: record.get(k) for k in ("version", "sealed")}
+        if first_config is None:
+            first_config = (config, lineno)
+        elif config != first_config[0]:
+            field = next(k for k in config if config[k] != first_config[0][k])
+            raise ResultsError(
+                f"{path}:{lineno}: written with {field}={config[field]!r}, but line {first_config[1]} with "
+                f"{field}={first_config[0][field]!r}; a results file holds one build and one seal. Move those lines to another folder"
+            )
+        key = tuple(record[k] for k in KEY_FIELDS)
+        if key in seen:
+            duplicates.append((lineno, seen[key]))
+            continue
+        seen[key] = lineno
+        records.append(record)
+        linenos.append(lineno)
+    return Results(path, records, linenos, duplicates)
+
+
+def load_sessions(path: str) -> list[dict]:
+    """Every session record of a results file or folder (see :func:`read_results`);
+    duplicate lines are dropped with a :class:`ResultsWarning` saying which."""
+    results = read_results(path)
+    for note in results.notes():
+        warnings.warn(note, ResultsWarning, stacklevel=2)
+    return results.records
+
+
+class ResultsWarning(UserWarning):
+    """Something a reader of a results file should know (e.g. duplicate lines dropped)."""
+
+
+@contextlib.contextmanager
+def folder_lock(out_dir: str, wait_s: float = 0.0):
+    """Hold ``out_dir``'s lock (an advisory ``flock`` on its sessions file,
+    created empty if absent) while writing: two sweeps, or a sweep and an MCP
+    recording, never write one folder at once. Waits up to ``wait_s``
+    seconds, then raises ResultsError naming the folder."""
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, SESSIONS_FILE)
+    f = open(path, "ab")
+    try:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise ResultsError(
+                        f"{out_dir}: another luca-gym run is writing this folder (it holds the lock on {path}); "
+                        f"wait for it to finish or use another --out folder"
+                    ) from None
+                time.sleep(0.05)
+        yield
+    finally:
+        f.close()  # closing releases the lock
 
 
 def _trim_unfinished(path: str) -> None:
@@ -257,29 +471,51 @@ def sweep(
     out_dir: str,
     policy_factory: Callable[[str], object] = make_runner,
     progress: Callable[[int, int, SessionSpec], None] | None = None,
+    *,
+    sealed=None,
+    base_url: str | None = None,
 ) -> str:
     """Run every session of ``specs`` not yet in ``out_dir``, appending each
-    record as it ends. Returns the results file's path."""
+    record as it ends. Returns the results file's path.
+
+    ``sealed`` (:mod:`luca_gym.seal`) runs sealed organisms; ``base_url`` is
+    recorded for ``openai:`` agents (pass the one their runner uses). The
+    folder is locked for the whole sweep; a line already there from another
+    configuration (build, seal, model server, budget) is refused with its file
+    and line, never mixed in or counted as done."""
     specs = list(dict.fromkeys(specs))
-    os.makedirs(out_dir, exist_ok=True)
+    seal = seal_mod.make_seal(sealed)
     path = os.path.join(out_dir, SESSIONS_FILE)
-    done = set()
-    if os.path.exists(path):
-        done = {tuple(r[k] for k in KEY_FIELDS) for r in load_sessions(path)}
-        _trim_unfinished(path)
-    todo = [s for s in specs if s.key() not in done]
-    with open(path, "a", encoding="utf-8") as f:
-        for i, spec in enumerate(todo):
+    with folder_lock(out_dir):
+        done = set()
+        if os.path.getsize(path):
+            results = read_results(path, seal=seal)
+            expected = {s.key(): _expected_fields(s) for s in specs}
+            results.check_config(run_config("openai:", seal, base_url), expected, agents={s.agent for s in specs})
+            done = set(results.keys())
+            _trim_unfinished(path)
+        todo = [s for s in specs if s.key() not in done]
+        with open(path, "a", encoding="utf-8") as f:
+            for i, spec in enumerate(todo):
+                if progress:
+                    progress(i, len(todo), spec)
+                runner = policy_factory(spec.agent)
+                if hasattr(runner, "act"):
+                    record = run_session(runner, spec, sealed=seal)
+                else:
+                    record = run_tool_session(runner, spec, sealed=seal, base_url=base_url)
+                _append(f, record, seal)
             if progress:
-                progress(i, len(todo), spec)
-            runner = policy_factory(spec.agent)
-            record = (run_session if hasattr(runner, "act") else run_tool_session)(runner, spec)
-            f.write(json.dumps(record, separators=(",", ":")) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        if progress:
-            progress(len(todo), len(todo), None)
+                progress(len(todo), len(todo), None)
     return path
+
+
+def _expected_fields(spec: SessionSpec) -> dict:
+    """What a session of ``spec`` run now records beside its key (the default budget and call limit)."""
+    from luca_gym.core import make_params
+
+    params = make_params(spec.tier, spec.n_genes, spec.mode)
+    return {"budget": params.budget, "call_limit": params.max_steps}
 
 
 # -- summaries -----------------------------------------------------------------
@@ -391,6 +627,8 @@ __all__ = [
     "PAPER_COMPOSITE",
     "PAPER_SCALING",
     "ResultsError",
+    "ResultsWarning",
+    "Results",
     "SessionSpec",
     "agents_in",
     "check_agent",
@@ -398,6 +636,11 @@ __all__ = [
     "composite_table",
     "disease_table",
     "load_sessions",
+    "group",
+    "folder_lock",
+    "read_results",
+    "record_tool_session",
+    "run_config",
     "plan",
     "run_session",
     "run_tool_session",

@@ -36,14 +36,17 @@ import jax.numpy as jnp
 import numpy as np
 
 from luca_gym import analysts, core, spec, world
+from luca_gym import seal as seal_mod
 from luca_gym.core import flat
 
 
-def organism_batch(seeds, tier: str, n_genes: int, mode: str, backwards: bool = False):
+def organism_batch(seeds, tier: str, n_genes: int, mode: str, backwards: bool = False, *, sealed=None):
     """Stacked organism arrays (generated as one batch, :func:`world.generate`)
-    and session noise keys (B, 2) for ``seeds``."""
+    and session noise keys (B, 2) for ``seeds`` (their sealed seeds under
+    ``sealed``, :mod:`luca_gym.seal`)."""
     seeds = np.asarray(list(seeds))
-    return world.generate(seeds, tier, n_genes, mode, backwards), core.noise_keys(seeds, tier, n_genes)
+    seal = seal_mod.make_seal(sealed)
+    return world.generate(seeds, tier, n_genes, mode, backwards, sealed=seal), core.noise_keys(seeds, tier, n_genes, seal)
 
 
 def shard_batch(tree, devices=None):

@@ -106,6 +106,7 @@ class OrganismMeta:
     signal_labels: tuple[str, ...]
     signal_modes: tuple[str, ...]
     phenotype_names: tuple[str, ...]
+    sealed: str | None = None  # the seal's fingerprint for a sealed organism (luca_gym.seal)
 
 
 @jax.tree_util.register_dataclass

@@ -203,7 +203,7 @@ def test_one_table_one_verdict_in_every_adapter(tier, mode):
             assert all(np.array_equal(x, y) for x, y in zip(_leaves(vec_before), _leaves(vec.state))), name
         else:
             assert _same_but_counters(env_before, env.state), name
-            assert int(env.state.step_count) == int(env_before.step_count) + 1
+            assert int(env.state.step_count) == int(env_before.step_count)  # a refusal is not counted
     assert ran >= 20
 
 

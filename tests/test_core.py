@@ -310,12 +310,13 @@ def run_session(data, params_for, min_actions: int, max_actions: int):
         after = state_leaves(state)
         total += float(reward)
         assert not bool(truncated)
-        assert int(state.step_count) == int(before[".step_count"]) + 1
+        # Only accepted calls count toward max_steps.
+        assert int(state.step_count) == int(before[".step_count"]) + (0 if expected else 1)
         assert int(obs["last_error"]) == code
         if expected:
             assert code in {E[r] for r in expected}, (act["kind"], expected, core.ERRORS[code][0])
-            # (c) a refused call changes nothing but the step counter and the error code.
-            assert set(changed_leaves(before, after)) <= {".step_count", ".last_error"}
+            # (c) a refused call changes nothing but the error code.
+            assert set(changed_leaves(before, after)) <= {".last_error"}
             assert float(reward) == 0.0
             assert not bool(terminated)
         else:

@@ -233,8 +233,9 @@ def test_episode_truncates_at_max_steps_with_scores():
     actions = [
         {"kind": core.COMMIT_DIAGNOSIS, "diagnosis_target": int(o.malfunction_target), "diagnosis_type": int(o.malfunction_type)},
         {"kind": core.SUBMIT_NETWORK},
-        {"kind": 42},  # refused calls count too
+        {"kind": 42},  # refused: counts toward nothing
         {"kind": core.REVEAL_TASK},
+        {"kind": core.SUBMIT_NETWORK},
     ]
     for action in actions:
         _, reward, terminated, truncated, info = env.step(action)
@@ -261,13 +262,20 @@ def test_end_on_the_last_allowed_call_terminates_without_truncating():
     assert terminated and not truncated and "scores" in info
 
 
-def test_a_refused_last_call_still_truncates():
+def test_refused_calls_never_truncate():
+    """A refused call changes nothing, the call count included: however many
+    there are, the session stays open, and the limit's call is still the
+    max_steps-th accepted one."""
     env = make_env("easy", "disease", max_steps=5)
     env.reset(seed=4)
     for _ in range(4):
         env.step({"kind": core.SUBMIT_NETWORK})
-    _, _, terminated, truncated, info = env.step({"kind": core.TEST_RESCUE})  # not committed
-    assert info["error_code"] == core.ERROR_CODES["not_committed"]
+    for _ in range(50):
+        _, reward, terminated, truncated, info = env.step({"kind": core.TEST_RESCUE})  # not committed
+        assert info["error_code"] == core.ERROR_CODES["not_committed"]
+        assert not truncated and not terminated and "scores" not in info and reward == 0.0
+    assert int(env.state.step_count) == 4 and not bool(env.state.ended)
+    _, _, terminated, truncated, info = env.step({"kind": core.SUBMIT_NETWORK})
     assert truncated and not terminated and "scores" in info
 
 

@@ -158,7 +158,7 @@ def test_appendix_session_budget_and_results_per_call_equal_the_env(appendix):
     assert budgets[[name for name, _ in script].index("test_rescue")] == 9  # as in the paper's transcript
     for entry, direct in zip(log, env["results"]):
         if direct is not None:
-            result = {k: v for k, v in entry["result"].items() if k not in ("ended", "scores")}
+            result = {k: v for k, v in entry["result"].items() if k not in ("ended", "end_reason", "scores")}
             assert result == direct, entry["call"]
 
 
@@ -213,7 +213,15 @@ def test_appendix_session_returns_are_shaped_like_the_paper(appendix):
     for entry in log[:-1]:
         text = json.dumps(entry["result"])
         assert "scores" not in entry["result"] and "malfunction" not in text and "n_alt" not in text
-    assert log[-1]["result"]["ended"] is True and log[-1]["result"]["scores"] == record["scores"]
+    meta = new_session().meta
+    final = log[-1]["result"]
+    assert final["ended"] is True and final["end_reason"] == "end"
+    # The agent sees the scores rounded to 4 decimals and the malfunction by name; the record keeps the figures.
+    assert final["scores"] == calls.describe_scores(meta, record["scores"])
+    assert final["scores"]["malfunction_target"] in GENES + list(meta.signal_labels)
+    assert final["scores"]["malfunction_type"] in ("LOCK_HI", "LOCK_LO", "PERSIST")
+    assert all(round(v, 4) == v for v in final["scores"].values() if isinstance(v, float))
+    assert final["scores"]["composite"] == round(record["scores"]["composite"], 4)
     json.dumps({k: v for k, v in record.items()}, allow_nan=False)
 
 
@@ -446,8 +454,10 @@ REAL_BIOLOGY = (
 
 @pytest.mark.parametrize("disease", [False, True])
 def test_prompts_state_the_rules_and_name_no_real_biology(disease):
-    prompt = llm.system_prompt(disease)
+    prompt = llm.system_prompt(disease, 188)
     low = prompt.lower()
+    # The call limit, and that refused calls do not count toward it.
+    assert "at most 188 calls" in prompt and "refused calls do not count" in low
     # The invented-vocabulary rule.
     assert "invented" in low and "real biolog" in low and "experiment" in low
     # The goals.
@@ -567,7 +577,7 @@ def test_openai_agent_drives_a_full_session_in_openai_format():
         assert request["model"] == "gpt-test" and request["temperature"] == 0
         assert request["tools"] == tools
         msgs = request["messages"]
-        assert msgs[0] == {"role": "system", "content": llm.system_prompt(True)}
+        assert msgs[0] == {"role": "system", "content": llm.system_prompt(True, 188)}
         assert msgs[1]["role"] == "user"
         json.dumps(msgs, allow_nan=False)
     msgs = client.requests[-1]["messages"]
@@ -600,7 +610,7 @@ def test_anthropic_agent_drives_a_full_session_in_anthropic_format():
     tools = session.tools_anthropic()
     for request in client.requests:
         assert request["model"] == "claude-test" and request["max_tokens"] == 512
-        assert request["system"] == llm.system_prompt(True)
+        assert request["system"] == llm.system_prompt(True, 188)
         assert request["tools"] == tools
         msgs = request["messages"]
         assert all(m["role"] in ("user", "assistant") for m in msgs)
@@ -747,29 +757,39 @@ def test_free_calls_still_work_when_the_budget_is_spent():
     assert session.call("end")["ended"] is True
 
 
-def test_return_equals_composite_when_refused_calls_truncate_the_session():
+def test_return_equals_composite_when_the_call_limit_ends_the_session():
     session = new_session()
     arrays = session.env.organism.arrays  # the hidden truth, read by the test only
     target = session.meta.gene_names[int(arrays.malfunction_target)]
     kind = {LOCK_HI: "LOCK_HI", LOCK_LO: "LOCK_LO"}[int(arrays.malfunction_type)]
     session.call("submit_malfunction_hypothesis", {"target_name": target, "malfunction_type": kind})
     prediction = {"predictions": {p: 0.5 for p in session.meta.phenotype_names}}
-    for _ in range(session.env.params.max_steps):
-        if session.ended:
-            break
-        session.call("submit_prediction", prediction)  # refused: no task is open
+    for _ in range(3 * session.call_limit):
+        session.call("submit_prediction", prediction)  # refused: no task is open; counts toward nothing
+    assert not session.ended and int(session.env.state.step_count) == 1
+    network = {"edges": [{"gene": "G001", "phenotype": session.meta.phenotype_names[0], "direction": "+"}]}
+    for _ in range(session.call_limit - 2):
+        assert "ended" not in session.call("submit_network", network)
+    last = session.call("submit_network", network)  # the call_limit-th accepted call: applied, then the end
+    assert last["stored"] is True and last["ended"] is True and last["end_reason"] == "call_limit"
+    assert str(session.call_limit) in last["note"]
     assert session.ended and session.scores["composite"] > 0
     assert session.total_reward == pytest.approx(session.scores["composite"], abs=1e-5)
 
 
-def test_tool_session_record_says_truncated_when_max_steps_closed_it():
-    session_prediction = {"predictions": {p: 0.5 for p in new_session().meta.phenotype_names}}
-    script = [("submit_prediction", session_prediction)] * 400
+def test_tool_session_record_says_why_the_session_ended():
+    names = new_session().meta.phenotype_names
     spec = ev.SessionSpec("scripted", TIER, MODE, 20, SEED)
-    record = ev.run_tool_session(ScriptedAgent(script), spec)
-    assert record["calls"][-1]["result"].get("ended") is True
-    assert len(record["calls"]) == LucaEnv(tier=TIER, mode=MODE).params.max_steps
-    assert record["truncated"] is True
+    refused = ev.run_tool_session(ScriptedAgent([("submit_prediction", {"predictions": {p: 0.5 for p in names}})] * 400), spec)
+    assert refused["truncated"] is False and refused["end_reason"] == "turn_limit"  # 300 refused turns, then the harness ends it
+    assert len(refused["calls"]) == 301 and refused["calls"][-1]["call"] == "end"
+    network = {"edges": [{"gene": "G001", "phenotype": names[0], "direction": "-"}]}
+    limited = ev.run_tool_session(ScriptedAgent([("submit_network", network)] * 400), spec)
+    assert limited["calls"][-1]["result"].get("ended") is True
+    assert len(limited["calls"]) == LucaEnv(tier=TIER, mode=MODE).params.max_steps == limited["call_limit"]
+    assert limited["truncated"] is True and limited["end_reason"] == "call_limit"
+    quiet = ev.run_tool_session(ScriptedAgent([]), spec)
+    assert quiet["end_reason"] == "no_tool_call" and quiet["truncated"] is False
 
 
 def test_a_hypothesis_after_end_is_refused():

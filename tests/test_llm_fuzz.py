@@ -7,13 +7,13 @@ extra fields, wrong types, unknown and latent targets, NaN / inf / huge
 numbers, out-of-range predictions, wrong-phase calls, oversized payloads,
 broken and deeply nested JSON, non-JSON Python values) and counts them: at
 least 10,000 per run. After every call the session state's pytree leaves are
-compared bitwise with those before it (``step_count`` and ``last_error``
-excepted: the core bumps them on a refused action), and so are the budget,
-the hypotheses, the score and the ended flag.
+compared bitwise with those before it (``last_error`` excepted: it reports
+the refusal), ``step_count`` included (a refused call counts toward nothing),
+and so are the budget, the hypotheses, the score and the ended flag.
 
 Most categories are refused before JAX runs; the wrong-phase ones reach the
-core, which refuses them. Those count toward the session's ``max_steps``, so
-a session is replaced before it gets near that limit.
+core, which refuses them. A refused call never counts toward the session's
+call limit, so one live session per phase takes every call of the run.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 
 from luca_gym.wrappers.llm import MAX_HYPOTHESIS, MAX_PAYLOAD, TOOL_NAMES, ToolSession
 
-SKIP_LEAVES = {"step_count", "last_error"}
+SKIP_LEAVES = {"last_error"}
 NO_ARG_TOOLS = ("get_organism_info", "get_next_prediction_task", "end")
 ARG_TOOLS = tuple(t for t in TOOL_NAMES if t not in NO_ARG_TOOLS)
 TARGETED_CALLS = 10_000
@@ -85,15 +85,14 @@ KINDS = ("fresh", "committed", "done", "healthy", "hard", "spent", "ended")
 
 
 class Sessions:
-    """One live session per phase, replaced before refused calls bring it near
-    ``max_steps`` (which closes a session on any call, legal or not)."""
+    """One live session per phase (refused calls never close it)."""
 
     def __init__(self):
         self.live = {}
 
     def get(self, kind: str) -> ToolSession:
         s = self.live.get(kind)
-        if s is None or int(s.env.state.step_count) > s.env.params.max_steps - 8:
+        if s is None:
             s = self.live[kind] = build(kind)
         return s
 

@@ -6,17 +6,18 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from luca_gym import spec, world
+from luca_gym import seal, spec, world
 
 
-def noise_key(seed: int, tier: str, n_genes: int) -> jax.Array:
-    """The session noise key of an organism triple."""
-    return noise_keys(np.asarray([spec.check_seed(seed)], np.int64), tier, n_genes)[0]
+def noise_key(seed: int, tier: str, n_genes: int, sealed=None) -> jax.Array:
+    """The session noise key of an organism triple (of its sealed seed under
+    ``sealed``, :mod:`luca_gym.seal`)."""
+    return noise_keys(np.asarray([spec.check_seed(seed)], np.int64), tier, n_genes, sealed)[0]
 
 
-def noise_keys(seeds, tier: str, n_genes: int) -> jax.Array:
+def noise_keys(seeds, tier: str, n_genes: int, sealed=None) -> jax.Array:
     """:func:`noise_key` of many seeds at once: (B, 2) uint32."""
-    seeds = np.asarray(seeds, np.int64)
+    seeds = seal.resolve_seeds(np.asarray(seeds, np.int64), seal.make_seal(sealed))
     hi, lo = (seeds >> 32).astype(np.uint32), (seeds & 0xFFFFFFFF).astype(np.uint32)
     return traced_noise_keys(hi, lo, np.uint32(world.TIERS[spec.check_tier(tier)].index), np.uint32(spec.check_n_genes(n_genes)))
 

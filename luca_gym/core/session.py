@@ -1,7 +1,7 @@
 """Opening a session and applying one action: pure, jit-compiled, vmappable.
 
-An illegal action returns the state unchanged except ``step_count`` and
-``last_error``, with reward 0: the rules in :mod:`luca_gym.core.rules` decide,
+An illegal action returns the state unchanged except ``last_error``, with
+reward 0: the rules in :mod:`luca_gym.core.rules` decide,
 this module applies.
 """
 
@@ -128,8 +128,9 @@ def step(state: EnvState, action: Action, params: EnvParams):
     """Apply ``action``. Returns (observation, state, reward, terminated,
     truncated, info) with ``info = {"error": int32 code}``.
 
-    An illegal action returns the state unchanged except ``step_count`` and
-    ``last_error``, with reward 0.
+    An illegal action returns the state unchanged except ``last_error``, with
+    reward 0: it costs nothing, counts toward nothing and never closes the
+    session.
     """
     TRACE_COUNT["step"] += 1
     o = state.organism
@@ -166,7 +167,8 @@ def step(state: EnvState, action: Action, params: EnvParams):
     spent = params.budget - state.budget_left
     is_commit = ok & (kind == COMMIT_DIAGNOSIS)
     is_network = ok & (kind == SUBMIT_NETWORK)
-    step_count = state.step_count + 1
+    # Only accepted calls count toward max_steps: a refused call changes nothing.
+    step_count = state.step_count + ok.astype(jnp.int32)
 
     new = dataclasses.replace(
         state,
@@ -191,10 +193,11 @@ def step(state: EnvState, action: Action, params: EnvParams):
         **_history(state, params, measured, is_experiment, codes, flags),
         commit_used=jnp.where(is_reveal & (state.commit_used < 0), spent, state.commit_used),
     )
-    # A valid END closes the session (terminated); running out of calls closes
-    # it too (truncated). Either way the closing credit is paid once.
+    # A valid END closes the session (terminated); the max_steps-th accepted
+    # call closes it too (truncated), after it has been applied. Either way the
+    # closing credit is paid once. A refused call never closes a session.
     terminated = ok & (kind == END)
-    truncated = ~state.ended & ~terminated & (step_count >= params.max_steps)
+    truncated = ok & ~state.ended & ~terminated & (step_count >= params.max_steps)
     closing = terminated | truncated
     if params.dense_shaping:
         shaping, potential = rewards.shaping_reward(state, new, ok, closing, params)
@@ -202,7 +205,7 @@ def step(state: EnvState, action: Action, params: EnvParams):
         new = dataclasses.replace(new, shaping=potential)
     reward = reward + jnp.where(closing, rewards.close_reward(new, params), 0.0)
     new = dataclasses.replace(new, ended=state.ended | closing)
-    # An illegal action changes nothing but the step counter and the error code.
-    new = jax.tree_util.tree_map(lambda a, b: jnp.where(ok | truncated, a, b), new, state)
+    # An illegal action changes nothing but the error code.
+    new = jax.tree_util.tree_map(lambda a, b: jnp.where(ok, a, b), new, state)
     new = dataclasses.replace(new, step_count=step_count, last_error=error)
     return observe(new, params), new, reward.astype(jnp.float32), terminated, truncated, {"error": error}

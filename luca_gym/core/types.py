@@ -72,8 +72,9 @@ class EnvParams:
         n_genes: N. n_signals: S. budget: B = N + S + 8 by default.
         disease: disease mode (diagnosis, rescue, composite of three).
         experiment_cost / rescue_cost: budget units per call (SPEC: 1 each).
-        max_steps: calls (valid or not) after which the session is closed and
-            the episode truncated.
+        max_steps: accepted calls after which the session is closed and the
+            episode truncated (the max_steps-th is applied first). Refused
+            calls do not count: they change nothing.
         dense_shaping: add potential-based shaping F = gamma * Phi(s') - Phi(s)
             with Phi = scale x gene coverage and Phi = 0 once the session has
             closed; off by default. At gamma = 1 it telescopes to zero, so the
@@ -226,7 +227,7 @@ class EnvState:
         organism: the organism's arrays (hidden parts included; never observed).
         noise_key: PRNG key of the session's measurements.
         budget_left: int32 (). measure_count: int32 () measurements taken.
-        step_count: int32 () calls made, valid or not.
+        step_count: int32 () accepted calls made (refused ones do not count).
         baseline_phenotypes: float32 (P,) measured at reset.
         last_phenotypes: float32 (P,), last_converged: bool (), last_steps:
             int32 (), last_in_range: bool (P,), last_restored_fraction: float32

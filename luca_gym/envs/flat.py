@@ -22,6 +22,7 @@ from gymnasium import spaces
 
 from luca_gym import analysts, core, spec
 from luca_gym.core import flat
+from luca_gym import seal as seal_mod
 from luca_gym.envs.luca_env import ended_scores, open_organism, render_text
 from luca_gym.types import Organism
 
@@ -64,13 +65,17 @@ class LucaFlatEnv(gym.Env):
             :data:`luca_gym.analysts.ANALYSTS`.
         backwards: the sign-inverted organisms of the paper's appendix E.1.
         render_mode: None or "ansi".
-        max_steps: calls before truncation (default 4 x budget + 64; a session
-            on the flat space ends within budget + 2 x tasks + 3 calls anyway).
+        max_steps: accepted calls before truncation (default 4 x budget + 64;
+            a masked-out action is refused and counts toward nothing; a session
+            on the flat space ends within budget + 2 x tasks + 3 accepted calls anyway).
         dense_shaping: potential-based shaping gamma * Phi(s') - Phi(s) with
             Phi = shaping_scale x gene coverage (:class:`core.EnvParams`).
         shaping_scale: the potential's scale.
         shaping_gamma: the shaping's discount; at 1 the undiscounted return
             equals the composite score, set it to the learner's gamma otherwise.
+        sealed: None (default), a secret, a :class:`luca_gym.seal.Seal` or
+            True (``$LUCA_GYM_SECRET``): organisms from their sealed seeds
+            (:mod:`luca_gym.seal`), as :class:`~luca_gym.envs.LucaEnv`.
 
     Spaces, for K = :func:`flat.layout` ``(params).size`` and D =
     :func:`flat.observation_size`: observation float32 (D,) in [-1, 1]; action
@@ -98,7 +103,9 @@ class LucaFlatEnv(gym.Env):
         dense_shaping: bool = False,
         shaping_scale: float = 0.1,
         shaping_gamma: float = 1.0,
+        sealed=None,
     ):
+        self.seal = seal_mod.make_seal(sealed)
         self.params = core.make_params(
             tier, n_genes, mode, budget=budget, max_steps=max_steps, dense_shaping=dense_shaping,
             shaping_scale=shaping_scale, shaping_gamma=shaping_gamma,

@@ -19,6 +19,7 @@ import jax
 import numpy as np
 
 from luca_gym import core, spec, world
+from luca_gym import seal as seal_mod
 from luca_gym.envs.spaces import action_space, observation_space, parse_action, reset_options, to_numpy_observation
 from luca_gym.spec import INTERVENTION_TYPES
 from luca_gym.types import Organism
@@ -28,14 +29,15 @@ def open_organism(env: gym.Env, options) -> tuple[int, Organism, jax.Array]:
     """The organism a single env's ``reset`` opens: ``options["organism_seed"]``
     (checked before any cache), or a seed drawn with the env's ``np_random``.
     Returns (organism seed, organism, session noise key). ``env`` carries
-    ``tier``, ``n_genes``, ``mode`` and ``backwards``."""
+    ``tier``, ``n_genes``, ``mode``, ``backwards`` and ``seal`` (None unsealed)."""
     options = reset_options(options, ("organism_seed",))
     if "organism_seed" in options:
         organism_seed = spec.check_seed(options["organism_seed"], "options['organism_seed']")
     else:
         organism_seed = int(env.np_random.integers(0, spec.DRAWN_SEED_LIMIT))
-    organism = cached_organism(organism_seed, env.tier, env.n_genes, env.mode, env.backwards)
-    return organism_seed, organism, core.noise_key(organism_seed, env.tier, env.n_genes)
+    seal = getattr(env, "seal", None)
+    organism = cached_organism(organism_seed, env.tier, env.n_genes, env.mode, env.backwards, sealed=seal)
+    return organism_seed, organism, core.noise_key(organism_seed, env.tier, env.n_genes, seal)
 
 
 def ended_scores(state: core.EnvState | None, params: core.EnvParams) -> dict:
@@ -51,16 +53,16 @@ def ended_scores(state: core.EnvState | None, params: core.EnvParams) -> dict:
 
 
 @lru_cache(maxsize=512)
-def _cached_organism(seed: int, tier: str, n_genes: int, mode: str, backwards: bool) -> Organism:
-    return world.make_organism(seed, tier, n_genes, mode, backwards)
+def _cached_organism(seed: int, tier: str, n_genes: int, mode: str, backwards: bool, seal) -> Organism:
+    return world.make_organism(seed, tier, n_genes, mode, backwards, sealed=seal)
 
 
-def cached_organism(seed: int, tier: str, n_genes: int, mode: str = "healthy", backwards: bool = False) -> Organism:
+def cached_organism(seed: int, tier: str, n_genes: int, mode: str = "healthy", backwards: bool = False, *, sealed=None) -> Organism:
     """``world.make_organism`` memoised: an organism is a pure function of its
     arguments, so reusing one is indistinguishable from regenerating it. The
     arguments are checked first, so the cache never decides what is valid."""
     tier, n_genes, mode, backwards = spec.check_organism(tier, n_genes, mode, backwards)
-    return _cached_organism(spec.check_seed(seed), tier, n_genes, mode, backwards)
+    return _cached_organism(spec.check_seed(seed), tier, n_genes, mode, backwards, seal_mod.make_seal(sealed))
 
 
 class LucaEnv(gym.Env):
@@ -73,11 +75,20 @@ class LucaEnv(gym.Env):
         backwards: the sign-inverted organisms of the paper's appendix E.1.
         render_mode: None or "ansi".
         budget: experiment and rescue units (default N + S + 8, paper Table 5).
-        max_steps: calls before truncation (default 4 x budget + 64).
+        max_steps: accepted calls before truncation (default 4 x budget + 64);
+            the max_steps-th accepted call is applied, then the episode is
+            truncated with the scores in ``info``. A refused action changes
+            nothing and counts toward nothing (bound an RL agent's episodes
+            of refused actions with ``gymnasium.wrappers.TimeLimit`` if needed).
         dense_shaping: potential-based shaping gamma * Phi(s') - Phi(s) with
             Phi = shaping_scale x gene coverage; at shaping_gamma = 1 it
             telescopes to zero (the return still equals the composite score);
             set shaping_gamma to the learner's discount. Off by default.
+
+        sealed: None (the default: the paper's reproducible organisms), a
+            secret string, a :class:`luca_gym.seal.Seal`, or True for
+            ``$LUCA_GYM_SECRET``: organism k is then generated from its sealed
+            seed, so the public package and seed do not give it away.
 
     ``reset(seed=...)`` seeds the draw of organism seeds; ``options={
     "organism_seed": k}`` pins organism k. The score breakdown appears in
@@ -98,7 +109,9 @@ class LucaEnv(gym.Env):
         shaping_scale: float = 0.1,
         shaping_gamma: float = 1.0,
         budget: int | None = None,
+        sealed=None,
     ):
+        self.seal = seal_mod.make_seal(sealed)
         self.params = core.make_params(
             tier, n_genes, mode, budget=budget, max_steps=max_steps, dense_shaping=dense_shaping,
             shaping_scale=shaping_scale, shaping_gamma=shaping_gamma,

@@ -39,6 +39,7 @@ from luca_gym import analysts, core, spec
 from luca_gym.core import flat
 from luca_gym.envs.flat import check_flat_actions
 from luca_gym.envs.spaces import reset_options
+from luca_gym import seal as seal_mod
 from luca_gym.functional import organism_batch
 
 TRAINING_SEED_LOW = 10_000  # above the evaluation seeds 0-19 with room to spare
@@ -81,7 +82,7 @@ class LucaSB3VecEnv(VecEnv):
     Args:
         num_envs: the batch size B.
         tier, mode, n_genes, budget, analyst, backwards, max_steps,
-            dense_shaping, shaping_scale, shaping_gamma: as
+            dense_shaping, shaping_scale, shaping_gamma, sealed: as
             :class:`~luca_gym.envs.LucaFlatEnv`.
         min_organism_seed: organism seeds are drawn uniformly from
             [min_organism_seed, spec.DRAWN_SEED_LIMIT); the default 10 000
@@ -124,8 +125,10 @@ class LucaSB3VecEnv(VecEnv):
         min_organism_seed: int = TRAINING_SEED_LOW,
         generation_batch: int = GENERATION_BATCH,
         seed: int | None = None,
+        sealed=None,
     ):
         num_envs = spec.check_positive_int(num_envs, "num_envs")
+        self.seal = seal_mod.make_seal(sealed)
         self.params = core.make_params(
             tier, n_genes, mode, budget=budget, max_steps=max_steps, dense_shaping=dense_shaping,
             shaping_scale=shaping_scale, shaping_gamma=shaping_gamma,
@@ -160,7 +163,7 @@ class LucaSB3VecEnv(VecEnv):
 
     def _generate(self, seeds: np.ndarray):
         """(organisms, noise keys) of ``seeds`` as numpy, rows in order."""
-        return jax.device_get(organism_batch(seeds, self.tier, self.n_genes, self.mode, self.backwards))
+        return jax.device_get(organism_batch(seeds, self.tier, self.n_genes, self.mode, self.backwards, sealed=self.seal))
 
     def _fresh(self, count: int):
         """(seeds int64 (count,), organisms, noise keys) never used before:

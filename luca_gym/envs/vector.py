@@ -23,6 +23,7 @@ from gymnasium.vector.utils import batch_space
 
 from luca_gym import core, spec
 from luca_gym.envs.spaces import action_space, observation_space, organism_seeds, parse_action, reset_options, to_numpy_observation
+from luca_gym import seal as seal_mod
 from luca_gym.functional import organism_batch
 
 _batched_reset = jax.jit(jax.vmap(core.reset, in_axes=(0, 0, None)), static_argnums=2)
@@ -60,6 +61,9 @@ class LucaVectorEnv(gym.vector.VectorEnv):
             ending step returns the new episode's first observation; the last
             one is in ``info["final_obs"]``).
         numpy: return numpy observations (default) or JAX arrays.
+        sealed: None (default), a secret, a :class:`luca_gym.seal.Seal` or
+            True (``$LUCA_GYM_SECRET``): organisms from their sealed seeds
+            (:mod:`luca_gym.seal`), as :class:`~luca_gym.envs.LucaEnv`.
 
     Actions are the LucaEnv dict with a leading ``num_envs`` axis. ``info``
     holds ``error_code`` per sub-env and, where an episode ended on this step,
@@ -83,8 +87,10 @@ class LucaVectorEnv(gym.vector.VectorEnv):
         budget: int | None = None,
         shaping_scale: float = 0.1,
         shaping_gamma: float = 1.0,
+        sealed=None,
     ):
         num_envs = spec.check_positive_int(num_envs, "num_envs")
+        self.seal = seal_mod.make_seal(sealed)
         modes = {"next_step": AutoresetMode.NEXT_STEP, "same_step": AutoresetMode.SAME_STEP}
         if autoreset_mode not in modes and autoreset_mode not in modes.values():
             raise ValueError(f"autoreset_mode: {autoreset_mode!r} not allowed; allowed 'next_step' or 'same_step'")
@@ -114,7 +120,7 @@ class LucaVectorEnv(gym.vector.VectorEnv):
         ``seeds`` are given); only those organisms are generated."""
         count = int(mask.sum())
         seeds = self._draw_seeds(count) if seeds is None else seeds
-        organisms, keys = organism_batch(seeds, self.tier, self.n_genes, self.mode, self.backwards)
+        organisms, keys = organism_batch(seeds, self.tier, self.n_genes, self.mode, self.backwards, sealed=self.seal)
         rows = np.concatenate([np.arange(count), np.zeros(_pad_rows(count) - count, np.int64)])
         organisms, keys = jax.tree_util.tree_map(lambda x: x[rows], (organisms, keys))
         self.organism_seeds = self.organism_seeds.copy()

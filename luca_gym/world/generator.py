@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from luca_gym import seal as seal_mod
 from luca_gym import vocabulary
 from luca_gym.spec import (
     BLOCK,
@@ -169,6 +170,7 @@ def generate(
     backwards: bool = False,
     *,
     max_attempts: int = MAX_ATTEMPTS,
+    sealed=None,
 ) -> OrganismArrays:
     """The organism arrays of many triples at once, stacked on a leading axis.
 
@@ -180,8 +182,12 @@ def generate(
     Raises ValueError on a bad argument and RuntimeError when a triple meets no
     guarantee within ``max_attempts`` attempts (the attempts are one fixed
     sequence, so a smaller limit only gives up sooner).
+
+    ``sealed`` (a :class:`luca_gym.seal.Seal`, a secret, or True for
+    ``$LUCA_GYM_SECRET``; see :func:`luca_gym.seal.make_seal`) generates each
+    organism from its sealed seed instead: the public seed no longer gives it.
     """
-    seeds = check_seeds(seeds)
+    seeds = seal_mod.resolve_seeds(check_seeds(seeds), seal_mod.make_seal(sealed))
     tier, n_genes, mode, backwards = check_organism(tier, n_genes, mode, backwards)
     max_attempts = check_positive_int(max_attempts, "max_attempts")
     p, t = plan(n_genes, mode, backwards), tier_params(tier, n_genes)
@@ -228,6 +234,7 @@ def make_organism(
     backwards: bool = False,
     *,
     max_attempts: int = MAX_ATTEMPTS,
+    sealed=None,
 ) -> Organism:
     """Generate the organism of ``(seed, tier, n_genes)`` (SPEC 1.3).
 
@@ -244,22 +251,31 @@ def make_organism(
     The healthy and disease organisms of one triple share their network; the
     disease one adds the malfunction, and its prediction tasks are chosen and
     scored on the diseased dynamics. :func:`generate` makes many at once.
+
+    ``sealed``: see :func:`generate`. A sealed organism's names are drawn from
+    its sealed seed too; ``meta.seed`` stays the public seed and
+    ``meta.sealed`` is the seal's fingerprint.
     """
     seed = check_seed(seed)
     tier, n_genes, mode, backwards = check_organism(tier, n_genes, mode, backwards)
-    batch = generate([seed], tier, n_genes, mode, backwards, max_attempts=max_attempts)
+    seal = seal_mod.make_seal(sealed)
+    batch = generate([seed], tier, n_genes, mode, backwards, max_attempts=max_attempts, sealed=seal)
     arrays = jax.tree_util.tree_map(lambda x: x[0], batch)
-    return Organism(arrays=arrays, meta=organism_meta(seed, tier, n_genes, mode, backwards, arrays.signal_effects))
+    return Organism(arrays=arrays, meta=organism_meta(seed, tier, n_genes, mode, backwards, arrays.signal_effects, sealed=seal))
 
 
-def organism_meta(seed: int, tier: str, n_genes: int, mode: str, backwards: bool, signal_effects) -> OrganismMeta:
+def organism_meta(seed: int, tier: str, n_genes: int, mode: str, backwards: bool, signal_effects, *, sealed=None) -> OrganismMeta:
     """The names of an organism (host-side strings, a pure function of the
-    triple); ``signal_effects`` float (S, N) gives each signal's mode."""
+    triple, or of the sealed seed under ``sealed``); ``signal_effects`` float
+    (S, N) gives each signal's mode."""
     sz = sizes(n_genes)
-    names_rng = np.random.default_rng(np.random.SeedSequence([int(seed), TIERS[tier].index, n_genes, 0, 30]))
+    seal = seal_mod.make_seal(sealed)
+    names_seed = int(seal_mod.resolve_seeds([seed], seal)[0])
+    names_rng = np.random.default_rng(np.random.SeedSequence([names_seed, TIERS[tier].index, n_genes, 0, 30]))
     effects = np.asarray(signal_effects)
     return OrganismMeta(
         seed=int(seed),
+        sealed=None if seal is None else seal.fingerprint,
         tier=tier,
         n_genes=n_genes,
         mode=mode,

@@ -22,12 +22,14 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from luca_gym import calls, core
+from luca_gym import seal as seal_mod
 from luca_gym.envs.luca_env import LucaEnv
 from luca_gym.spec import GENE_TYPES, HEALTHY_RANGE, MALFUNCTION_TYPES, SIGNAL_TYPE
 from luca_gym.wrappers.schema import validate
 
 MAX_PAYLOAD = 64 * 1024  # characters of JSON arguments
-MAX_HYPOTHESIS = 20_000
+MAX_HYPOTHESIS = 20_000  # characters of one hypothesis
+MAX_HYPOTHESES = 100  # hypotheses kept per session
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,9 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         "get_organism_info",
         "Free. The organism's targetable genes, signals, phenotypes, baseline phenotypes, healthy ranges, "
-        "aberrant phenotypes (disease mode) and the budget.",
+        "aberrant phenotypes (disease mode), the budget and the call limit: the session accepts at most "
+        "{call_limit} calls other than get_organism_info and submit_hypothesis (refused calls do not count), "
+        "then ends itself.",
         _no_arguments,
     ),
     Tool(
@@ -96,7 +100,8 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         "submit_network",
         "Free. Submit the gene -> phenotype edges you infer, each with its direction (+ raises, - lowers). "
-        "Scored by precision and recall at session end; a later submission replaces an earlier one.",
+        "Scored by precision and recall at session end; a later submission replaces an earlier one. "
+        "Each submission counts toward the session's limit of {call_limit} accepted calls.",
         lambda s: (
             {
                 "edges": {
@@ -163,24 +168,52 @@ class ToolSession:
         tier, mode, n_genes, backwards: the organism's settings.
         env: a :class:`LucaEnv` built from these same settings, to reuse; by
             default one is built (both through :func:`luca_gym.calls.open_session`).
+        sealed: None (default), a secret, a :class:`luca_gym.seal.Seal` or True
+            (``$LUCA_GYM_SECRET``): the organism is generated from its sealed
+            seed and ``organism_id`` is opaque, so neither the public seed nor
+            the names lead back to it (:mod:`luca_gym.seal`).
 
     Raises ValueError naming a bad setting and what is allowed.
+
+    A refused call (malformed, or against the rules) changes nothing and
+    counts toward nothing. The session accepts at most ``call_limit`` calls
+    that reach the core (every call but ``get_organism_info`` and
+    ``submit_hypothesis``); the last of them is carried out and then ends the
+    session with ``end_reason: "call_limit"``. The prompt and the tool
+    descriptions state the limit.
     """
 
     def __init__(
-        self, seed: int = 0, *, tier="medium", mode="healthy", n_genes=20, backwards=False, env: LucaEnv | None = None
+        self, seed: int = 0, *, tier="medium", mode="healthy", n_genes=20, backwards=False, env: LucaEnv | None = None,
+        sealed=None,
     ):
-        self.env, self.obs = calls.open_session(seed, tier, mode, n_genes, backwards, env=env)
+        self.seal = seal_mod.make_seal(sealed)
+        self.env, self.obs = calls.open_session(seed, tier, mode, n_genes, backwards, env=env, sealed=self.seal)
         self.seed = int(seed)
         self.meta = self.env.organism.meta
+        self.organism_id = f"org_{self.seed:08d}" if self.seal is None else self.seal.organism_id(self.seed)
         self.targetable_genes = tuple(g for g, t in zip(self.meta.gene_names, self.obs["targetable"]) if t)
         self.hypotheses: list[str] = []
         self.transcript: list[dict] = []
         self.ended = False
         self.truncated = False
+        self.end_reason: str | None = None
         self.scores: dict | None = None
         self.total_reward = 0.0
         self._schemas = {tool.name: self._schema(tool) for tool in TOOLS}
+
+    @property
+    def call_limit(self) -> int:
+        """Accepted calls (those that reach the core) after which the session ends itself."""
+        return self.env.params.max_steps
+
+    def system_prompt(self) -> str:
+        """The system prompt for this session (mode and call limit)."""
+        return system_prompt(self.env.params.disease, self.call_limit)
+
+    def description(self, tool: "Tool") -> str:
+        """A tool's description for this session (the call limit filled in)."""
+        return tool.description.replace("{call_limit}", str(self.call_limit))
 
     # -- schemas -----------------------------------------------------------------
     def _schema(self, tool: Tool) -> dict:
@@ -194,7 +227,7 @@ class ToolSession:
         """Neutral specs: ``{"name", "description", "input_schema"}`` (copies:
         editing one cannot change what the session accepts)."""
         return [
-            {"name": t.name, "description": t.description, "input_schema": copy.deepcopy(self._schemas[t.name])} for t in TOOLS
+            {"name": t.name, "description": self.description(t), "input_schema": copy.deepcopy(self._schemas[t.name])} for t in TOOLS
         ]
 
     def tools_openai(self) -> list[dict]:
@@ -225,7 +258,7 @@ class ToolSession:
             result = self._error(f"internal error while handling the call ({type(exc).__name__}); the session is unchanged")
         self.transcript.append(
             {
-                "call": name[:64] if isinstance(name, str) else f"<{type(name).__name__}>",
+                "call": name[:64] if isinstance(name, str) and _is_unicode(name) else f"<{type(name).__name__}>",
                 "arguments": self._loggable(logged),
                 "result": result,
                 "budget_remaining": result.get("budget_remaining"),
@@ -244,6 +277,8 @@ class ToolSession:
             text = arguments if isinstance(arguments, str) else json.dumps(arguments, allow_nan=False)
         except (TypeError, ValueError, RecursionError, OverflowError):
             return "<not JSON-serialisable>"
+        if not _is_unicode(text if isinstance(arguments, str) else json.loads(text)):
+            return "<not valid Unicode>"
         if len(text) > 2048:
             return text[:2048] + "...<truncated>"
         return text if isinstance(arguments, str) else json.loads(text)
@@ -281,6 +316,8 @@ class ToolSession:
             raise ValueError(f"arguments: expected a JSON object or a dict, got {type(arguments).__name__}")
         if not isinstance(parsed, dict):
             raise ValueError(f"arguments: expected a JSON object, got {type(parsed).__name__}")
+        if not _is_unicode(parsed):
+            raise ValueError("arguments: a string holds a lone surrogate (e.g. \\ud800), which is not valid Unicode text")
         return parsed
 
     def validate(self, name: Any, arguments: Any) -> str | None:
@@ -311,6 +348,8 @@ class ToolSession:
         if name == "submit_hypothesis":
             if self.ended:
                 return self._error(core.ERROR_MESSAGES[core.ERROR_CODES["session_ended"]])
+            if len(self.hypotheses) >= MAX_HYPOTHESES:
+                return self._error(f"submit_hypothesis: {MAX_HYPOTHESES} hypotheses already stored; no more are kept")
             self.hypotheses.append(args["text"])
             return {"stored": True, "budget_remaining": int(self.obs["budget_left"])}
         action = calls.action_from_call(self.meta, name, args)
@@ -322,16 +361,20 @@ class ToolSession:
         if terminated or truncated:
             self.ended = True
             self.truncated = truncated
+            self.end_reason = "end" if terminated else "call_limit"
             self.scores = info["scores"]
             result["ended"] = True
-            result["scores"] = info["scores"]
+            result["end_reason"] = self.end_reason
+            if truncated:
+                result["note"] = f"The session accepted its limit of {self.call_limit} calls and has ended."
+            result["scores"] = calls.describe_scores(self.meta, info["scores"])
         return result
 
     def organism_info(self) -> dict:
         """What get_organism_info returns: public facts only."""
         m, obs = self.meta, self.obs
         info = {
-            "organism_id": f"org_{self.seed:08d}",
+            "organism_id": self.organism_id,
             "gene_names": list(self.targetable_genes),
             "signals": [{"label": s, "mode": mode} for s, mode in zip(m.signal_labels, m.signal_modes)],
             "observable_phenotypes": list(m.phenotype_names),
@@ -339,6 +382,8 @@ class ToolSession:
             "healthy_phenotype_ranges": {p: list(HEALTHY_RANGE) for p in m.phenotype_names},
             "budget_remaining": int(obs["budget_left"]),
             "budget_total": self.env.params.budget,
+            "call_limit": self.call_limit,
+            "calls_accepted": int(self.env.state.step_count),
         }
         if self.env.params.disease:
             info["aberrant_phenotypes"] = [p for p, a in zip(m.phenotype_names, obs["aberrant"]) if a]
@@ -347,11 +392,22 @@ class ToolSession:
     def record(self) -> dict:
         """The session as one JSON-ready record (the harness's format)."""
         return {
+            "organism_id": self.organism_id,
             "calls": self.transcript,
             "hypotheses": self.hypotheses,
             "scores": self.scores,
             "return": self.total_reward,
+            "end_reason": self.end_reason,
         }
+
+
+def _is_unicode(value) -> bool:
+    """Whether every string in ``value`` (JSON data) is valid Unicode text (no lone surrogates)."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _reject_constant(name: str):
@@ -386,8 +442,9 @@ _BUDGET = (
 )
 
 
-def system_prompt(disease: bool) -> str:
-    """The system prompt for healthy or disease mode."""
+def system_prompt(disease: bool, call_limit: int | None = None) -> str:
+    """The system prompt for healthy or disease mode; ``call_limit`` (the
+    session's accepted-call limit, :attr:`ToolSession.call_limit`) is stated when given."""
     lines = [
         "You are an experimental scientist studying a synthetic organism: a network of interacting genes whose "
         "steady state sets a few observable phenotypes. You can BLOCK (force to zero), BOOST (force to maximum) "
@@ -413,8 +470,12 @@ def system_prompt(disease: bool) -> str:
             "phenotype predicted within 0.10 of the truth earns credit; (2) submit the gene -> phenotype network you "
             "infer with submit_network, and a short hypothesis with submit_hypothesis.",
         ]
+    limit = (
+        f"CALL LIMIT: the session accepts at most {call_limit} calls other than get_organism_info and "
+        "submit_hypothesis; refused calls do not count. The last accepted call ends the session."
+    )
     lines += [
-        _BUDGET,
+        _BUDGET + ("" if call_limit is None else "\n\n" + limit),
         "Start with get_organism_info. The two genes of a held-out task cannot be perturbed together in an "
         "experiment: the joint outcome must be predicted from your causal model, and effects are not simply "
         "additive. Call end when you are done.",
@@ -447,13 +508,15 @@ Agent = Callable[[list, list], AgentTurn]
 
 def run_agent(agent: Agent, session: ToolSession, max_turns: int = 300) -> dict:
     """Let ``agent`` drive ``session`` until it ends (or ``max_turns`` turns,
-    or a turn with no tool call: then the session is ended for it). Returns
-    the session record; the messages exchanged are in ``record["messages"]``."""
+    or a turn with no tool call: then the session is ended for it, and
+    ``record["end_reason"]`` says ``"turn_limit"`` or ``"no_tool_call"``).
+    Returns the session record; the messages exchanged are in ``record["messages"]``."""
     messages: list[dict] = [
-        {"role": "system", "content": system_prompt(session.env.params.disease)},
+        {"role": "system", "content": session.system_prompt()},
         {"role": "user", "content": "A new organism is ready. Begin."},
     ]
     specs = session.tool_specs()
+    reason = "turn_limit"
     for _ in range(max_turns):
         turn = agent(messages, specs)
         messages.append(
@@ -464,6 +527,7 @@ def run_agent(agent: Agent, session: ToolSession, max_turns: int = 300) -> dict:
             }
         )
         if not turn.tool_calls:
+            reason = "no_tool_call"
             break
         for c in turn.tool_calls:
             result = session.call(c.name, c.arguments)
@@ -475,7 +539,9 @@ def run_agent(agent: Agent, session: ToolSession, max_turns: int = 300) -> dict:
         if session.ended:
             break
     if not session.ended:
+        # The harness ends it for the agent, and says why.
         session.call("end", {})
+        session.end_reason = reason
     record = session.record()
     record["messages"] = messages
     return record
