@@ -132,29 +132,50 @@ def _tool_record(spec: SessionSpec, session, result: dict, wall: float, base_url
     return record
 
 
-def record_tool_session(session, out_dir: str, *, agent: str = "mcp-client", wall_s: float = 0.0) -> str:
+def record_tool_session(session, out_dir: str, *, agent: str = "mcp-client", wall_s: float = 0.0, wait_s: float = 5.0) -> str:
     """Append an ended :class:`~luca_gym.wrappers.llm.ToolSession` (driven
     from outside the harness, e.g. over MCP) to ``out_dir/sessions.jsonl`` in
-    the harness format, under the folder's lock; ``luca-gym report`` reads it.
-    Returns the file's path. Refuses (ResultsError) an open session, a line of
-    the same session already there, or a folder written by another build or seal."""
+    the harness format, under the folder's lock (waiting up to ``wait_s``
+    seconds for it); ``luca-gym report`` reads it. Returns the file's path.
+    Refuses an open session, and whatever :func:`check_recordable` refuses."""
     if not session.ended:
         raise ValueError("session: still open; a session is recorded once it has ended")
     m = session.meta
     spec = SessionSpec(agent, m.tier, m.mode, m.n_genes, session.seed, m.backwards)
     record = _tool_record(spec, session, session.record(), wall_s)
     path = os.path.join(out_dir, SESSIONS_FILE)
-    with folder_lock(out_dir):
-        config = run_config(agent, session.seal)
-        if os.path.getsize(path):
-            results = read_results(path, seal=session.seal)
-            results.check_config(config)
-            if spec.key() in results.keys():
-                raise ResultsError(f"{path}:{results.keys()[spec.key()]}: this session ({_describe_key(spec.key())}) is already recorded")
-            _trim_unfinished(path)
+    with folder_lock(out_dir, wait_s=wait_s):
+        check_recordable(session, out_dir, agent=agent)
+        _trim_unfinished(path)
         with open(path, "a", encoding="utf-8") as f:
             _append(f, record, session.seal)
     return path
+
+
+def check_recordable(session, out_dir: str, *, agent: str = "mcp-client") -> None:
+    """Raise ResultsError (file and line) if ``session`` could not be recorded
+    in ``out_dir`` under ``agent``: the file written by another configuration
+    (build, seal, budget, call limit) or this session already there.
+    ``session``: a :class:`~luca_gym.wrappers.llm.ToolSession`, or a
+    :class:`SessionSpec` (``agent`` is then its agent) with ``seal=`` and
+    ``params=`` given through :func:`check_recordable_spec`."""
+    m = session.meta
+    spec = SessionSpec(agent, m.tier, m.mode, m.n_genes, session.seed, m.backwards)
+    check_recordable_spec(out_dir, spec, session.seal, session.env.params)
+
+
+def check_recordable_spec(out_dir: str, spec: SessionSpec, seal, params) -> None:
+    """:func:`check_recordable` from a session's spec, seal and ``core.EnvParams``
+    alone (before the organism is generated)."""
+    path = os.path.join(out_dir, SESSIONS_FILE)
+    if not os.path.exists(path) or not os.path.getsize(path):
+        return
+    results = read_results(path, seal=seal)
+    results.check_config(run_config(spec.agent, seal), {spec.key(): {"budget": params.budget, "call_limit": params.max_steps}})
+    recorded = results.keys()
+    if spec.key() in recorded:
+        raise ResultsError(f"{path}:{recorded[spec.key()]}: this session ({_describe_key(spec.key())}) is already recorded; "
+                           f"use another --out folder or agent name")
 
 
 def _organism_id(seed: int, seal) -> str:
@@ -640,6 +661,8 @@ __all__ = [
     "folder_lock",
     "read_results",
     "record_tool_session",
+    "check_recordable",
+    "check_recordable_spec",
     "run_config",
     "plan",
     "run_session",
