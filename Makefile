@@ -22,8 +22,7 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	@rm -f results/demo/sessions.jsonl
 	$(BIN)/luca-gym eval --seeds 0-4 --out results/demo
-	$(BIN)/luca-gym report results/demo > /dev/null
-	@echo "report: results/demo/report.md"
+	$(BIN)/luca-gym report results/demo
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 --durations=15

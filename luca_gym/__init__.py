@@ -3,7 +3,14 @@
 A JAX steady-state simulator of gene-regulatory "organisms", the hidden-ground-
 truth scorer of the LUCA paper, and (in later modules) Gymnasium environments
 over one pure session core.
+
+Importing the package turns on JAX's persistent compilation cache
+(:mod:`luca_gym.compile_cache`; ``LUCA_GYM_CACHE_DIR=off`` disables it).
 """
+
+from luca_gym import compile_cache
+
+compile_cache.configure()  # before anything compiles: later runs reuse the compiled programs
 
 from luca_gym.types import Organism, OrganismArrays, OrganismMeta, SteadyState
 from luca_gym.world import MODES, TIERS, make_organism, sizes

@@ -13,17 +13,16 @@ what is allowed, and exit code 2; nothing already written is touched.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import shlex
+import re
 import sys
-import time
+import threading
 
 import numpy as np
 
 from luca_gym import world
 from luca_gym.baselines import BASELINES, PAPER_BASELINES
-from luca_gym.spec import MALFUNCTION_TYPES, MODES, TIER_NAMES
+from luca_gym.spec import MODES, TIER_NAMES
 
 EXIT_USAGE = 2
 MAX_SEEDS = 100_000
@@ -88,24 +87,62 @@ def _writable_dir(path: str, what: str = "out") -> None:
         raise UsageError(f"{what}: folder {path!r} is not writable")
 
 
+def seal_of(args, out: str | None = None):
+    """The seal of ``--sealed`` / ``--secret-file`` (None unsealed): the file's
+    secret, else ``$LUCA_GYM_SECRET``, else (for ``eval``) a secret drawn once
+    and kept in ``OUT/secret.key``. One line on stderr says which, with the
+    fingerprint; the secret itself is never printed."""
+    from luca_gym import seal as seal_mod
+
+    if getattr(args, "secret_file", None):
+        seal, source = seal_mod.read_secret_file(args.secret_file), args.secret_file
+    elif not getattr(args, "sealed", False):
+        return None
+    elif os.environ.get(seal_mod.SECRET_ENV):
+        seal, source = seal_mod.from_env(), f"${seal_mod.SECRET_ENV}"
+    elif out is not None:
+        seal, created = seal_mod.load_or_create(out)
+        source = os.path.join(out, seal_mod.SECRET_FILE) + (" (drawn now; keep it private)" if created else "")
+    else:
+        raise UsageError(f"sealed: set {seal_mod.SECRET_ENV} or give --secret-file FILE")
+    print(f"sealed: secret from {source}, fingerprint {seal.fingerprint}", file=sys.stderr)
+    return seal
+
+
 class Progress:
-    """A one-line progress bar on stderr."""
+    """The sweep's progress bar on stderr (tqdm: count, rate, ETA, the session
+    running). While the first session takes longer than 3 s (it compiles),
+    the bar says so."""
 
     def __init__(self, quiet: bool = False):
         self.quiet = quiet or not sys.stderr.isatty()
-        self.started = time.perf_counter()
+        self.bar = None
+        self.timer = None
 
     def __call__(self, i: int, total: int, spec) -> None:
         if self.quiet or total == 0:
             return
-        width = 30
-        filled = int(width * i / total)
-        elapsed = time.perf_counter() - self.started
-        what = f"{spec.agent} {spec.tier} {spec.mode} N={spec.n_genes} seed {spec.seed}" if spec else "done"
-        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {i}/{total} {elapsed:6.1f}s  {what:<48}")
+        if self.bar is None:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, unit="session", file=sys.stderr, dynamic_ncols=True)
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        self.bar.n = i
         if spec is None:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
+            self.bar.set_postfix_str("done")
+            self.bar.close()
+            return
+        what = f"{spec.agent} {spec.tier} {spec.mode} N={spec.n_genes} seed {spec.seed}"
+        self.bar.set_postfix_str(what)
+        if i == 0:
+            from luca_gym.compile_cache import cache_dir
+
+            note = f"{what} (compiling: first run only{'; cached' if cache_dir() else ''})"
+            self.timer = threading.Timer(3.0, lambda: self.bar.set_postfix_str(note))
+            self.timer.daemon = True
+            self.timer.start()
 
 
 def cmd_eval(args) -> int:
@@ -118,13 +155,17 @@ def cmd_eval(args) -> int:
     n_genes = _ints(args.n_genes, "n-genes")
     specs = ev.plan(agents, tiers, modes, n_genes, seeds, backwards=args.backwards)
     _writable_dir(args.out)
+    seal = seal_of(args, out=args.out)
     # Learned agents load once, before any session: a bad checkpoint stops the
     # sweep before it starts, and every session reuses the loaded weights.
     learned = {a: ev.make_runner(a) for a in agents if ev.is_learned_agent(a)}
     factory = lambda name: learned[name] if name in learned else ev.make_runner(name, args.base_url)  # noqa: E731
-    path = ev.sweep(specs, args.out, policy_factory=factory, progress=Progress(args.quiet))
+    path = ev.sweep(specs, args.out, policy_factory=factory, progress=Progress(args.quiet), sealed=seal, base_url=args.base_url)
     wanted = {spec.key() for spec in specs}
-    records = [r for r in ev.load_sessions(path) if tuple(r[k] for k in ev.KEY_FIELDS) in wanted]
+    results = ev.read_results(path, seal=seal)
+    for note in results.notes():
+        print(f"note: {note}", file=sys.stderr)
+    records = [r for r in results.records if tuple(r[k] for k in ev.KEY_FIELDS) in wanted]
     for n in n_genes:
         print(f"\nComposite score, N={n} ({len(seeds)} seeds; mean ± population std; paper figures in brackets)")
         print(ev.composite_table(records, n))
@@ -200,7 +241,27 @@ def cmd_report(args) -> int:
     if args.out:
         _writable_dir(args.out)
     text = write_report(args.results, args.out)
-    print(text)
+    folder = args.out or (args.results if os.path.isdir(args.results) else os.path.dirname(args.results) or ".")
+    print(os.path.join(folder, "report.md"))
+    for figure in dict.fromkeys(re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)):
+        print(os.path.join(folder, figure))
+    return 0
+
+
+def cmd_show(args) -> int:
+    """Draw one recorded session as a timeline PNG and print its path (one
+    line); when several sessions match, a note on stderr names the one drawn."""
+    from luca_gym import eval as ev
+    from luca_gym import report
+
+    record, note = report.pick_session(ev.load_sessions(args.results), args.seed, args.agent,
+                                       tier=args.tier, mode=args.mode, n_genes=args.n_genes)
+    out = args.out or os.path.join(report.results_folder(args.results), report.session_file_name(record))
+    _writable_dir(os.path.dirname(os.path.abspath(out)), "out")
+    report.draw_session(record, out)
+    if note:
+        print(f"luca-gym show: note: {note}", file=sys.stderr)
+    print(out)
     return 0
 
 
@@ -230,7 +291,7 @@ def describe(organism) -> str:
     return "\n".join(
         [
             f"organism seed={m.seed} tier={m.tier} N={m.n_genes} mode={m.mode}"
-            f"{' backwards' if m.backwards else ''}  fingerprint {organism.fingerprint()[:16]}",
+            f"{' backwards' if m.backwards else ''}{f' sealed {m.sealed}' if m.sealed else ''}  fingerprint {organism.fingerprint()[:16]}",
             f"  modules {sz.n_modules}, GRN edges {int(np.count_nonzero(np.asarray(a.weights)))}, "
             f"readout genes {int(np.sum(np.asarray(a.readout_mask)))}, latent genes {int(np.sum(np.asarray(a.latent_mask)))}, "
             f"budget {sz.budget}",
@@ -246,124 +307,112 @@ def open_session(args):
     ``--mode``, ``--n-genes`` and ``--backwards``."""
     from luca_gym.wrappers.llm import ToolSession
 
-    return ToolSession(args.seed, tier=args.tier, mode=args.mode, n_genes=args.n_genes, backwards=args.backwards)
+    from luca_gym.compile_cache import compile_notice
+
+    seal = seal_of(args)
+    with compile_notice(f"luca-gym {args.command}"):
+        return ToolSession(args.seed, tier=args.tier, mode=args.mode, n_genes=args.n_genes, backwards=args.backwards,
+                           sealed=seal)
 
 
 def cmd_info(args) -> int:
-    organism = open_session(args).env.organism
+    from luca_gym.compile_cache import compile_notice
+    from luca_gym.envs.luca_env import cached_organism
+
+    if args.graph:  # a bad path is refused before any work
+        _writable_dir(os.path.dirname(os.path.abspath(args.graph)), "graph")
+    seal = seal_of(args)
+    with compile_notice("luca-gym info"):
+        # The organism alone (the one play and mcp open): no session to compile.
+        organism = cached_organism(args.seed, args.tier, args.n_genes, args.mode, args.backwards, sealed=seal)
     print(describe(organism))
     if args.graph:
         from luca_gym.report import draw_network
 
-        folder = os.path.dirname(os.path.abspath(args.graph))
-        _writable_dir(folder, "graph")
         draw_network(organism, args.graph)
         print(f"  network drawn to {args.graph} (ground truth: for researchers, not for agents)")
     return 0
 
 
-PLAY_HELP = """calls (the same as an agent's; names as shown by `info`; each result prints as JSON):
-  info                                  get_organism_info: organism, budget, baseline, aberrant phenotypes
-  experiment G003=BLOCK G007=BOOST SIG=ACTIVATE   run_experiment (1 unit)
-  task                                  get_next_prediction_task
-  predict 0.41 0.62 0.50                submit_prediction (one value per phenotype, in order)
-  hypothesis free text ...              submit_hypothesis (stored, not scored)
-  network G003:PHENOTYPE:+ ...          submit_network (+ raises, - lowers)
-  diagnose TARGET LOCK_HI|LOCK_LO|PERSIST   submit_malfunction_hypothesis (one-way)
-  rescue G003=DAMPEN ...                test_rescue (1 unit, after diagnose)
-  end                                   end the session and see the scores
-  help | quit"""
-
-
-def _interventions(words: list[str]) -> dict:
-    return {"interventions": {target: {"type": kind} for target, _, kind in (w.partition("=") for w in words)}}
-
-
-def play_call(meta, words: list[str]) -> tuple[str, dict]:
-    """One typed command -> (call name, arguments), for :meth:`ToolSession.call`,
-    which checks the arguments. Raises ValueError for words that make no call."""
-    verb, rest = words[0].lower(), words[1:]
-    if verb == "info":
-        return "get_organism_info", {}
-    if verb == "experiment":
-        return "run_experiment", _interventions(rest)
-    if verb == "rescue":
-        return "test_rescue", _interventions(rest)
-    if verb == "task":
-        return "get_next_prediction_task", {}
-    if verb == "predict":
-        names = meta.phenotype_names
-        if len(rest) != len(names):
-            raise ValueError(f"predict: give {len(names)} numbers, one per phenotype ({', '.join(names)}); got {len(rest)}")
-        try:
-            return "submit_prediction", {"predictions": {p: float(x) for p, x in zip(names, rest)}}
-        except ValueError:
-            raise ValueError(f"predict: {' '.join(rest)[:60]!r} are not all numbers") from None
-    if verb == "hypothesis":
-        return "submit_hypothesis", {"text": " ".join(rest)}
-    if verb == "network":
-        edges = [item.split(":") for item in rest]
-        for item, parts in zip(rest, edges):
-            if len(parts) != 3:
-                raise ValueError(f"network: {item[:40]!r} is not an edge; write GENE:PHENOTYPE:+ or GENE:PHENOTYPE:-")
-        return "submit_network", {"edges": [{"gene": g, "phenotype": p, "direction": d} for g, p, d in edges]}
-    if verb == "diagnose":
-        if len(rest) != 2:
-            raise ValueError(f"diagnose: give TARGET and TYPE ({', '.join(MALFUNCTION_TYPES[1:])})")
-        return "submit_malfunction_hypothesis", {"target_name": rest[0], "malfunction_type": rest[1]}
-    if verb == "end":
-        return "end", {}
-    raise ValueError(f"unknown call {verb!r}; type help")
-
-
 def cmd_play(args, stdin=None, stdout=None) -> int:
-    stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
-    session = open_session(args)
-    say = lambda text: print(text, file=stdout, flush=True)  # noqa: E731
-    say(
-        f"LUCA {args.tier} {args.mode}{' backwards' if args.backwards else ''}: {session.meta.n_genes} genes, "
-        f"budget {session.env.params.budget}. Type help."
-    )
-    while True:
-        stdout.write("luca> ")
-        stdout.flush()
-        line = stdin.readline()
-        if not line:
-            return 0
-        try:
-            words = shlex.split(line)
-        except ValueError as exc:
-            say(f"error: {exc}; quote text with matching quotes")
-            continue
-        if not words:
-            continue
-        verb = words[0].lower()
-        if verb in ("quit", "exit"):
-            return 0
-        if verb == "help":
-            say(PLAY_HELP)
-            continue
-        try:
-            name, arguments = play_call(session.meta, words)
-        except ValueError as exc:
-            say(f"error: {exc}")
-            continue
-        say(json.dumps(session.call(name, arguments)))
-        if session.ended:
-            say("session over")
-            return 0
+    """The REPL of :mod:`luca_gym.play` over the session of ``args`` (``--json``:
+    one JSON object a reply); ``stdin`` and ``stdout`` default to the terminal."""
+    from luca_gym.play import PlayShell
+
+    return PlayShell(open_session(args), stdin=stdin, stdout=stdout, json_output=args.json).run()
 
 
 def cmd_mcp(args) -> int:
+    """Serve the session of ``args`` over MCP (stdio); with ``--out``, record it there when it ends.
+
+    The settings are checked first (a bad one: one line, exit 2); the organism
+    is then generated in the background while the server already answers
+    ``initialize``, so a client connects at once."""
+    from luca_gym import core, spec
+    from luca_gym import eval as ev
+    from luca_gym.wrappers.llm import system_prompt
     from luca_gym.wrappers.mcp_server import serve
 
-    serve(open_session(args))
+    if args.out:
+        _writable_dir(args.out, "out")
+    if not args.agent.strip():
+        raise UsageError("agent: an empty name; give the name the session is recorded under, e.g. mcp-client")
+    seed = spec.check_seed(args.seed)
+    tier, n_genes, mode, backwards = spec.check_organism(args.tier, args.n_genes, args.mode, args.backwards)
+    seal = seal_of(args)
+    params = core.make_params(tier, n_genes, mode)
+    if args.out:
+        ev.check_recordable_spec(args.out, ev.SessionSpec(args.agent, tier, mode, n_genes, seed, backwards), seal, params)
+
+    def open_it():
+        from luca_gym.wrappers.llm import ToolSession
+
+        return ToolSession(seed, tier=tier, mode=mode, n_genes=n_genes, backwards=backwards, sealed=seal)
+
+    serve(open_it, out=args.out, agent=args.agent, instructions=system_prompt(params.disease, params.max_steps))
     return 0
 
 
+def _sealed_arguments(p, eval_: bool = False) -> None:
+    from luca_gym.seal import SECRET_ENV
+
+    drawn = " or, if unset, a secret drawn once and kept in OUT/secret.key" if eval_ else ""
+    p.add_argument("--sealed", action="store_true",
+                   help=f"sealed organisms: a secret folded into every organism key, from ${SECRET_ENV}{drawn}, so the "
+                        f"public package and seed do not give the organism away")
+    p.add_argument("--secret-file", default=None, metavar="FILE", help="sealed, with the secret in FILE (implies --sealed)")
+
+
+# Choices shown in --help; the values are checked by the library, so a bad one
+# gets the same one-line error (and exit code 2) as every other user error.
+TIER_CHOICES = "{" + ",".join(TIER_NAMES) + "}"
+MODE_CHOICES = "{" + ",".join(MODES) + "}"
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Help that shows each option's default (where it has one and the help
+    does not already say it)."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "default" in text or any(action.default is x for x in (None, False, argparse.SUPPRESS)) or not action.option_strings:
+            return text
+        return text + " (default: %(default)s)"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="luca-gym", description="LUCA: a synthetic world for experimental reasoning.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    from luca_gym import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="luca-gym", formatter_class=HelpFormatter,
+        description="LUCA: a synthetic world for experimental reasoning. Run `luca-gym COMMAND --help` for a command's options.",
+        epilog="Errors print one line naming the problem and what is allowed, and exit with code 2. JAX compiles on a "
+               "first run (cached afterwards; luca_gym.compile_cache, LUCA_GYM_CACHE_DIR=off disables it).",
+    )
+    parser.add_argument("--version", action="version", version=f"luca-gym {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_parser = sub.add_parser
+    sub.add_parser = lambda *a, **k: _add_parser(*a, formatter_class=HelpFormatter, **k)  # every command shows defaults
 
     p = sub.add_parser("eval", help="run a sweep of agents over organisms (resumable)")
     p.add_argument(
@@ -371,20 +420,22 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"comma-separated: {', '.join(BASELINES)}, openai:MODEL, anthropic:MODEL, ppo:RUN_DIR, sb3:FILE.zip",
     )
     p.add_argument("--base-url", default=None, help="OpenAI-compatible server for openai:MODEL agents (local servers too)")
-    p.add_argument("--tiers", default=",".join(TIER_NAMES))
-    p.add_argument("--modes", default=",".join(MODES))
-    p.add_argument("--seeds", default="0-19", help="e.g. 0-19, 0,3,7 or 0-4,10")
-    p.add_argument("--n-genes", default="20", help="comma-separated, e.g. 20,40,80")
+    p.add_argument("--tiers", default=",".join(TIER_NAMES), help=f"comma-separated, of {', '.join(TIER_NAMES)}")
+    p.add_argument("--modes", default=",".join(MODES), help=f"comma-separated, of {', '.join(MODES)}")
+    p.add_argument("--seeds", default="0-19", help="organism seeds, e.g. 0-19, 0,3,7 or 0-4,10")
+    p.add_argument("--n-genes", default="20", help="organism sizes N (4..4096), comma-separated, e.g. 20,40,80")
     p.add_argument("--backwards", action="store_true", help="sign-inverted organisms (appendix E.1)")
     p.add_argument("--out", default="results", help="results folder (sessions.jsonl is appended)")
+    _sealed_arguments(p, eval_=True)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("train", help="train a learned agent on the flat action space (experiments chosen, values by an analyst)")
-    p.add_argument("--algo", default="ppo", help="ppo (pure JAX, this package) or maskable-ppo (sb3-contrib, the rl extra)")
-    p.add_argument("--tier", default="easy")
-    p.add_argument("--mode", default="healthy")
-    p.add_argument("--n-genes", type=int, default=20)
+    p.add_argument("--algo", default="ppo", metavar="{" + ",".join(TRAIN_ALGOS) + "}",
+                   help="ppo (pure JAX, this package) or maskable-ppo (sb3-contrib, the rl extra)")
+    p.add_argument("--tier", default="easy", metavar=TIER_CHOICES, help="organism tier")
+    p.add_argument("--mode", default="healthy", metavar=MODE_CHOICES, help="healthy or disease")
+    p.add_argument("--n-genes", type=int, default=20, metavar="N", help="organism size N (4..4096)")
     p.add_argument("--budget", type=int, default=None, help="experiment budget (default: the paper's N + S + 8)")
     p.add_argument("--steps", type=int, default=None,
                    help=f"env steps (default: ppo {TRAIN_DEFAULTS['ppo']['steps']}, maskable-ppo {TRAIN_DEFAULTS['maskable-ppo']['steps']})")
@@ -395,7 +446,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="ppo: training organisms, seeds 10000 .. 10000+SIZE-1 (default 1024; never the evaluation seeds 0-19)")
     p.add_argument("--out", required=True, help="run folder (checkpoint, config, learning curve CSV and PNG)")
     p.add_argument("--seed", type=int, default=0, help="the run's random seed")
-    p.add_argument("--analyst", default="logit-additive", help="who writes predictions, network and diagnosis: logit-additive or constant")
+    p.add_argument("--analyst", default="logit-additive", metavar="{logit-additive,constant}",
+                   help="who writes predictions, network and diagnosis")
     p.add_argument("--quiet", action="store_true", help="no progress line")
     p.set_defaults(func=cmd_train)
 
@@ -403,6 +455,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("results", help="results folder or sessions.jsonl")
     p.add_argument("--out", default=None, help="where to write report.md and figures (default: the results folder)")
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("show", help="draw one recorded session as a timeline PNG (calls, phenotypes, predictions, diagnosis, rescue)")
+    p.add_argument("results", help="results folder or sessions.jsonl")
+    p.add_argument("--seed", type=int, required=True, help="the session's organism seed")
+    p.add_argument("--agent", required=True, help="the session's agent, as recorded (e.g. random, openai:MODEL)")
+    p.add_argument("--tier", default=None, metavar=TIER_CHOICES, help="narrow to this tier (default: any; the first session matching is drawn)")
+    p.add_argument("--mode", default=None, metavar=MODE_CHOICES, help="narrow to this mode (default: any)")
+    p.add_argument("--n-genes", type=int, default=None, help="narrow to this organism size (default: any)")
+    p.add_argument("--out", default=None,
+                   help="PNG to write (default: RESULTS_FOLDER/session_<agent>_<tier>_<mode>_<seed>.png, "
+                        "with _N<n> for N other than 20 and _backwards for a backwards organism)")
+    p.set_defaults(func=cmd_show)
 
     from luca_gym.fidelity import DEFAULT_AGENTS, DEFAULT_SCALING_N, SCALING_SEEDS, TABLES
 
@@ -435,28 +499,53 @@ def build_parser() -> argparse.ArgumentParser:
         ("play", "run a session at the terminal", cmd_play),
         ("mcp", "serve one session's tools over MCP (stdio)", cmd_mcp),
     ):
-        p = sub.add_parser(name, help=helptext)
-        p.add_argument("--seed", type=int, default=0)
-        p.add_argument("--tier", default="medium")
-        p.add_argument("--mode", default="healthy")
-        p.add_argument("--n-genes", type=int, default=20)
-        p.add_argument("--backwards", action="store_true")
+        p = sub.add_parser(name, help=helptext, description=helptext[0].upper() + helptext[1:] + ".")
+        p.add_argument("--seed", type=int, default=0, help="organism seed (a non-negative integer)")
+        p.add_argument("--tier", default="medium", metavar=TIER_CHOICES, help="organism tier")
+        p.add_argument("--mode", default="healthy", metavar=MODE_CHOICES, help="healthy, or disease (one hidden malfunction)")
+        p.add_argument("--n-genes", type=int, default=20, metavar="N", help="organism size N (4..4096)")
+        p.add_argument("--backwards", action="store_true", help="the sign-inverted organism (appendix E.1)")
+        _sealed_arguments(p)
         if name == "info":
             p.add_argument("--graph", default=None, help="draw the true network to this PNG")
+        if name == "mcp":
+            p.add_argument("--out", default=None, metavar="DIR",
+                           help="record the session, once it ends (end, the call limit or the client gone after a "
+                                "tool call), in DIR/sessions.jsonl, the harness's format: luca-gym report reads it")
+            p.add_argument("--agent", default="mcp-client", metavar="NAME",
+                           help="the agent's name in the record (default %(default)s); one session per agent and organism")
+        if name == "play":
+            p.add_argument("--json", action="store_true",
+                           help="for scripts: each reply as one JSON object a line (the call's result as an agent gets it), "
+                                "no banner, no prompt")
         p.set_defaults(func=func)
     return parser
 
 
+def _as_flags(message: str, args) -> str:
+    """An API error names its parameter (``n_genes: ...``); on the command line
+    say the option the user typed (``--n-genes: ...``)."""
+    name, sep, rest = message.partition(":")
+    flag = "--" + name.replace("_", "-")
+    if sep and name.isidentifier() and hasattr(args, name) and name != "results":
+        return flag + sep + rest
+    return message
+
+
 def main(argv=None) -> int:
     from luca_gym.eval import ResultsError
+    from luca_gym.wrappers.llm import ProviderError
 
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return args.func(args)
     except (UsageError, ResultsError, ValueError) as exc:
-        print(f"luca-gym {args.command}: error: {exc}", file=sys.stderr)
+        print(f"luca-gym {args.command}: error: {_as_flags(str(exc), args)}", file=sys.stderr)
         return EXIT_USAGE
+    except ProviderError as exc:
+        print(f"luca-gym {args.command}: error: {exc}; completed sessions are saved and a rerun resumes", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("\ninterrupted; completed sessions are saved and a rerun resumes", file=sys.stderr)
         return 130

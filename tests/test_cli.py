@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import json
+import pathlib
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +22,6 @@ import pytest
 from luca_gym import eval as ev
 from luca_gym import world
 from luca_gym.cli import build_parser, cmd_play, main, parse_seeds
-from luca_gym.wrappers.llm import ToolSession
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 AGENTS_ALLOWED = "random, heuristic, causal-sweep, task-directed"
@@ -87,8 +87,8 @@ BAD_EVAL = [
     ({"--seeds": str(2**63)}, ["seed", str(2**63), "0..2**63-1"]),
     ({"--seeds": "a-b"}, ["seeds", "'a-b'", "0-19"]),
     ({"--seeds": ""}, ["seeds", "''", "0-19"]),
-    ({"--n-genes": "3"}, ["n_genes", "3", "4..4096"]),
-    ({"--n-genes": "5000"}, ["n_genes", "5000", "4..4096"]),
+    ({"--n-genes": "3"}, ["--n-genes", "3", "4..4096"]),
+    ({"--n-genes": "5000"}, ["--n-genes", "5000", "4..4096"]),
     ({"--n-genes": "twenty"}, ["n-genes", "'twenty'", "integers"]),
     ({"--agents": "ppo:"}, ["agent", "'ppo:'", "ppo:RUN_DIR or sb3:FILE.zip"]),
     ({"--agents": "random,ppo:/no/such/run"}, ["agent", "'ppo:/no/such/run'", "no such run folder", "luca-gym train"]),
@@ -236,7 +236,10 @@ def test_real_exit_code(results, corrupt, argv, words):
 def test_report_writes_markdown_and_figures(results, capsys):
     assert main(["report", str(results)]) == 0
     text = (results / "report.md").read_text()
-    assert capsys.readouterr().out.strip() == text.strip()
+    # It prints the paths it wrote, one a line: the markdown, then each figure the markdown shows.
+    printed = capsys.readouterr().out.split()
+    assert printed[0] == str(results / "report.md") and {str(results / n) for n in ("composite.png", "disease.png", "scaling.png")} <= set(printed[1:])
+    assert all(pathlib.Path(p).is_file() for p in printed)
     for heading in ("## Composite score (N=20)", "## Disease sub-scores (N=20)", "## Strategy (medium healthy)",
                     "## Scaling (medium healthy, prediction accuracy)"):
         assert heading in text
@@ -281,107 +284,6 @@ def printed_results(out: str) -> list[dict]:
     return [json.loads(line) for line in lines if line.startswith("{")]
 
 
-def test_play_scripted_session():
-    script = "\n".join(
-        [
-            "help",
-            "info",
-            "bogus G001",
-            "experiment G001=BLOCK",
-            "predict 0.5 0.5",
-            "task",
-            "predict 0.5 0.5 0.5",
-            "task",
-            "predict 0.5 0.5 0.5",
-            "end",
-            "experiment G002=BLOCK",
-        ]
-    ) + "\n"
-    rc, out = play(script, "--tier", "easy", "--seed", "0")
-    assert rc == 0
-    assert "budget 31" in out
-    assert "run_experiment" in out  # help
-    info, experiment, task0, stored0, task1, stored1, end = printed_results(out)
-    assert info["organism_id"] == "org_00000000" and info["budget_total"] == 31
-    assert set(info["healthy_phenotype_ranges"]) == set(info["observable_phenotypes"])
-    bogus = out.index("error: unknown call 'bogus'; type help")
-    assert bogus < out.index('"phenotypes"'), "the unknown call must not end the session"
-    assert experiment["budget_remaining"] == 30  # the unknown call cost nothing, the experiment 1
-    assert list(experiment["phenotypes"]) == info["observable_phenotypes"]
-    assert "error: predict: give 3 numbers" in out
-    assert [task0["task_index"], task1["task_index"]] == [0, 1] and len(task0["interventions"]) == 2
-    assert stored0 == stored1 == {"stored": True, "budget_remaining": 30}
-    assert end["ended"] is True and {"composite", "prediction"} <= set(end["scores"])
-    assert out.count("session over") == 1
-    # the session ended at 'end': the experiment typed after it was never read
-    assert out.count("luca> ") == script.count("\n") - 1
-
-
-def test_play_refused_call_keeps_session_open():
-    rc, out = play("task\ntask\nend\n", "--tier", "medium", "--seed", "2")
-    assert rc == 0
-    assert "submit a prediction for the current task before revealing the next" in out
-    assert out.count("session over") == 1
-
-
-def test_play_unbalanced_quote_keeps_session_open():
-    rc, out = play("hypothesis it's G001\nend\n", "--tier", "easy")
-    assert rc == 0
-    assert "session over" in out
-
-
-def test_play_results_are_the_tool_session_results():
-    """play sends its typed calls through ToolSession.call: the same results,
-    bit for bit, as an agent making the same named calls."""
-    session = ToolSession(0, tier="easy", mode="disease")
-    p = session.meta.phenotype_names
-    signal = session.meta.signal_labels[0]
-    typed_and_named = [
-        ("info", "get_organism_info", {}),
-        (f"experiment G001=BLOCK G002=DAMPEN {signal}=ACTIVATE", "run_experiment",
-         {"interventions": {"G001": {"type": "BLOCK"}, "G002": {"type": "DAMPEN"}, signal: {"type": "ACTIVATE"}}}),
-        ("task", "get_next_prediction_task", {}),
-        ("predict 0.25 0.5 0.75", "submit_prediction", {"predictions": dict(zip(p, (0.25, 0.5, 0.75)))}),
-        (f"network G001:{p[0]}:+ G003:{p[2]}:-", "submit_network",
-         {"edges": [{"gene": "G001", "phenotype": p[0], "direction": "+"}, {"gene": "G003", "phenotype": p[2], "direction": "-"}]}),
-        ("hypothesis 'G001 raises the first'", "submit_hypothesis", {"text": "G001 raises the first"}),
-        ("diagnose G012 LOCK_HI", "submit_malfunction_hypothesis", {"target_name": "G012", "malfunction_type": "LOCK_HI"}),
-        ("rescue G014=BOOST", "test_rescue", {"interventions": {"G014": {"type": "BOOST"}}}),
-        ("end", "end", {}),
-    ]
-    rc, out = play("".join(typed + "\n" for typed, _, _ in typed_and_named), "--tier", "easy", "--mode", "disease")
-    assert rc == 0
-    expected = [session.call(name, args) for _, name, args in typed_and_named]
-    assert all("error" not in r for r in expected), expected
-    assert printed_results(out) == json.loads(json.dumps(expected))
-
-
-@pytest.mark.parametrize(
-    "typed, words",
-    [
-        ("experiment G001=block", ["G001", "'BLOCK'", "allowed"]),
-        ("experiment G001", ["G001", "type", "allowed"]),
-        ("experiment", ["interventions", "at least"]),
-        ("rescue G001=BLOCK", ["test_rescue", "diagnosis"]),
-        ("predict 0.5 0.5 nan", ["NaN"]),
-        ("predict 0.5 0.5 1.5", ["maximum"]),
-        ("predict 0.5 0.5 x", ["predict", "numbers"]),
-        ("network G001:x", ["network", "'G001:x'", "GENE:PHENOTYPE:+"]),
-        ("network G001:x:+", ["phenotype", "'x'", "allowed"]),
-        ("diagnose G001", ["diagnose", "LOCK_HI, LOCK_LO, PERSIST"]),
-        ("diagnose G001 lock_hi", ["malfunction_type", "'lock_hi'", "'LOCK_HI'"]),
-        ("hypothesis", ["text", "shorter than"]),
-    ],
-)
-def test_play_malformed_calls_are_refused_free(typed, words):
-    rc, out = play(f"{typed}\ninfo\n", "--tier", "easy", "--mode", "disease")
-    assert rc == 0
-    error = next(line for line in out.splitlines() if "error" in line)
-    for w in words:
-        assert w in error, (w, error)
-    assert printed_results(out)[-1]["budget_remaining"] == 31  # nothing spent
-
-
 # -- info, play and mcp open one and the same organism ------------------------------------------
 @pytest.mark.parametrize("backwards", [False, True])
 def test_info_play_and_mcp_open_the_same_organism(monkeypatch, capsys, backwards):
@@ -397,15 +299,18 @@ def test_info_play_and_mcp_open_the_same_organism(monkeypatch, capsys, backwards
     assert f"fingerprint {organism.fingerprint()[:16]}" in out
     assert ", ".join(f"{s} ({m})" for s, m in zip(organism.meta.signal_labels, modes)) in out
 
-    rc, out = play("info\nend\n", *options)
+    rc, out = play("info\nend\n", "--json", *options)
     assert rc == 0
     info = printed_results(out)[0]
     assert [s["mode"] for s in info["signals"]] == modes
 
     served = []
-    monkeypatch.setattr("luca_gym.wrappers.mcp_server.serve", served.append)
+    # mcp passes a builder (the organism is generated while the server already answers initialize).
+    monkeypatch.setattr("luca_gym.wrappers.mcp_server.serve", lambda session, **kw: served.append((session, kw)))
     assert main(["mcp", *options]) == 0
-    (session,) = served
+    ((build, kw),) = served
+    session = build()
+    assert kw["instructions"] == session.system_prompt()
     assert session.meta == organism.meta
     assert [s["mode"] for s in session.call("get_organism_info")["signals"]] == modes
 
@@ -421,11 +326,11 @@ BAD_TRAIN = [
     (["--algo", "dqn"], ["algo", "'dqn'", "ppo, maskable-ppo"]),
     (["--algo", "maskable-ppo", "--pool-size", "8"], ["pool-size", "--algo ppo only"]),
     (["--steps", "100", "--num-envs", "16"], ["steps", "100", "one update", "512"]),
-    (["--num-envs", "0"], ["num_envs", "0", "positive integer"]),
+    (["--num-envs", "0"], ["--num-envs", "0", "positive integer"]),
     (["--tier", "extreme"], ["tier", "'extreme'", "easy, medium, hard"]),
-    (["--n-genes", "3"], ["n_genes", "3", "4..4096"]),
+    (["--n-genes", "3"], ["--n-genes", "3", "4..4096"]),
     (["--analyst", "oracle"], ["analyst", "'oracle'", "logit-additive"]),
-    (["--pool-size", "0"], ["pool_size", "0", "positive integer"]),
+    (["--pool-size", "0"], ["--pool-size", "0", "positive integer"]),
 ]
 
 

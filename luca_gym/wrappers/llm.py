@@ -15,8 +15,11 @@ and ``luca-gym mcp`` drive a :class:`ToolSession` too.
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import importlib.util
 import json
+import sys
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -632,9 +635,10 @@ class OpenAIChatAgent:
         return self._client
 
     def __call__(self, messages, tools) -> AgentTurn:
-        response = self._get_client().chat.completions.create(
-            model=self.model, messages=_openai_messages(messages), tools=to_openai_tools(tools), **self.kwargs
-        )
+        with provider_errors(f"openai:{self.model}" + (f" at {self.base_url}" if self.base_url else "")):
+            response = self._get_client().chat.completions.create(
+                model=self.model, messages=_openai_messages(messages), tools=to_openai_tools(tools), **self.kwargs
+            )
         message = response.choices[0].message
         return AgentTurn(
             content=message.content,
@@ -663,9 +667,11 @@ class AnthropicAgent:
 
     def __call__(self, messages, tools) -> AgentTurn:
         system, msgs = _anthropic_messages(messages)
-        response = self._get_client().messages.create(
-            model=self.model, system=system, messages=msgs, tools=to_anthropic_tools(tools), max_tokens=self.max_tokens, **self.kwargs
-        )
+        with provider_errors(f"anthropic:{self.model}"):
+            response = self._get_client().messages.create(
+                model=self.model, system=system, messages=msgs, tools=to_anthropic_tools(tools), max_tokens=self.max_tokens,
+                **self.kwargs,
+            )
         text = "".join(b.text for b in response.content if b.type == "text") or None
         uses = [ToolCall(b.name, b.input, b.id) for b in response.content if b.type == "tool_use"]
         return AgentTurn(content=text, tool_calls=uses)
@@ -674,11 +680,35 @@ class AnthropicAgent:
         return f"AnthropicAgent(model={self.model!r})"
 
 
+LLM_EXTRA = 'pip install "luca-gym[llm]"'
+
+
+class ProviderError(RuntimeError):
+    """A model provider's call failed (unreachable server, bad key, rate
+    limit...): one line naming the agent, the error type and its message."""
+
+
+@contextlib.contextmanager
+def provider_errors(agent: str):
+    """Turn an SDK or network exception into a one-line :class:`ProviderError`."""
+    try:
+        yield
+    except Exception as exc:  # noqa: BLE001 -- the SDKs raise many types; each becomes one clear line
+        module = type(exc).__module__.split(".")[0]
+        if module not in ("openai", "anthropic", "httpx", "httpcore", "socket", "ssl", "builtins"):
+            raise
+        message = (str(exc).strip().splitlines() or [""])[0][:200]
+        raise ProviderError(f"{agent}: {type(exc).__name__}: {message}") from exc
+
+
 def make_agent(spec: str, base_url: str | None = None) -> Agent:
-    """``openai:MODEL`` or ``anthropic:MODEL`` -> an agent callable."""
+    """``openai:MODEL`` or ``anthropic:MODEL`` -> an agent callable. ValueError
+    for an unknown spec or a missing SDK (with the install line)."""
     provider, _, model = spec.partition(":")
     if not model or provider not in ("openai", "anthropic"):
         raise ValueError(f"agent: {spec!r} unknown; allowed openai:MODEL or anthropic:MODEL")
+    if provider not in sys.modules and importlib.util.find_spec(provider) is None:
+        raise ValueError(f"agent {spec!r}: the {provider} package is not installed; {LLM_EXTRA}")
     if provider == "openai":
         return OpenAIChatAgent(model, base_url=base_url)
     return AnthropicAgent(model)

@@ -1,0 +1,87 @@
+"""JAX's persistent compilation cache, on by default.
+
+Every command and every program that imports ``luca_gym`` compiles the
+simulator, the generator and the session core for its shapes: 15-50 s on a
+laptop CPU. JAX can keep compiled programs on disk; this module turns that on
+when the package is imported, so the second run of anything starts in
+seconds. Where the cache lives:
+
+* ``JAX_COMPILATION_CACHE_DIR`` (JAX's own variable) or a directory already
+  set with ``jax.config.update("jax_compilation_cache_dir", ...)``: used as is;
+* else ``LUCA_GYM_CACHE_DIR``: a folder, or ``off`` to disable the cache;
+* else ``$XDG_CACHE_HOME/luca-gym/jax`` (``~/.cache/luca-gym/jax``).
+
+A cache folder that cannot be created disables the cache; nothing fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+
+ENV = "LUCA_GYM_CACHE_DIR"
+OFF = ("off", "0", "false", "no", "none")
+# Programs that compile faster than this are not worth a disk entry (JAX's
+# default is 1 s; many of ours take 0.2-1 s and add up on every start).
+MIN_COMPILE_SECONDS = 0.1
+
+
+def default_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "luca-gym", "jax")
+
+
+def configure() -> str | None:
+    """Turn the persistent cache on (see the module docstring); returns its folder, or None when off."""
+    import jax
+
+    current = jax.config.jax_compilation_cache_dir or os.environ.get("JAX_COMPILATION_CACHE_DIR")
+    if current:
+        return current
+    value = os.environ.get(ENV, "").strip()
+    if value.lower() in OFF:
+        return None
+    path = value or default_dir()
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError:
+        return None
+    if not os.access(path, os.W_OK):
+        return None
+    jax.config.update("jax_compilation_cache_dir", path)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
+    return path
+
+
+def cache_dir() -> str | None:
+    """The folder compiled programs are cached in (None: no persistent cache)."""
+    import jax
+
+    return jax.config.jax_compilation_cache_dir or os.environ.get("JAX_COMPILATION_CACHE_DIR") or None
+
+
+@contextlib.contextmanager
+def compile_notice(what: str, after_s: float = 2.0, stream=None):
+    """Print one line to stderr if the work inside takes longer than
+    ``after_s`` seconds (a first run compiling): what is happening, and where
+    the result is cached so that the next run is fast."""
+    stream = stream or sys.stderr
+    where = cache_dir()
+    tail = f"; cached in {where} for next time" if where else " (the compilation cache is off)"
+
+    def say():
+        try:
+            stream.write(f"{what}: compiling for these shapes (first run only, up to a minute){tail}\n")
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+
+    timer = threading.Timer(after_s, say)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
