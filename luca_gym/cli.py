@@ -1,9 +1,9 @@
-"""The ``luca-gym`` command: ``eval``, ``train``, ``report``, ``fidelity``, ``info``, ``play`` and ``mcp``.
+"""The ``luca-gym`` command: ``eval``, ``train``, ``report``, ``show``, ``fidelity``, ``info``, ``play`` and ``mcp``.
 
-``info``, ``play`` and ``mcp`` open their session from the same arguments
-through one function (:func:`open_session`), so all three show the same
-organism; ``play`` and ``mcp`` drive it through the very dispatcher an LLM
-agent uses (:class:`~luca_gym.wrappers.llm.ToolSession`).
+``info``, ``play`` and ``mcp`` take the same arguments and show the same
+organism (``info`` generates it alone, without compiling a session);
+``play`` and ``mcp`` drive it through the very dispatcher an LLM agent uses
+(:class:`~luca_gym.wrappers.llm.ToolSession`).
 
 Bad input (unknown agent, tier or mode, a bad seed range, an unwritable
 folder, a corrupt results line) gets one line on stderr naming the problem and

@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import importlib.util
+import importlib
 import json
-import sys
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -695,7 +694,7 @@ def provider_errors(agent: str):
         yield
     except Exception as exc:  # noqa: BLE001 -- the SDKs raise many types; each becomes one clear line
         module = type(exc).__module__.split(".")[0]
-        if module not in ("openai", "anthropic", "httpx", "httpcore", "socket", "ssl", "builtins"):
+        if module not in ("openai", "anthropic", "httpx", "httpcore") and not isinstance(exc, OSError):
             raise
         message = (str(exc).strip().splitlines() or [""])[0][:200]
         raise ProviderError(f"{agent}: {type(exc).__name__}: {message}") from exc
@@ -707,8 +706,10 @@ def make_agent(spec: str, base_url: str | None = None) -> Agent:
     provider, _, model = spec.partition(":")
     if not model or provider not in ("openai", "anthropic"):
         raise ValueError(f"agent: {spec!r} unknown; allowed openai:MODEL or anthropic:MODEL")
-    if provider not in sys.modules and importlib.util.find_spec(provider) is None:
-        raise ValueError(f"agent {spec!r}: the {provider} package is not installed; {LLM_EXTRA}")
+    try:
+        importlib.import_module(provider)
+    except ImportError:
+        raise ValueError(f"agent {spec!r}: the {provider} package is not installed; {LLM_EXTRA}") from None
     if provider == "openai":
         return OpenAIChatAgent(model, base_url=base_url)
     return AnthropicAgent(model)

@@ -1,0 +1,141 @@
+"""A newcomer's first hour: the compilation cache, the compile notice, the
+CLI's help, version and one-line errors (provider and missing-extra errors
+included), and the progress bar."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from luca_gym import compile_cache
+from luca_gym import eval as ev
+from luca_gym.cli import Progress, build_parser, main
+from luca_gym.wrappers import llm
+
+
+def run_python(code: str, env: dict) -> str:
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+def clean_env(**extra) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("JAX_COMPILATION_CACHE_DIR", compile_cache.ENV, "XDG_CACHE_HOME")}
+    env.update(extra, JAX_PLATFORMS="cpu")
+    return env
+
+
+SHOW_CACHE = "import luca_gym, jax; print(jax.config.jax_compilation_cache_dir)"
+
+
+def test_importing_the_package_turns_the_cache_on_in_a_per_user_folder(tmp_path):
+    out = run_python(SHOW_CACHE, clean_env(XDG_CACHE_HOME=str(tmp_path)))
+    assert out == str(tmp_path / "luca-gym" / "jax") and (tmp_path / "luca-gym" / "jax").is_dir()
+
+
+def test_the_cache_can_be_moved_or_turned_off_and_jax_own_setting_wins(tmp_path):
+    assert run_python(SHOW_CACHE, clean_env(LUCA_GYM_CACHE_DIR=str(tmp_path / "c"))) == str(tmp_path / "c")
+    assert run_python(SHOW_CACHE, clean_env(LUCA_GYM_CACHE_DIR="off", XDG_CACHE_HOME=str(tmp_path))) == "None"
+    assert not (tmp_path / "luca-gym").exists()
+    # JAX reads its own variable; the package leaves it alone.
+    out = run_python("import luca_gym; from luca_gym import compile_cache; print(compile_cache.cache_dir())",
+                     clean_env(JAX_COMPILATION_CACHE_DIR=str(tmp_path / "j"), LUCA_GYM_CACHE_DIR=str(tmp_path / "c")))
+    assert out == str(tmp_path / "j")
+
+
+def test_the_compile_notice_speaks_only_when_the_work_is_slow():
+    quick, slow = io.StringIO(), io.StringIO()
+    with compile_cache.compile_notice("luca-gym info", after_s=0.2, stream=quick):
+        pass
+    with compile_cache.compile_notice("luca-gym info", after_s=0.05, stream=slow):
+        time.sleep(0.3)
+    assert quick.getvalue() == ""
+    line = slow.getvalue()
+    assert line.count("\n") == 1 and line.startswith("luca-gym info: compiling") and "first run only" in line
+
+
+def test_version_and_help_show_choices_and_defaults(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0 and capsys.readouterr().out.strip().startswith("luca-gym 0.")
+    for command in ("info", "play", "mcp", "train", "eval"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        text = " ".join(capsys.readouterr().out.split())
+        if command != "eval":
+            assert "{easy,medium,hard}" in text and "{healthy,disease}" in text
+        assert "(default:" in text, command
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = capsys.readouterr().out
+    assert all(name in text for name in ("eval", "train", "report", "show", "fidelity", "info", "play", "mcp"))
+
+
+@pytest.mark.parametrize("argv,flag", [(["info", "--n-genes", "3"], "--n-genes"), (["info", "--tier", "extreme"], "--tier"),
+                                       (["play", "--mode", "sick"], "--mode"), (["info", "--seed", "-1"], "--seed")])
+def test_errors_name_the_flag_the_user_typed_in_one_line(argv, flag, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"luca-gym {argv[0]}: error: {flag}:"), err
+
+
+def test_a_missing_llm_extra_is_one_line_with_the_install_hint(monkeypatch, tmp_path, capsys):
+    monkeypatch.setitem(sys.modules, "openai", None)  # as if not installed
+    argv = ["eval", "--agents", "openai:some-model", "--tiers", "easy", "--modes", "healthy", "--seeds", "0",
+            "--out", str(tmp_path), "--quiet"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and 'pip install "luca-gym[llm]"' in err[0] and "openai" in err[0]
+
+
+class APIConnectionError(Exception):
+    """Shaped like the SDK's: the module decides that it is a provider error."""
+
+
+APIConnectionError.__module__ = "openai"
+
+
+def test_an_unreachable_provider_is_one_line_and_completed_sessions_are_kept(monkeypatch, tmp_path, capsys):
+    class Unreachable:
+        def __call__(self, messages, tools):
+            with llm.provider_errors("openai:some-model at http://127.0.0.1:9/v1"):
+                raise APIConnectionError("Connection error.\nsecond line of a long traceback text")
+
+    monkeypatch.setattr(ev, "make_runner", lambda name, base_url=None: Unreachable() if name.startswith("openai:") else ev.make_policy(name))
+    argv = ["eval", "--agents", "random,openai:some-model", "--tiers", "easy", "--modes", "healthy", "--seeds", "0",
+            "--out", str(tmp_path), "--quiet"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert "openai:some-model at http://127.0.0.1:9/v1: APIConnectionError: Connection error." in err[0]
+    assert "rerun resumes" in err[0] and "second line" not in err[0]
+    assert [r["agent"] for r in ev.load_sessions(str(tmp_path))] == ["random"]  # what finished is kept
+
+
+def test_other_exceptions_are_not_disguised_as_provider_errors():
+    with pytest.raises(KeyError):
+        with llm.provider_errors("openai:m"):
+            raise KeyError("a bug of ours")
+
+
+def test_the_progress_bar_counts_and_estimates(monkeypatch):
+    stream = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stream)
+    monkeypatch.setattr(stream, "isatty", lambda: True, raising=False)
+    progress = Progress()
+    spec = ev.SessionSpec("random", "easy", "healthy", 20, 0)
+    for i in range(3):
+        progress(i, 3, spec)
+    progress(3, 3, None)
+    text = stream.getvalue()
+    assert "3/3" in text and "session" in text and "random easy healthy N=20 seed 0" in text and "done" in text
+
+
+def test_report_and_show_are_in_the_parser():
+    args = build_parser().parse_args(["show", "results", "--seed", "0", "--agent", "random"])
+    assert args.command == "show" and args.seed == 0
