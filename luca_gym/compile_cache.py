@@ -12,6 +12,11 @@ seconds. Where the cache lives:
 * else ``$XDG_CACHE_HOME/luca-gym/jax`` (``~/.cache/luca-gym/jax``).
 
 A cache folder that cannot be created disables the cache; nothing fails.
+
+The cache skips XLA compilation, not tracing; the organism generator's
+traced program is therefore also stored (serialized with ``jax.export``) in
+``<cache>/luca-gym-exports``, keyed by the package's source, JAX's version,
+the backend and the shapes (:mod:`luca_gym.world.generator`).
 """
 
 from __future__ import annotations
@@ -53,6 +58,12 @@ def configure() -> str | None:
     jax.config.update("jax_compilation_cache_dir", path)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
     return path
+
+
+def export_dir() -> str | None:
+    """Where traced programs are stored (``jax.export``, beside the compilation cache), or None when the cache is off."""
+    where = cache_dir()
+    return None if where is None else os.path.join(where, "luca-gym-exports")
 
 
 def cache_dir() -> str | None:

@@ -137,7 +137,12 @@ class Organism:
             h.update(str(a.dtype).encode())
             h.update(repr(a.shape).encode())
             h.update(np.ascontiguousarray(a).tobytes())
-        h.update(repr(dataclasses.astuple(self.meta)).encode())
+        # Every name; ``sealed`` only when set, so an unsealed organism keeps
+        # the fingerprint it had before sealing existed.
+        meta = tuple(
+            getattr(self.meta, f.name) for f in dataclasses.fields(OrganismMeta) if not (f.name == "sealed" and self.meta.sealed is None)
+        )
+        h.update(repr(meta).encode())
         return h.hexdigest()
 
 

@@ -13,6 +13,7 @@ organism of :func:`generate`.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 from functools import partial
 
@@ -20,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from luca_gym import compile_cache
 from luca_gym import seal as seal_mod
 from luca_gym import vocabulary
 from luca_gym.spec import (
@@ -94,6 +96,86 @@ def attempt_batch(seed_hi, seed_lo, attempt, t: TierParams, p: Plan, map_batch: 
     depend on the batch it was generated in. Returns (arrays stacked on a
     leading B axis, ok bool (B,))."""
     return jax.lax.map(lambda x: run_attempt(*x, t, p), (seed_hi, seed_lo, attempt), batch_size=map_batch)
+
+
+# -- the attempt as a stored program --------------------------------------------
+# JAX's persistent compilation cache skips XLA compilation but not tracing, and
+# tracing the generator is most of a warm start (about 3 s of `luca-gym info`).
+# So the traced attempt is also kept, serialized with jax.export, beside the
+# compilation cache; a later process loads it instead of tracing. The key
+# holds everything the program depends on: the package's source, JAX's
+# version, the backend, the plan, the group and the batch size.
+EXPORT_FORMAT = 1
+_EXPORTS: dict = {}
+_ARRAY_TREE = jax.tree_util.tree_structure(OrganismArrays(**{f.name: 0 for f in dataclasses.fields(OrganismArrays)}))
+
+
+def _source_digest() -> str:
+    if "source" not in _EXPORTS:
+        h = hashlib.sha256()
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        for folder, dirs, files in sorted(os.walk(root)):
+            dirs.sort()
+            for name in sorted(f for f in files if f.endswith(".py")):
+                path = os.path.join(folder, name)
+                h.update(os.path.relpath(path, root).encode())
+                with open(path, "rb") as f:
+                    h.update(f.read())
+        _EXPORTS["source"] = h.hexdigest()
+    return _EXPORTS["source"]
+
+
+def _exported_attempt(size: int, t: TierParams, p: Plan, group: int):
+    """The attempt of a batch of ``size`` as a ``jax.export.Exported`` (loaded
+    from the store when there, else traced, exported and stored), or None when
+    there is no cache folder."""
+    folder = compile_cache.export_dir()
+    if folder is None:
+        return None
+    key = hashlib.sha256(
+        repr((EXPORT_FORMAT, jax.__version__, jax.default_backend(), _source_digest(), p, group, size)).encode()
+    ).hexdigest()[:40]
+    if key in _EXPORTS:
+        return _EXPORTS[key]
+    path = os.path.join(folder, f"attempt-{key}.jaxexport")
+    exported = None
+    if os.path.exists(path):
+        try:
+            with open(path, "rb") as f:
+                exported = jax.export.deserialize(bytearray(f.read()))
+        except Exception:  # noqa: BLE001 -- a damaged entry is rebuilt
+            exported = None
+    if exported is None:
+        t_leaves, t_tree = jax.tree_util.tree_flatten(t)
+
+        def flat(hi, lo, attempt, *leaves):
+            arrays, ok = attempt_batch(hi, lo, attempt, jax.tree_util.tree_unflatten(t_tree, leaves), p, group)
+            return (*jax.tree_util.tree_leaves(arrays), ok)
+
+        specs = [jax.ShapeDtypeStruct((size,), np.uint32)] * 2 + [jax.ShapeDtypeStruct((size,), np.int32)]
+        specs += [jax.ShapeDtypeStruct(np.shape(x), np.asarray(x).dtype) for x in t_leaves]
+        exported = jax.export.export(jax.jit(flat))(*specs)
+        try:
+            data = exported.serialize()  # needs flatbuffers (a dependency of this package)
+            os.makedirs(folder, exist_ok=True)
+            tmp = f"{path}.{os.getpid()}.tmp"
+            with open(tmp, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        except (OSError, ImportError):
+            pass  # no store: this process still uses the program it traced
+    _EXPORTS[key] = exported
+    return exported
+
+
+def run_attempt_batch(seed_hi, seed_lo, attempt, t: TierParams, p: Plan, group: int):
+    """:func:`attempt_batch` through the stored program when the compilation
+    cache is on (the same computation, without tracing it again)."""
+    exported = _exported_attempt(int(np.shape(seed_hi)[0]), t, p, group)
+    if exported is None:
+        return attempt_batch(seed_hi, seed_lo, attempt, t, p, group)
+    out = exported.call(seed_hi, seed_lo, attempt, *jax.tree_util.tree_leaves(t))
+    return jax.tree_util.tree_unflatten(_ARRAY_TREE, out[:-1]), out[-1]
 
 
 def traced_generate(seed_hi, seed_lo, t: TierParams, p: Plan, max_attempts: int = MAX_ATTEMPTS):
@@ -205,7 +287,7 @@ def generate(
             rows = pending[start : start + sizes_[-1]]
             size = next(b for b in sizes_ if b >= rows.size)
             padded = np.concatenate([rows, np.full(size - rows.size, rows[0])])
-            calls.append((rows, attempt_batch(hi[padded], lo[padded], np.full(size, attempt, np.int32), t, p, group)))
+            calls.append((rows, run_attempt_batch(hi[padded], lo[padded], np.full(size, attempt, np.int32), t, p, group)))
         done = []
         # Assembled on the host: no compile per batch size (the vector env asks
         # for any count), and on a GPU an N=20 batch of 4096 is 17 MB.
