@@ -1,6 +1,7 @@
 """notebooks/llm_agent.ipynb runs end to end with the scripted agent; with no
 provider key in the kernel's environment the real-model cell is skipped (no
-network). Outputs are not committed."""
+network). The notebook is stored with its outputs; this runs a copy with them
+cleared, writing under a temporary results folder."""
 
 from __future__ import annotations
 
@@ -31,9 +32,12 @@ def test_llm_agent_notebook_runs_the_scripted_agent_without_keys(tmp_path, monke
         monkeypatch.delenv(key, raising=False)
     env = {k: v for k, v in os.environ.items() if k not in KEYS}
     env["JAX_PLATFORMS"] = "cpu"
+    env["LUCA_NOTEBOOK_RESULTS"] = str(tmp_path / "results")
     nb = nbformat.read(NOTEBOOK, as_version=4)
     nbformat.validate(nb)
-    assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), "outputs must not be committed"
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
     client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}})
     client.execute(env=env)
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
@@ -43,3 +47,4 @@ def test_llm_agent_notebook_runs_the_scripted_agent_without_keys(tmp_path, monke
     assert "'composite'" in text and "'diagnosis'" in text and "'rescue'" in text
     assert "test_rescue" in text and "budget" in text
     assert "unknown field 'G999'" in text
+    assert (tmp_path / "results" / "notebooks" / "llm_agent" / "scripted_session.json").is_file()
