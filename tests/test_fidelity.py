@@ -255,7 +255,7 @@ def test_cli_fidelity_prints_verdicts_and_exits_0(tmp_path, capsys):
         (["--agents", "nobody"], "agents: 'nobody' unknown"),
         (["--tables", "3,5"], "tables: '5' unknown; allowed 3, 6, 7, 8, 11"),
         (["--n-genes", "20,x"], "n-genes"),
-        (["--n-genes", "2"], "n_genes"),
+        (["--n-genes", "2"], "--n-genes: 2"),
         (["--seeds", "-3"], "seed"),
     ],
 )

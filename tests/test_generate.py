@@ -58,7 +58,7 @@ def batch(seeds: tuple, tier: str, mode: str) -> dict[str, np.ndarray]:
 
 
 class AttemptSpy:
-    """Wraps ``world.generator.attempt_batch`` and records each call: its (padded) seeds,
+    """Wraps ``world.generator.run_attempt_batch`` and records each call: its (padded) seeds,
     attempt number, size and the per-row ``ok``."""
 
     def __init__(self, real):
@@ -86,8 +86,8 @@ def test_batch_rows_equal_make_organism_bitwise(monkeypatch, tier, mode, seeds):
     """Row i of ``generate(seeds)`` is bitwise ``make_organism(seeds[i]).arrays``
     (a 1-organism call), for large seeds too, although the batch runs as padded
     16-organism calls; attempt k+1 retries exactly the organisms attempt k failed."""
-    spy = AttemptSpy(generator.attempt_batch)
-    monkeypatch.setattr(generator, "attempt_batch", spy)
+    spy = AttemptSpy(generator.run_attempt_batch)  # every attempt call, stored program or traced
+    monkeypatch.setattr(generator, "run_attempt_batch", spy)
     got = as_numpy(world.generate(np.asarray(seeds, np.int64), tier, N, mode))
     monkeypatch.undo()
     assert got["weights"].shape == (len(seeds), N, N)

@@ -76,18 +76,26 @@ def out_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("mcp-out")
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory, out_dir):
-    log = tmp_path_factory.mktemp("mcp") / "server-stderr.txt"
+def _run_logged(tmp_path_factory, name: str, drive, *args) -> dict:
+    """Run ``drive(*args with the server's stderr log)``; on failure print the log's tail."""
+    log = tmp_path_factory.mktemp(name) / "server-stderr.txt"
     with open(log, "w", encoding="utf-8") as errlog:
         try:
-            got = anyio.run(_drive, errlog, out_dir)
+            got = anyio.run(drive, *(errlog if a is _ERRLOG else a for a in args))
         except BaseException:
             errlog.flush()
             print(log.read_text(encoding="utf-8")[-4000:], file=sys.stderr)
             raise
     got["stderr"] = log.read_text(encoding="utf-8")
     return got
+
+
+_ERRLOG = object()  # where _run_logged puts the log file among a driver's arguments
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory, out_dir):
+    return _run_logged(tmp_path_factory, "mcp", _drive, _ERRLOG, out_dir)
 
 
 @pytest.fixture(scope="module")
@@ -318,16 +326,7 @@ async def _drive_raw(out, errlog) -> dict:
 @pytest.fixture(scope="module")
 def raw_served(tmp_path_factory):
     out = tmp_path_factory.mktemp("mcp-raw-out")
-    log = tmp_path_factory.mktemp("mcp-raw") / "server-stderr.txt"
-    with open(log, "w", encoding="utf-8") as errlog:
-        try:
-            got = anyio.run(_drive_raw, out, errlog)
-        except BaseException:
-            errlog.flush()
-            print(log.read_text(encoding="utf-8")[-4000:], file=sys.stderr)
-            raise
-    got["stderr"] = log.read_text(encoding="utf-8")
-    return got, out
+    return _run_logged(tmp_path_factory, "mcp-raw", _drive_raw, out, _ERRLOG), out
 
 
 def test_raw_initialize_carries_the_instructions(raw_served, local):
