@@ -13,10 +13,12 @@ what is allowed, and exit code 2; nothing already written is touched.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import sys
 import threading
+import warnings
 
 import numpy as np
 
@@ -235,12 +237,28 @@ def cmd_train(args) -> int:
     return 0
 
 
+@contextlib.contextmanager
+def _results_notes():
+    """Print what reading a results file noted (e.g. duplicate lines dropped) as one ``note:`` line each on stderr."""
+    from luca_gym.eval import ResultsWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResultsWarning)
+        yield
+    for w in caught:
+        if issubclass(w.category, ResultsWarning):
+            print(f"note: {w.message}", file=sys.stderr)
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+
+
 def cmd_report(args) -> int:
     from luca_gym.report import write_report
 
     if args.out:
         _writable_dir(args.out)
-    text = write_report(args.results, args.out)
+    with _results_notes():
+        text = write_report(args.results, args.out)
     folder = args.out or (args.results if os.path.isdir(args.results) else os.path.dirname(args.results) or ".")
     print(os.path.join(folder, "report.md"))
     for figure in dict.fromkeys(re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)):
@@ -254,7 +272,9 @@ def cmd_show(args) -> int:
     from luca_gym import eval as ev
     from luca_gym import report
 
-    record, note = report.pick_session(ev.load_sessions(args.results), args.seed, args.agent,
+    with _results_notes():
+        records = ev.load_sessions(args.results)
+    record, note = report.pick_session(records, args.seed, args.agent,
                                        tier=args.tier, mode=args.mode, n_genes=args.n_genes)
     out = args.out or os.path.join(report.results_folder(args.results), report.session_file_name(record))
     _writable_dir(os.path.dirname(os.path.abspath(out)), "out")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 import re
 
 import numpy as np
@@ -286,9 +287,12 @@ def write_report(results: str, out_dir: str | None = None) -> str:
     """Write ``report.md`` and figures (``composite.png``, ``disease.png`` with
     disease sessions, ``scaling.png`` when a condition has several N) next to
     the results (or in ``out_dir``). Returns the markdown text."""
-    records = ev.load_sessions(results)
+    read = ev.read_results(results)
+    records = read.records
     if not records:
         raise ev.ResultsError(f"{results}: no sessions to report")
+    for note in read.notes():  # e.g. duplicate lines dropped: said, and kept in the report
+        warnings.warn(note, ev.ResultsWarning, stacklevel=2)
     out_dir = out_dir or results_folder(results)
     os.makedirs(out_dir, exist_ok=True)
     ns = sorted({r["n_genes"] for r in records})
@@ -297,6 +301,7 @@ def write_report(results: str, out_dir: str | None = None) -> str:
         "# LUCA results",
         (f"{len(records)} sessions from `{results}`; mean ± population std; paper figures in brackets. "
          f"Figures: bars and lines are our means with ±1 std error bars; black diamonds are the paper's baseline figures."),
+        *(f"Note: {note}" for note in read.notes()),
         f"## Composite score (N={n0})",
         ev.composite_table(records, n0),
         "![composite](composite.png)",

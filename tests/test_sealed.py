@@ -359,3 +359,15 @@ def test_threads_holding_the_lock_exclude_each_other(tmp_path):
     for t in threads:
         t.join()
     assert all(order[i][:-1] == order[i + 1][:-1] for i in range(0, len(order), 2))
+
+
+def test_report_says_which_duplicate_lines_it_dropped(public_results, capsys):
+    out, path = public_results
+    first = open(path, encoding="utf-8").read().splitlines()[0]
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(first + "\n")
+    assert main(["report", str(out)]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"note: {path}: 1 duplicate session line(s) ignored: line {len(SPECS) + 1} (same session as line 1)"]
+    text = (out / "report.md").read_text(encoding="utf-8")
+    assert f"{len(SPECS)} sessions" in text and "1 duplicate session line(s) ignored" in text
