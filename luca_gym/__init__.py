@@ -40,6 +40,8 @@ def _register() -> None:
         )
     if "luca_gym/LucaFlat-v0" not in gymnasium.registry:
         gymnasium.register(id="luca_gym/LucaFlat-v0", entry_point="luca_gym.envs:LucaFlatEnv")
+    if "luca_gym/LucaTools-v0" not in gymnasium.registry:
+        gymnasium.register(id="luca_gym/LucaTools-v0", entry_point="luca_gym.envs.tools:LucaToolsEnv")
 
 
 _register()

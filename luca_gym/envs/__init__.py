@@ -8,9 +8,10 @@
 
 from luca_gym.envs.flat import LucaFlatEnv
 from luca_gym.envs.luca_env import LucaEnv
+from luca_gym.envs.tools import LucaToolsEnv
 from luca_gym.envs.vector import LucaVectorEnv
 
-__all__ = ["LucaEnv", "LucaFlatEnv", "LucaVectorEnv"]
+__all__ = ["LucaEnv", "LucaFlatEnv", "LucaToolsEnv", "LucaVectorEnv"]
 
 
 def __getattr__(name: str):

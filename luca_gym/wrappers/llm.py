@@ -246,22 +246,24 @@ class ToolSession:
         """Dispatch one call. Never raises; errors come back as ``{"error": ...}``.
 
         The arguments are parsed and checked once; what was checked is what
-        runs and what the transcript logs."""
-        logged = arguments
+        runs and what the transcript logs, in full (so :class:`ReplayAgent`
+        replays it exactly); arguments that failed the check are logged
+        abbreviated."""
+        logged, checked = arguments, False
         try:
             try:
                 args = self._checked(name, arguments)
             except ValueError as exc:
                 result = self._error(str(exc))
             else:
-                logged = args
+                logged, checked = args, True
                 result = self._dispatch(name, args)
         except Exception as exc:  # noqa: BLE001 -- hostile input must never escape
             result = self._error(f"internal error while handling the call ({type(exc).__name__}); the session is unchanged")
         self.transcript.append(
             {
                 "call": name[:64] if isinstance(name, str) and _is_unicode(name) else f"<{type(name).__name__}>",
-                "arguments": self._loggable(logged),
+                "arguments": self._loggable(logged, abbreviate=not checked),
                 "result": result,
                 "budget_remaining": result.get("budget_remaining"),
             }
@@ -272,16 +274,17 @@ class ToolSession:
         return {"error": message, "budget_remaining": int(self.obs["budget_left"])}
 
     @staticmethod
-    def _loggable(arguments):
+    def _loggable(arguments, abbreviate: bool = True):
         """A copy of the arguments fit for the transcript (later changes by the
-        caller cannot alter the log); long or non-JSON ones are abbreviated."""
+        caller cannot alter the log); non-JSON ones, and long ones when
+        ``abbreviate`` (checked arguments are at most MAX_PAYLOAD), are abbreviated."""
         try:
             text = arguments if isinstance(arguments, str) else json.dumps(arguments, allow_nan=False)
         except (TypeError, ValueError, RecursionError, OverflowError):
             return "<not JSON-serialisable>"
         if not _is_unicode(text if isinstance(arguments, str) else json.loads(text)):
             return "<not valid Unicode>"
-        if len(text) > 2048:
+        if abbreviate and len(text) > 2048:
             return text[:2048] + "...<truncated>"
         return text if isinstance(arguments, str) else json.loads(text)
 
@@ -547,6 +550,29 @@ def run_agent(agent: Agent, session: ToolSession, max_turns: int = 300) -> dict:
     record = session.record()
     record["messages"] = messages
     return record
+
+
+class ReplayAgent:
+    """Replays a recorded session call by call: a line of ``sessions.jsonl``
+    (``luca-gym eval`` for any agent, baselines included, or ``luca-gym mcp
+    --out``). The organism, its noise and the calls are the same, so the
+    replay scores exactly as the original (a published session can be
+    re-scored, and tests run without a network). ValueError names a record
+    that has no calls to replay."""
+
+    def __init__(self, record: dict):
+        calls = record.get("calls") if isinstance(record, dict) else None
+        if not isinstance(calls, list):
+            raise ValueError("record: no 'calls' list; give a session record (one line of sessions.jsonl)")
+        script = []
+        for i, entry in enumerate(calls):
+            if not isinstance(entry, dict) or "call" not in entry:
+                raise ValueError(f"record: calls[{i}] has no 'call'")
+            script.append((entry["call"], entry.get("arguments", {})))
+        self._script = ScriptedAgent(script)
+
+    def __call__(self, messages, tools) -> "AgentTurn":
+        return self._script(messages, tools)
 
 
 class ScriptedAgent:
