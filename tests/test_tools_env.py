@@ -162,3 +162,14 @@ def test_gymnasium_env_checker_passes():
         warnings.simplefilter("always")
         check_env(LucaToolsEnv(tier=TIER, mode="healthy"), skip_render_check=True)
     assert not [str(w.message) for w in caught]
+
+
+@pytest.mark.parametrize("first", ["luca_gym.wrappers.llm", "luca_gym.envs.tools", "luca_gym.envs", "luca_gym.calls"])
+def test_every_import_order_works(first):
+    """The text env sits on the LLM tools, which import the envs package: no cycle, whatever is imported first."""
+    import subprocess
+    import sys
+
+    code = f"import {first}; from luca_gym.envs import LucaToolsEnv; from luca_gym.wrappers.llm import ToolSession; print('ok')"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env={"JAX_PLATFORMS": "cpu", "PATH": ""})
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
