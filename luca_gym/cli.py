@@ -253,13 +253,13 @@ def _results_notes():
 
 
 def cmd_report(args) -> int:
-    from luca_gym.report import write_report
+    from luca_gym.report import results_folder, write_report
 
     if args.out:
         _writable_dir(args.out)
     with _results_notes():
         text = write_report(args.results, args.out)
-    folder = args.out or (args.results if os.path.isdir(args.results) else os.path.dirname(args.results) or ".")
+    folder = args.out or results_folder(args.results)
     print(os.path.join(folder, "report.md"))
     for figure in dict.fromkeys(re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)):
         print(os.path.join(folder, figure))

@@ -512,7 +512,8 @@ def sweep(
         if os.path.getsize(path):
             results = read_results(path, seal=seal)
             expected = {s.key(): _expected_fields(s) for s in specs}
-            results.check_config(run_config("openai:", seal, base_url), expected, agents={s.agent for s in specs})
+            config = {"version": __version__, "sealed": None if seal is None else seal.fingerprint, "base_url": base_url}
+            results.check_config(config, expected, agents={s.agent for s in specs})
             done = set(results.keys())
             _trim_unfinished(path)
         todo = [s for s in specs if s.key() not in done]

@@ -177,30 +177,14 @@ def _runs(names: tuple[str, ...], chosen: tuple[str, ...]) -> str:
     return ", ".join(runs)
 
 
-def malfunction_target_name(meta: OrganismMeta, value) -> str:
-    """A score's ``malfunction_target`` as a name: a name stays, an index
-    (genes, then signals) becomes its gene or signal, below 0 or None is none."""
-    if value is None or isinstance(value, str):
-        return value or "none"
-    return "none" if int(value) < 0 else calls.target_name(meta, int(value))
-
-
-def malfunction_type_name(value) -> str:
-    """A score's ``malfunction_type`` as a name (a code becomes its name)."""
-    if value is None or isinstance(value, str):
-        return value or "NONE"
-    code = int(value)
-    return MALFUNCTION_TYPES[code] if 0 <= code < len(MALFUNCTION_TYPES) else str(code)
-
-
 def format_scores(meta: OrganismMeta, scores: dict) -> str:
-    """The end-of-session scores as aligned lines, names for the malfunction."""
+    """The end-of-session scores as aligned lines, names for the malfunction
+    (raw scores, with indices, are named by :func:`luca_gym.calls.describe_scores`)."""
     shown = dict(scores)
-    if "malfunction_type" in shown:
-        shown["malfunction_type"] = malfunction_type_name(shown["malfunction_type"])
-    if "malfunction_target" in shown:
-        healthy = shown.get("malfunction_type") == MALFUNCTION_TYPES[0]
-        shown["malfunction_target"] = "none" if healthy else malfunction_target_name(meta, shown["malfunction_target"])
+    if not isinstance(shown.get("malfunction_type", ""), str):
+        shown = calls.describe_scores(meta, shown)
+    if "malfunction_target" in shown and shown["malfunction_target"] is None:
+        shown["malfunction_target"] = "none"
     order = [k for k in _FIRST_SCORES if k in shown] + [k for k in shown if k not in _FIRST_SCORES]
     return "scores\n" + _table([(k, _number(shown[k])) for k in order])
 

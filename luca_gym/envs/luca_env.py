@@ -25,16 +25,21 @@ from luca_gym.spec import INTERVENTION_TYPES
 from luca_gym.types import Organism
 
 
+def organism_seed_of(env: gym.Env, options) -> int:
+    """The organism seed a single env's ``reset`` opens: ``options["organism_seed"]``
+    (checked), or one drawn with the env's ``np_random``."""
+    options = reset_options(options, ("organism_seed",))
+    if "organism_seed" in options:
+        return spec.check_seed(options["organism_seed"], "options['organism_seed']")
+    return int(env.np_random.integers(0, spec.DRAWN_SEED_LIMIT))
+
+
 def open_organism(env: gym.Env, options) -> tuple[int, Organism, jax.Array]:
     """The organism a single env's ``reset`` opens: ``options["organism_seed"]``
     (checked before any cache), or a seed drawn with the env's ``np_random``.
     Returns (organism seed, organism, session noise key). ``env`` carries
     ``tier``, ``n_genes``, ``mode``, ``backwards`` and ``seal`` (None unsealed)."""
-    options = reset_options(options, ("organism_seed",))
-    if "organism_seed" in options:
-        organism_seed = spec.check_seed(options["organism_seed"], "options['organism_seed']")
-    else:
-        organism_seed = int(env.np_random.integers(0, spec.DRAWN_SEED_LIMIT))
+    organism_seed = organism_seed_of(env, options)
     seal = getattr(env, "seal", None)
     organism = cached_organism(organism_seed, env.tier, env.n_genes, env.mode, env.backwards, sealed=seal)
     return organism_seed, organism, core.noise_key(organism_seed, env.tier, env.n_genes, seal)

@@ -24,7 +24,7 @@ import string
 import gymnasium as gym
 from gymnasium import spaces
 
-from luca_gym import spec
+from luca_gym.envs.luca_env import organism_seed_of
 from luca_gym.wrappers.llm import MAX_PAYLOAD, ToolSession
 
 OPENING = "A new organism is ready. Begin."
@@ -83,14 +83,7 @@ class LucaToolsEnv(gym.Env):
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
-        options = dict(options or {})
-        unknown = set(options) - {"organism_seed"}
-        if unknown:
-            raise ValueError(f"options: {sorted(unknown)} not allowed; allowed 'organism_seed'")
-        if "organism_seed" in options:
-            organism_seed = spec.check_seed(options["organism_seed"], "options['organism_seed']")
-        else:
-            organism_seed = int(self.np_random.integers(0, spec.DRAWN_SEED_LIMIT))
+        organism_seed = organism_seed_of(self, options)  # as every single env draws or pins it
         self.session = ToolSession(organism_seed, tier=self.tier, mode=self.mode, n_genes=self.n_genes,
                                    backwards=self.backwards, env=self._env, sealed=self._env.seal)
         self._parts = [

@@ -132,11 +132,12 @@ def _exported_attempt(size: int, t: TierParams, p: Plan, group: int):
     folder = compile_cache.export_dir()
     if folder is None:
         return None
+    memo = (folder, jax.default_backend(), p, group, size)  # every call of a process after the first: a dict lookup
+    if memo in _EXPORTS:
+        return _EXPORTS[memo]
     key = hashlib.sha256(
         repr((EXPORT_FORMAT, jax.__version__, jax.default_backend(), _source_digest(), p, group, size)).encode()
     ).hexdigest()[:40]
-    if key in _EXPORTS:
-        return _EXPORTS[key]
     path = os.path.join(folder, f"attempt-{key}.jaxexport")
     exported = None
     if os.path.exists(path):
@@ -164,7 +165,7 @@ def _exported_attempt(size: int, t: TierParams, p: Plan, group: int):
             os.replace(tmp, path)
         except (OSError, ImportError):
             pass  # no store: this process still uses the program it traced
-    _EXPORTS[key] = exported
+    _EXPORTS[memo] = exported
     return exported
 
 
