@@ -9,7 +9,7 @@ EXTRAS ?= dev
 # workers and later runs (JAX reads this variable itself).
 export JAX_COMPILATION_CACHE_DIR ?= $(CURDIR)/.cache/jax
 
-.PHONY: demo test bench clean
+.PHONY: demo ablation test bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,6 +23,19 @@ demo: $(STAMP)
 	@rm -f results/demo/sessions.jsonl
 	$(BIN)/luca-gym eval --seeds 0-4 --out results/demo
 	$(BIN)/luca-gym report results/demo
+
+# The paper's ablations (appendix E) on the scripted baselines, no network:
+# forward vs backwards organisms (medium N=20), and invented vs real gene names
+# x suppress vs permit prompts (medium N=20, hard N=30, as the paper), 20 paired
+# seeds each; the report's "Ablations" section has the paired tests.
+ABLATION_AGENTS ?= causal-sweep,heuristic,random
+ABLATION = $(BIN)/luca-gym eval --agents $(ABLATION_AGENTS) --modes healthy --seeds 0-19 --out results/ablation --quiet
+ablation: $(STAMP)
+	@rm -f results/ablation/sessions.jsonl
+	$(ABLATION) --tiers medium --n-genes 20 --ablation backwards
+	$(ABLATION) --tiers medium --n-genes 20 --ablation vocabulary,stance
+	$(ABLATION) --tiers hard --n-genes 30 --ablation vocabulary,stance
+	$(BIN)/luca-gym report results/ablation
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 --durations=15

@@ -38,22 +38,27 @@ CALL_OF_KIND = {kind: name for name, kind in CALLS.items() if kind is not None}
 DIRECTIONS = {"+": 1, "-": -1}
 
 
-def open_session(seed, tier="medium", mode="healthy", n_genes=20, backwards=False, env: LucaEnv | None = None, *, sealed=None):
+def open_session(seed, tier="medium", mode="healthy", n_genes=20, backwards=False, env: LucaEnv | None = None, *, sealed=None,
+                 vocabulary="invented"):
     """Validate the settings, build a :class:`LucaEnv` from them (or take
     ``env``, which must have been built from the same ones) and reset it to
-    organism ``seed`` (sealed under ``sealed``, :mod:`luca_gym.seal`).
+    organism ``seed`` (sealed under ``sealed``, :mod:`luca_gym.seal`; its
+    genes named in ``vocabulary``, invented or real).
     Returns ``(env, first observation)``.
 
     Raises ValueError naming the bad setting and what is allowed."""
     seed = spec.check_seed(seed)
     tier, n_genes, mode, backwards = spec.check_organism(tier, n_genes, mode, backwards)
+    vocabulary = spec.check_vocabulary(vocabulary, n_genes)
     seal = seal_mod.make_seal(sealed)
-    env = env if env is not None else LucaEnv(tier=tier, mode=mode, n_genes=n_genes, backwards=backwards, sealed=seal)
+    env = env if env is not None else LucaEnv(tier=tier, mode=mode, n_genes=n_genes, backwards=backwards, sealed=seal,
+                                              vocabulary=vocabulary)
     obs, _ = env.reset(options={"organism_seed": seed})
     m = env.organism.meta
-    built = {"tier": m.tier, "n_genes": m.n_genes, "mode": m.mode, "backwards": m.backwards, "sealed": m.sealed}
+    built = {"tier": m.tier, "n_genes": m.n_genes, "mode": m.mode, "backwards": m.backwards, "sealed": m.sealed,
+             "vocabulary": m.vocabulary}
     wanted = {"tier": tier, "n_genes": n_genes, "mode": mode, "backwards": backwards,
-              "sealed": None if seal is None else seal.fingerprint}
+              "sealed": None if seal is None else seal.fingerprint, "vocabulary": vocabulary}
     for name, value in wanted.items():
         if built[name] != value:
             raise ValueError(f"env: built with {name}={built[name]!r}; this session asks for {name}={value!r}")

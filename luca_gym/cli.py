@@ -80,6 +80,20 @@ def _ints(text: str, what: str) -> list[int]:
     return list(dict.fromkeys(values))
 
 
+def _price(text: str | None) -> tuple[float, float] | None:
+    """``"2.5,10"`` -> (2.5, 10.0): USD per million input and output tokens."""
+    if text is None:
+        return None
+    parts = text.split(",")
+    try:
+        values = tuple(float(x) for x in parts)
+    except ValueError:
+        values = ()
+    if len(values) != 2 or not all(0 <= v < float("inf") for v in values):
+        raise UsageError(f"price: {text!r}; allowed IN,OUT, USD per million input and output tokens, e.g. 2.5,10")
+    return values
+
+
 def _writable_dir(path: str, what: str = "out") -> None:
     try:
         os.makedirs(path, exist_ok=True)
@@ -111,6 +125,37 @@ def seal_of(args, out: str | None = None):
     return seal
 
 
+ABLATIONS = ("backwards", "vocabulary", "stance")  # luca_gym.ablation.CONTRASTS
+
+
+def _ablation_arguments(p) -> None:
+    p.add_argument("--vocabulary", default=None, metavar="{invented,real}",
+                   help="gene names: invented G001... (default) or real human gene symbols, N <= 50 (appendix E.2)")
+    p.add_argument("--stance", default=None, metavar="{suppress,permit}",
+                   help="the system prompt on biological knowledge: suppress (default) or permit (appendix E.2; "
+                        "tool-calling agents read it, baselines do not)")
+    p.add_argument("--ablation", default=None, metavar="NAMES",
+                   help=f"comma-separated, of {', '.join(ABLATIONS)}: run both arms of each (e.g. vocabulary,stance: "
+                        f"the 2x2), paired by seed; `luca-gym report` adds the paired tests")
+
+
+def conditions(args) -> dict:
+    """``backwards``, ``vocabulary`` and ``stance`` for :func:`luca_gym.eval.plan`
+    from ``--backwards``, ``--vocabulary``, ``--stance`` and ``--ablation``
+    (which plans both arms of each contrast it names)."""
+    from luca_gym.ablation import CONTRASTS
+
+    values = {"backwards": args.backwards, "vocabulary": args.vocabulary or "invented", "stance": args.stance or "suppress"}
+    given = {"backwards": args.backwards, "vocabulary": args.vocabulary is not None, "stance": args.stance is not None}
+    for name in _names(args.ablation, "ablation", ", ".join(ABLATIONS)) if args.ablation is not None else []:
+        if name not in CONTRASTS:
+            raise UsageError(f"ablation: {name!r} unknown; allowed {', '.join(ABLATIONS)}")
+        if given[name]:
+            raise UsageError(f"ablation: {name} runs both arms; drop --{name}, which fixes one")
+        values[name] = list(CONTRASTS[name].arms)
+    return values
+
+
 class Progress:
     """The sweep's progress bar on stderr (tqdm: count, rate, ETA, the session
     running). While the first session takes longer than 3 s (it compiles),
@@ -136,7 +181,9 @@ class Progress:
             self.bar.set_postfix_str("done")
             self.bar.close()
             return
-        what = f"{spec.agent} {spec.tier} {spec.mode} N={spec.n_genes} seed {spec.seed}"
+        arms = [a for a, on in (("backwards", spec.backwards), (spec.vocabulary, spec.vocabulary != "invented"),
+                                (spec.stance, spec.stance != "suppress")) if on]
+        what = f"{spec.agent} {spec.tier} {spec.mode} N={spec.n_genes}{''.join(' ' + a for a in arms)} seed {spec.seed}"
         self.bar.set_postfix_str(what)
         if i == 0:
             from luca_gym.compile_cache import cache_dir
@@ -148,34 +195,54 @@ class Progress:
 
 
 def cmd_eval(args) -> int:
+    from luca_gym import ablation
     from luca_gym import eval as ev
+    from luca_gym.wrappers.llm import check_retry
 
     agents = _names(args.agents, "agent", ev.AGENTS_ALLOWED)
     tiers = _names(args.tiers, "tier", ", ".join(TIER_NAMES))
     modes = _names(args.modes, "mode", ", ".join(MODES))
     seeds = parse_seeds(args.seeds)
     n_genes = _ints(args.n_genes, "n-genes")
-    specs = ev.plan(agents, tiers, modes, n_genes, seeds, backwards=args.backwards)
+    specs = ev.plan(agents, tiers, modes, n_genes, seeds, **conditions(args))
+    price, concurrency = _price(args.price), ev.check_concurrency(args.concurrency)
+    check_retry(args.retries, args.backoff)
     _writable_dir(args.out)
     seal = seal_of(args, out=args.out)
     # Learned agents load once, before any session: a bad checkpoint stops the
     # sweep before it starts, and every session reuses the loaded weights.
     learned = {a: ev.make_runner(a) for a in agents if ev.is_learned_agent(a)}
     factory = lambda name: learned[name] if name in learned else ev.make_runner(name, args.base_url)  # noqa: E731
-    path = ev.sweep(specs, args.out, policy_factory=factory, progress=Progress(args.quiet), sealed=seal, base_url=args.base_url)
+    path = ev.sweep(specs, args.out, policy_factory=factory, progress=Progress(args.quiet), sealed=seal, base_url=args.base_url,
+                    concurrency=concurrency, retries=args.retries, backoff=args.backoff, price=price)
     wanted = {spec.key() for spec in specs}
     results = ev.read_results(path, seal=seal)
     for note in results.notes():
         print(f"note: {note}", file=sys.stderr)
     records = [r for r in results.records if tuple(r[k] for k in ev.KEY_FIELDS) in wanted]
+    main, note = ablation.main_records(records)
     for n in n_genes:
         print(f"\nComposite score, N={n} ({len(seeds)} seeds; mean ± population std; paper figures in brackets)")
-        print(ev.composite_table(records, n))
+        print(ev.composite_table(main, n))
+    if note:
+        print(f"({note})\n\n{ablation.section(records)}")
     if len(n_genes) > 1:
         print("\nScaling (medium healthy, prediction accuracy)")
         print(ev.scaling_table(records))
+    usage = [r["usage"] for r in records if r.get("usage")]
+    if usage:
+        print(f"\n{usage_line(usage, [r.get('cost_usd') for r in records if r.get('usage')])}")
     print(f"\nsessions: {path}")
     return 0
+
+
+def usage_line(usage: list, costs: list) -> str:
+    """One line summing the ``usage`` of tool-calling sessions (and their ``cost_usd``, when priced)."""
+    total = lambda key: sum(u.get(key) or 0 for u in usage)  # noqa: E731
+    failed = sum(len(u.get("failed_calls") or []) for u in usage)
+    cost = f", cost ${sum(costs):.4f}" if costs and all(c is not None for c in costs) else ""
+    return (f"usage: {len(usage)} tool-calling session(s), {total('provider_calls')} provider calls ({failed} failed, "
+            f"{total('retries')} retried), {total('input_tokens')} input and {total('output_tokens')} output tokens{cost}")
 
 
 class TrainProgress:
@@ -311,7 +378,8 @@ def describe(organism) -> str:
     return "\n".join(
         [
             f"organism seed={m.seed} tier={m.tier} N={m.n_genes} mode={m.mode}"
-            f"{' backwards' if m.backwards else ''}{f' sealed {m.sealed}' if m.sealed else ''}  fingerprint {organism.fingerprint()[:16]}",
+            f"{' backwards' if m.backwards else ''}{' real-names' if m.vocabulary == 'real' else ''}"
+            f"{f' sealed {m.sealed}' if m.sealed else ''}  fingerprint {organism.fingerprint()[:16]}",
             f"  modules {sz.n_modules}, GRN edges {int(np.count_nonzero(np.asarray(a.weights)))}, "
             f"readout genes {int(np.sum(np.asarray(a.readout_mask)))}, latent genes {int(np.sum(np.asarray(a.latent_mask)))}, "
             f"budget {sz.budget}",
@@ -324,7 +392,7 @@ def describe(organism) -> str:
 def open_session(args):
     """The session ``info``, ``play`` and ``mcp`` all open: a
     :class:`~luca_gym.wrappers.llm.ToolSession` from ``--seed``, ``--tier``,
-    ``--mode``, ``--n-genes`` and ``--backwards``."""
+    ``--mode``, ``--n-genes``, ``--backwards``, ``--vocabulary`` and ``--stance``."""
     from luca_gym.wrappers.llm import ToolSession
 
     from luca_gym.compile_cache import compile_notice
@@ -332,7 +400,7 @@ def open_session(args):
     seal = seal_of(args)
     with compile_notice(f"luca-gym {args.command}"):
         return ToolSession(args.seed, tier=args.tier, mode=args.mode, n_genes=args.n_genes, backwards=args.backwards,
-                           sealed=seal)
+                           sealed=seal, vocabulary=args.vocabulary, stance=getattr(args, "stance", "suppress"))
 
 
 def cmd_info(args) -> int:
@@ -344,7 +412,8 @@ def cmd_info(args) -> int:
     seal = seal_of(args)
     with compile_notice("luca-gym info"):
         # The organism alone (the one play and mcp open): no session to compile.
-        organism = cached_organism(args.seed, args.tier, args.n_genes, args.mode, args.backwards, sealed=seal)
+        organism = cached_organism(args.seed, args.tier, args.n_genes, args.mode, args.backwards, sealed=seal,
+                                   vocabulary=args.vocabulary)
     print(describe(organism))
     if args.graph:
         from luca_gym.report import draw_network
@@ -379,17 +448,21 @@ def cmd_mcp(args) -> int:
         raise UsageError("agent: an empty name; give the name the session is recorded under, e.g. mcp-client")
     seed = spec.check_seed(args.seed)
     tier, n_genes, mode, backwards = spec.check_organism(args.tier, args.n_genes, args.mode, args.backwards)
+    vocabulary, stance = spec.check_vocabulary(args.vocabulary, n_genes), spec.check_stance(args.stance)
     seal = seal_of(args)
     params = core.make_params(tier, n_genes, mode)
     if args.out:
-        ev.check_recordable_spec(args.out, ev.SessionSpec(args.agent, tier, mode, n_genes, seed, backwards), seal, params)
+        ev.check_recordable_spec(args.out, ev.SessionSpec(args.agent, tier, mode, n_genes, seed, backwards, vocabulary, stance),
+                                 seal, params)
 
     def open_it():
         from luca_gym.wrappers.llm import ToolSession
 
-        return ToolSession(seed, tier=tier, mode=mode, n_genes=n_genes, backwards=backwards, sealed=seal)
+        return ToolSession(seed, tier=tier, mode=mode, n_genes=n_genes, backwards=backwards, sealed=seal,
+                           vocabulary=vocabulary, stance=stance)
 
-    serve(open_it, out=args.out, agent=args.agent, instructions=system_prompt(params.disease, params.max_steps))
+    serve(open_it, out=args.out, agent=args.agent,
+          instructions=system_prompt(params.disease, params.max_steps, vocabulary=vocabulary, stance=stance))
     return 0
 
 
@@ -422,6 +495,7 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 def build_parser() -> argparse.ArgumentParser:
     from luca_gym import __version__
+    from luca_gym.wrappers.llm import BACKOFF_S, RETRIES
 
     parser = argparse.ArgumentParser(
         prog="luca-gym", formatter_class=HelpFormatter,
@@ -440,11 +514,21 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"comma-separated: {', '.join(BASELINES)}, openai:MODEL, anthropic:MODEL, ppo:RUN_DIR, sb3:FILE.zip",
     )
     p.add_argument("--base-url", default=None, help="OpenAI-compatible server for openai:MODEL agents (local servers too)")
+    p.add_argument("--concurrency", type=int, default=1, metavar="K",
+                   help="sessions of openai:/anthropic: agents run at once (baselines and learned agents: one at a time)")
+    p.add_argument("--retries", type=int, default=RETRIES, metavar="N",
+                   help="times a failed provider call (rate limit, overload, timeout, connection, malformed answer) is "
+                        "made again; a session still failing is not recorded and a rerun runs it")
+    p.add_argument("--backoff", type=float, default=BACKOFF_S, metavar="SECONDS",
+                   help="wait before the first retry, doubled at each next one, with jitter")
+    p.add_argument("--price", default=None, metavar="IN,OUT",
+                   help="USD per million input and output tokens: each record gets its cost_usd (default: none)")
     p.add_argument("--tiers", default=",".join(TIER_NAMES), help=f"comma-separated, of {', '.join(TIER_NAMES)}")
     p.add_argument("--modes", default=",".join(MODES), help=f"comma-separated, of {', '.join(MODES)}")
     p.add_argument("--seeds", default="0-19", help="organism seeds, e.g. 0-19, 0,3,7 or 0-4,10")
     p.add_argument("--n-genes", default="20", help="organism sizes N (4..4096), comma-separated, e.g. 20,40,80")
     p.add_argument("--backwards", action="store_true", help="sign-inverted organisms (appendix E.1)")
+    _ablation_arguments(p)
     p.add_argument("--out", default="results", help="results folder (sessions.jsonl is appended)")
     _sealed_arguments(p, eval_=True)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -525,6 +609,11 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--mode", default="healthy", metavar=MODE_CHOICES, help="healthy, or disease (one hidden malfunction)")
         p.add_argument("--n-genes", type=int, default=20, metavar="N", help="organism size N (4..4096)")
         p.add_argument("--backwards", action="store_true", help="the sign-inverted organism (appendix E.1)")
+        p.add_argument("--vocabulary", default="invented", metavar="{invented,real}",
+                       help="gene names: invented G001... or real human gene symbols, N <= 50 (appendix E.2)")
+        if name != "info":
+            p.add_argument("--stance", default="suppress", metavar="{suppress,permit}",
+                           help="the prompt's stance on biological knowledge (appendix E.2)")
         _sealed_arguments(p)
         if name == "info":
             p.add_argument("--graph", default=None, help="draw the true network to this PNG")

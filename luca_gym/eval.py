@@ -13,12 +13,16 @@ tool-calling agents alike.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import fcntl
+import functools
 import hashlib
 import hmac
 import json
 import os
+import threading
 import time
 import warnings
 from dataclasses import dataclass
@@ -30,10 +34,24 @@ from luca_gym import __version__, calls, world
 from luca_gym import seal as seal_mod
 from luca_gym.baselines import BASELINES, Policy, make_policy
 from luca_gym.envs.luca_env import LucaEnv
-from luca_gym.spec import MODES, TIER_NAMES, check_bool, check_mode, check_n_genes, check_seed, check_tier
+from luca_gym.spec import (
+    MODES,
+    TIER_NAMES,
+    check_bool,
+    check_mode,
+    check_n_genes,
+    check_seed,
+    check_stance,
+    check_tier,
+    check_vocabulary,
+)
 
 SESSIONS_FILE = "sessions.jsonl"
-KEY_FIELDS = ("agent", "tier", "mode", "n_genes", "seed", "backwards")
+KEY_FIELDS = ("agent", "tier", "mode", "n_genes", "seed", "backwards", "vocabulary", "stance")
+# Key fields added after records were first written: a line without one reads
+# as this value (a session of the default condition).
+KEY_DEFAULTS = {"vocabulary": "invented", "stance": "suppress"}
+REQUIRED_KEY_FIELDS = tuple(k for k in KEY_FIELDS if k not in KEY_DEFAULTS)
 SCORE_FIELDS = ("composite", "prediction", "diagnosis", "rescue")
 STRATEGY_FIELDS = ("budget_fraction", "single_gene_fraction", "gene_coverage", "block_fraction", "redundancy", "commit_point")
 AGENTS_ALLOWED = f"{', '.join(BASELINES)}, openai:MODEL, anthropic:MODEL, ppo:RUN_DIR or sb3:FILE.zip"
@@ -67,14 +85,18 @@ class SessionSpec:
     n_genes: int
     seed: int
     backwards: bool = False
+    vocabulary: str = "invented"  # gene names, invented or real (appendix E.2)
+    stance: str = "suppress"  # the prompt's stance on biological knowledge (tool-calling agents; appendix E.2)
 
     def key(self) -> tuple:
-        return (self.agent, self.tier, self.mode, self.n_genes, self.seed, self.backwards)
+        return (self.agent, self.tier, self.mode, self.n_genes, self.seed, self.backwards, self.vocabulary, self.stance)
 
     def settings(self) -> dict:
         """The organism's settings, as :func:`luca_gym.calls.open_session` and
-        :class:`~luca_gym.wrappers.llm.ToolSession` take them."""
-        return {"seed": self.seed, "tier": self.tier, "mode": self.mode, "n_genes": self.n_genes, "backwards": self.backwards}
+        :class:`~luca_gym.wrappers.llm.ToolSession` take them (the stance is
+        the prompt's, not the organism's: ToolSession takes it apart)."""
+        return {"seed": self.seed, "tier": self.tier, "mode": self.mode, "n_genes": self.n_genes, "backwards": self.backwards,
+                "vocabulary": self.vocabulary}
 
 
 def run_session(
@@ -112,24 +134,62 @@ def run_session(
                    end_reason="call_limit" if truncated else "end", organism_id=organism_id, seal=seal)
 
 
-def run_tool_session(agent, spec: SessionSpec, env: LucaEnv | None = None, *, sealed=None, base_url: str | None = None) -> dict:
+def run_tool_session(
+    agent, spec: SessionSpec, env: LucaEnv | None = None, *, sealed=None, base_url: str | None = None,
+    retries: int | None = None, backoff: float | None = None, price=None, sleep: Callable[[float], object] = time.sleep,
+) -> dict:
     """Run one session of a tool-calling (LLM) agent through
-    :class:`~luca_gym.wrappers.llm.ToolSession`; same record format."""
+    :class:`~luca_gym.wrappers.llm.ToolSession`; same record format, plus
+    ``usage`` (tokens, provider calls, retries and the failed calls, see
+    :func:`~luca_gym.wrappers.llm.run_agent`), ``price_usd_per_mtok`` and
+    ``cost_usd`` (None without a ``price``, (input, output) USD per million
+    tokens). A failed provider call is retried ``retries`` times, waiting
+    ``backoff`` seconds and more (run_agent's defaults when None); if it still
+    fails, the ProviderError is raised and nothing is returned to record."""
     from luca_gym.wrappers.llm import ToolSession, run_agent
 
+    price = check_price(price)
+    retry = {k: v for k, v in (("retries", retries), ("backoff", backoff)) if v is not None}
     started = time.perf_counter()
-    session = ToolSession(**spec.settings(), env=env, sealed=sealed)
-    result = run_agent(agent, session)
-    return _tool_record(spec, session, result, time.perf_counter() - started, base_url=base_url)
+    session = ToolSession(**spec.settings(), stance=spec.stance, env=env, sealed=sealed)
+    result = run_agent(agent, session, sleep=sleep, **retry)
+    return _tool_record(spec, session, result, time.perf_counter() - started, base_url=base_url, price=price)
 
 
-def _tool_record(spec: SessionSpec, session, result: dict, wall: float, base_url: str | None = None) -> dict:
+def _tool_record(spec: SessionSpec, session, result: dict, wall: float, base_url: str | None = None, price=None) -> dict:
     record = _record(
         spec, session.env, result["calls"], session.scores, result["return"], wall, truncated=session.truncated,
         end_reason=session.end_reason, organism_id=session.organism_id, seal=session.seal, base_url=base_url,
     )
     record["hypotheses"] = result["hypotheses"]
+    record["usage"] = result.get("usage")  # None for a session driven from outside (MCP)
+    record["price_usd_per_mtok"] = None if price is None else list(price)
+    record["cost_usd"] = session_cost(record["usage"], price)
     return record
+
+
+def check_price(price) -> tuple[float, float] | None:
+    """None, or ``(input, output)`` USD per million tokens, each a number >= 0;
+    ValueError naming the bad value otherwise."""
+    if price is None:
+        return None
+    try:
+        values = tuple(price)
+    except TypeError:
+        values = ()
+    ok = len(values) == 2 and all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < float("inf") for v in values)
+    if not ok:
+        raise ValueError(f"price: {price!r}; allowed (input, output) USD per million tokens, two numbers >= 0, e.g. 2.5,10")
+    return float(values[0]), float(values[1])
+
+
+def session_cost(usage: dict | None, price) -> float | None:
+    """USD for a session's tokens at ``price`` (input, output) USD per million
+    tokens; None without a price or when no call reported its tokens."""
+    if price is None or not usage or (usage.get("input_tokens") is None and usage.get("output_tokens") is None):
+        return None
+    tokens = (usage.get("input_tokens") or 0, usage.get("output_tokens") or 0)
+    return round((tokens[0] * price[0] + tokens[1] * price[1]) / 1e6, 6)
 
 
 def record_tool_session(session, out_dir: str, *, agent: str = "mcp-client", wall_s: float = 0.0, wait_s: float = 5.0) -> str:
@@ -141,7 +201,7 @@ def record_tool_session(session, out_dir: str, *, agent: str = "mcp-client", wal
     if not session.ended:
         raise ValueError("session: still open; a session is recorded once it has ended")
     m = session.meta
-    spec = SessionSpec(agent, m.tier, m.mode, m.n_genes, session.seed, m.backwards)
+    spec = SessionSpec(agent, m.tier, m.mode, m.n_genes, session.seed, m.backwards, m.vocabulary, session.stance)
     record = _tool_record(spec, session, session.record(), wall_s)
     path = os.path.join(out_dir, SESSIONS_FILE)
     with folder_lock(out_dir, wait_s=wait_s):
@@ -160,7 +220,7 @@ def check_recordable(session, out_dir: str, *, agent: str = "mcp-client") -> Non
     :class:`SessionSpec` (``agent`` is then its agent) with ``seal=`` and
     ``params=`` given through :func:`check_recordable_spec`."""
     m = session.meta
-    spec = SessionSpec(agent, m.tier, m.mode, m.n_genes, session.seed, m.backwards)
+    spec = SessionSpec(agent, m.tier, m.mode, m.n_genes, session.seed, m.backwards, m.vocabulary, session.stance)
     check_recordable_spec(out_dir, spec, session.seal, session.env.params)
 
 
@@ -191,6 +251,8 @@ def _record(spec: SessionSpec, env: LucaEnv, log, scores, total, wall, truncated
         "n_genes": spec.n_genes,
         "seed": spec.seed,
         "backwards": spec.backwards,
+        "vocabulary": spec.vocabulary,
+        "stance": spec.stance,
         "organism_id": organism_id or _organism_id(spec.seed, seal),
         "budget": env.params.budget,
         "call_limit": env.params.max_steps,
@@ -305,7 +367,7 @@ def _parse_line(path: str, lineno: int, raw: bytes, seal=None) -> dict:
         raise ResultsError(f"{where}: corrupt line ({exc.msg}); fix or remove that line") from None
     except RecursionError:
         raise ResultsError(f"{where}: corrupt line (nested too deeply); fix or remove that line") from None
-    missing = [k for k in (*KEY_FIELDS, "scores") if not isinstance(record, dict) or k not in record]
+    missing = [k for k in (*REQUIRED_KEY_FIELDS, "scores") if not isinstance(record, dict) or k not in record]
     if not missing:
         scores = record["scores"]
         missing = [f"scores.{k}" for k in (*SCORE_FIELDS, *STRATEGY_FIELDS, "n_alt") if not isinstance(scores, dict) or k not in scores]
@@ -320,6 +382,8 @@ def _parse_line(path: str, lineno: int, raw: bytes, seal=None) -> dict:
             if not hmac.compare_digest(str(record.get("signature", "")), seal.sign(data)):
                 raise ResultsError(f"{where}: the line's signature does not match this seal; it was not written by a "
                                    f"sealed sweep with this secret, or was changed since; remove it")
+    for field, default in KEY_DEFAULTS.items():  # after the digest check: a line written before the field existed
+        record.setdefault(field, default)
     return record
 
 
@@ -329,7 +393,7 @@ def _complete(text: str) -> bool:
         record = json.loads(text)
     except (json.JSONDecodeError, RecursionError):
         return False
-    return isinstance(record, dict) and all(k in record for k in (*KEY_FIELDS, "scores"))
+    return isinstance(record, dict) and all(k in record for k in (*REQUIRED_KEY_FIELDS, "scores"))
 
 
 @dataclass
@@ -474,17 +538,34 @@ def _trim_unfinished(path: str) -> None:
             f.truncate(end)
 
 
-def plan(agents, tiers, modes, n_genes, seeds, backwards=False) -> list[SessionSpec]:
+def plan(agents, tiers, modes, n_genes, seeds, backwards=False, vocabulary="invented", stance="suppress") -> list[SessionSpec]:
     """The sessions of a sweep, validated (ValueError names the bad value and
-    what is allowed)."""
+    what is allowed). ``backwards``, ``vocabulary`` and ``stance`` each take
+    one value or a list of them; every combination is planned, e.g.
+    ``backwards=[False, True]`` for both arms of the paper's appendix E.1
+    ablation, paired by seed (:mod:`luca_gym.ablation`)."""
     unique = lambda xs: list(dict.fromkeys(xs))  # noqa: E731 -- a repeated name runs once
     agents = unique(check_agent(a) for a in agents)
     tiers = unique(check_tier(t) for t in tiers)
     modes = unique(check_mode(m) for m in modes)
     n_genes = unique(check_n_genes(n) for n in n_genes)
     seeds = unique(check_seed(s) for s in seeds)
-    backwards = check_bool(backwards, "backwards")
-    return [SessionSpec(a, t, m, n, s, backwards) for n in n_genes for t in tiers for m in modes for a in agents for s in seeds]
+    backwards = unique(check_bool(b, "backwards") for b in _arms(backwards, "backwards"))
+    vocabulary = unique(check_vocabulary(v) for v in _arms(vocabulary, "vocabulary"))
+    stance = unique(check_stance(st) for st in _arms(stance, "stance"))
+    for v in vocabulary:
+        for n in n_genes:
+            check_vocabulary(v, n)
+    conditions = [(b, v, st) for b in backwards for v in vocabulary for st in stance]
+    return [SessionSpec(a, t, m, n, s, *c) for n in n_genes for t in tiers for m in modes for c in conditions for a in agents for s in seeds]
+
+
+def _arms(value, name: str) -> list:
+    """One value, or a list or tuple of them (at least one)."""
+    values = list(value) if isinstance(value, (list, tuple)) else [value]
+    if not values:
+        raise ValueError(f"{name}: an empty list; give one value or several")
+    return values
 
 
 def sweep(
@@ -495,6 +576,10 @@ def sweep(
     *,
     sealed=None,
     base_url: str | None = None,
+    concurrency: int = 1,
+    retries: int | None = None,
+    backoff: float | None = None,
+    price=None,
 ) -> str:
     """Run every session of ``specs`` not yet in ``out_dir``, appending each
     record as it ends. Returns the results file's path.
@@ -503,10 +588,41 @@ def sweep(
     recorded for ``openai:`` agents (pass the one their runner uses). The
     folder is locked for the whole sweep; a line already there from another
     configuration (build, seal, model server, budget) is refused with its file
-    and line, never mixed in or counted as done."""
+    and line, never mixed in or counted as done.
+
+    Tool-calling (LLM) agents: a failed provider call is retried ``retries``
+    times with exponential ``backoff`` (:func:`~luca_gym.wrappers.llm.run_agent`),
+    and ``price`` ((input, output) USD per million tokens) gives each record its
+    ``cost_usd``. ``concurrency`` K > 1 runs up to K of their sessions at once
+    (:func:`_run_concurrently`); baseline and learned policies run one at a
+    time first (their sessions are compute, not waiting, and a learned policy
+    is one shared object). Records are written by this thread alone, whole
+    lines in the order sessions end, so an interrupted sweep loses only the
+    sessions in flight and a rerun runs exactly those left.
+
+    A session whose provider still fails after its retries is not recorded: a
+    line on file is a session its agent played to the end, so a provider's
+    outage never enters the scores, and a rerun runs it again. At concurrency
+    1 it stops the sweep, as does any error; at K the sweep goes on (a
+    ProviderError at the end counts the unrecorded sessions) until K sessions
+    in a row give up or a non-retryable error (bad key, unknown model, bad
+    request: every session would fail alike) stops it. Sessions in flight then
+    finish and are recorded; no new one starts."""
+    from luca_gym.wrappers.llm import check_retry
+
     specs = list(dict.fromkeys(specs))
     seal = seal_mod.make_seal(sealed)
+    concurrency = check_concurrency(concurrency)
+    check_retry(retries if retries is not None else 0, backoff if backoff is not None else 0)
+    price = check_price(price)
     path = os.path.join(out_dir, SESSIONS_FILE)
+
+    def run(runner, spec, sleep=time.sleep) -> dict:
+        if hasattr(runner, "act"):
+            return run_session(runner, spec, sealed=seal)
+        return run_tool_session(runner, spec, sealed=seal, base_url=base_url, retries=retries, backoff=backoff, price=price,
+                                sleep=sleep)
+
     with folder_lock(out_dir):
         done = set()
         if os.path.getsize(path):
@@ -518,18 +634,194 @@ def sweep(
             _trim_unfinished(path)
         todo = [s for s in specs if s.key() not in done]
         with open(path, "a", encoding="utf-8") as f:
-            for i, spec in enumerate(todo):
-                if progress:
-                    progress(i, len(todo), spec)
-                runner = policy_factory(spec.agent)
-                if hasattr(runner, "act"):
-                    record = run_session(runner, spec, sealed=seal)
-                else:
-                    record = run_tool_session(runner, spec, sealed=seal, base_url=base_url)
+            written = [0]
+
+            def write(record: dict) -> None:
                 _append(f, record, seal)
+                written[0] += 1
+
+            def started(spec: SessionSpec) -> None:
+                if progress:
+                    progress(written[0], len(todo), spec)
+
+            queued = []
+            for spec in todo:
+                runner = policy_factory(spec.agent)
+                if concurrency > 1 and not hasattr(runner, "act"):
+                    queued.append((spec, functools.partial(_stoppable_run, run, runner, spec)))
+                    continue
+                started(spec)
+                write(run(runner, spec))
+            if queued:
+                started(queued[0][0])
+                _compile_once([spec for spec, _ in queued], seal)
+            outcome = _run_concurrently(queued, concurrency, write, started) if queued else ([], 0)
             if progress:
                 progress(len(todo), len(todo), None)
+    _raise_unrecorded(*outcome, concurrency)
     return path
+
+
+def check_concurrency(concurrency) -> int:
+    """``concurrency`` an integer >= 1; ValueError naming it otherwise."""
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ValueError(f"concurrency: {concurrency!r}; allowed an integer >= 1 (sessions at once; 1: one after another)")
+    return concurrency
+
+
+def _compile_once(specs, seal) -> None:
+    """Compile what the sessions of ``specs`` run, once per organism
+    configuration, before they run side by side: JAX does not share a compile
+    in progress, so K threads meeting an uncompiled program would compile it
+    K times over (measured on 2 CPU cores, a cold cache, 64 sessions in 4
+    configurations at concurrency 16: 18 min without this, 66 s with it, 61 s
+    one at a time). Each configuration's first organism
+    is opened and ended (no agent, nothing recorded); the session that follows
+    reuses the organism and the compiled programs."""
+    from luca_gym.wrappers.llm import ToolSession
+
+    configurations = {(s.tier, s.mode, s.n_genes, s.backwards, s.vocabulary): s for s in reversed(specs)}
+    for spec in configurations.values():
+        ToolSession(**spec.settings(), sealed=seal).call("end")
+
+
+class _Stopped(Exception):
+    """The sweep was interrupted while this session ran: it ends, unrecorded."""
+
+
+def _stoppable_run(run, runner, spec: SessionSpec, stop: threading.Event) -> dict:
+    """``run(runner, spec)`` that ends (raising _Stopped) at its next provider
+    call or backoff wait once ``stop`` is set."""
+
+    def turn(messages, tools):
+        if stop.is_set():
+            raise _Stopped
+        return runner(messages, tools)
+
+    def sleep(seconds: float) -> None:
+        if stop.wait(seconds):
+            raise _Stopped
+
+    return run(turn, spec, sleep=sleep)
+
+
+def _run_concurrently(jobs, concurrency: int, write, started) -> tuple[list, int]:
+    """Run ``jobs`` ([(spec, run)], ``run(stop)`` -> record) at most
+    ``concurrency`` at once; ``write(record)`` as each ends and ``started(spec)``
+    as each begins, both in the calling thread. Returns the sessions that gave
+    up on a retryable provider error ([(spec, ProviderError)]) and how many
+    were never started; raises the first other error once those in flight end.
+
+    Whole sessions run in threads, each scheduled by asyncio under a semaphore
+    of ``concurrency``: an agent is a synchronous callable and a session is
+    owned by one thread from start to end (no session state crosses threads),
+    while provider calls and backoff waits, nearly all of an LLM session's
+    time, release the GIL. Awaiting a thread per provider call instead would
+    hop a session between threads for no gain. Interrupted (Ctrl-C cancels the
+    asyncio task; a record is written between awaits, so never half), no new
+    session starts and those in flight end, unrecorded, at their next provider
+    call or backoff wait: this returns once their calls in flight come back
+    (a thread cut off inside the simulator at exit can abort the process)."""
+    from luca_gym.wrappers.llm import ProviderError
+
+    stop, threads = threading.Event(), []
+
+    async def main():
+        slots = asyncio.Semaphore(concurrency)
+        state = {"error": None, "streak": 0, "not_started": 0}
+        gave_up = []
+
+        async def one(spec, run):
+            async with slots:
+                if stop.is_set() or state["error"] is not None or state["streak"] >= concurrency:
+                    state["not_started"] += 1
+                    return
+                started(spec)
+                try:
+                    record = await _in_thread(functools.partial(run, stop), threads)
+                except _Stopped:
+                    return
+                except ProviderError as exc:
+                    if exc.retryable:
+                        gave_up.append((spec, exc))
+                        state["streak"] += 1
+                    elif state["error"] is None:
+                        state["error"] = exc
+                    return
+                except Exception as exc:  # noqa: BLE001 -- kept, and raised once the sessions in flight are recorded
+                    if state["error"] is None:
+                        state["error"] = exc
+                    return
+                state["streak"] = 0
+                write(record)
+
+        try:
+            await asyncio.gather(*(one(spec, run) for spec, run in jobs))
+        finally:
+            stop.set()  # sessions still running (the sweep was interrupted) end at their next call
+        if state["error"] is not None:
+            raise state["error"]
+        return gave_up, state["not_started"]
+
+    try:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(main())
+        # Called from a running event loop (a notebook): ours runs in a thread of its own.
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            future = pool.submit(asyncio.run, main())
+            try:
+                return future.result()
+            except BaseException:
+                stop.set()  # leaving the block waits for the loop, whose sessions now end at their next call
+                raise
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+
+
+async def _in_thread(fn, threads: list):
+    """``fn()`` in a thread of its own (appended to ``threads``); its result, or its exception, here."""
+    loop = asyncio.get_running_loop()
+    future = loop.create_future()
+
+    def settle(result, error) -> None:
+        if future.cancelled():
+            return
+        if error is None:
+            future.set_result(result)
+        else:
+            future.set_exception(error)
+
+    def work() -> None:
+        try:
+            outcome = (fn(), None)
+        except BaseException as exc:  # noqa: BLE001 -- handed to the awaiting task
+            outcome = (None, exc)
+        with contextlib.suppress(RuntimeError):  # the loop is closed: the sweep was interrupted
+            loop.call_soon_threadsafe(settle, *outcome)
+
+    thread = threading.Thread(target=work, name="luca-gym-session")
+    threads.append(thread)
+    thread.start()
+    return await future
+
+
+def _raise_unrecorded(gave_up: list, not_started: int, concurrency: int) -> None:
+    """A ProviderError counting the sessions a concurrent sweep left unrecorded, if any."""
+    if not gave_up:
+        return
+    from luca_gym.wrappers.llm import ProviderError
+
+    spec, first = gave_up[0]
+    stopped = (f"; the sweep stopped after {concurrency} in a row gave up, {not_started} not started" if not_started else "")
+    raise ProviderError(
+        f"{len(gave_up)} session(s) not recorded, their provider still failing after the retries "
+        f"(first: {_describe_key(spec.key())}: {first}){stopped}",
+        retryable=True, cause=first,
+    )
 
 
 def _expected_fields(spec: SessionSpec) -> dict:
@@ -646,6 +938,7 @@ def scaling_table(records, tier: str = "medium", mode: str = "healthy", with_pap
 
 __all__ = [
     "AGENTS_ALLOWED",
+    "KEY_DEFAULTS",
     "PAPER_COMPOSITE",
     "PAPER_SCALING",
     "ResultsError",
@@ -668,6 +961,9 @@ __all__ = [
     "plan",
     "run_session",
     "run_tool_session",
+    "check_price",
+    "check_concurrency",
+    "session_cost",
     "scaling_table",
     "strategy_table",
     "summary",

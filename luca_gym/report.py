@@ -18,7 +18,7 @@ import re
 
 import numpy as np
 
-from luca_gym import __version__, calls, world
+from luca_gym import __version__, ablation, calls, world
 from luca_gym import eval as ev
 from luca_gym.fidelity import PAPER_TABLE8
 from luca_gym.spec import (
@@ -286,11 +286,15 @@ def _scaling_condition(records):
 def write_report(results: str, out_dir: str | None = None) -> str:
     """Write ``report.md`` and figures (``composite.png``, ``disease.png`` with
     disease sessions, ``scaling.png`` when a condition has several N) next to
-    the results (or in ``out_dir``). Returns the markdown text."""
+    the results (or in ``out_dir``). Records holding both arms of an ablation
+    (backwards, vocabulary, stance) add an "Ablations" section of paired tests
+    (:mod:`luca_gym.ablation`); the other tables then show the default arm.
+    Returns the markdown text."""
     read = ev.read_results(results)
-    records = read.records
-    if not records:
+    every = read.records
+    if not every:
         raise ev.ResultsError(f"{results}: no sessions to report")
+    records, arms_note = ablation.main_records(every)  # the main tables never average over ablation arms
     for note in read.notes():  # e.g. duplicate lines dropped: said, and kept in the report
         warnings.warn(note, ev.ResultsWarning, stacklevel=2)
     out_dir = out_dir or results_folder(results)
@@ -299,9 +303,10 @@ def write_report(results: str, out_dir: str | None = None) -> str:
     n0 = 20 if 20 in ns else ns[0]
     parts = [
         "# LUCA results",
-        (f"{len(records)} sessions from `{results}`; mean ± population std; paper figures in brackets. "
+        (f"{len(every)} sessions from `{results}`; mean ± population std; paper figures in brackets. "
          f"Figures: bars and lines are our means with ±1 std error bars; black diamonds are the paper's baseline figures."),
         *(f"Note: {note}" for note in read.notes()),
+        *([f"Note: {arms_note}."] if arms_note else []),
         f"## Composite score (N={n0})",
         ev.composite_table(records, n0),
         "![composite](composite.png)",
@@ -317,6 +322,9 @@ def write_report(results: str, out_dir: str | None = None) -> str:
         t, m = scaling
         parts += [f"## Scaling ({t} {m}, prediction accuracy)", ev.scaling_table(records, t, m), "![scaling](scaling.png)"]
         figure_scaling(records, os.path.join(out_dir, "scaling.png"), t, m)
+    ablations = ablation.section(every)
+    if ablations:
+        parts.append(ablations)
     text = "\n\n".join(parts) + "\n"
     with open(os.path.join(out_dir, "report.md"), "w", encoding="utf-8") as f:
         f.write(text)
@@ -518,12 +526,20 @@ def session_file_name(record: dict) -> str:
         name += f"_N{record['n_genes']}"
     if record.get("backwards"):
         name += "_backwards"
+    for arm in _arms(record):
+        name += f"_{arm}"
     return name + ".png"
+
+
+def _arms(record: dict) -> list:
+    """A record's non-default vocabulary and stance (ablation arms), e.g. ['real', 'permit']."""
+    return [record[f] for f, default in ev.KEY_DEFAULTS.items() if record.get(f, default) != default]
 
 
 def _describe(record: dict) -> str:
     back = " backwards" if record.get("backwards") else ""
-    return f"{record['agent']} {record['tier']} {record['mode']} N={record['n_genes']}{back} seed {record['seed']}"
+    arms = "".join(f" {a}" for a in _arms(record))
+    return f"{record['agent']} {record['tier']} {record['mode']} N={record['n_genes']}{back}{arms} seed {record['seed']}"
 
 
 def _ranges(values) -> str:
@@ -585,7 +601,8 @@ def _rebuilt_organism(record: dict):
         return None, "sealed organism: truth not regenerated"
     if record.get("version") != __version__:
         return None, f"written by version {record.get('version')}, this is {__version__}: truth not regenerated"
-    organism = world.make_organism(record["seed"], record["tier"], record["n_genes"], record["mode"], bool(record.get("backwards")))
+    organism = world.make_organism(record["seed"], record["tier"], record["n_genes"], record["mode"], bool(record.get("backwards")),
+                                   vocabulary=record.get("vocabulary", "invented"))
     a, meta = organism.arrays, organism.meta
     for c in record.get("calls", []):
         res = c.get("result", {})
@@ -665,7 +682,9 @@ def _true_malfunction(record: dict, organism) -> str:
         if organism is not None:
             target = calls.target_name(organism.meta, target)
         else:
-            target = gene_names(n)[target] if 0 <= target < n else f"signal #{target - n + 1}"
+            invented = record.get("vocabulary", "invented") == "invented"
+            gene = (gene_names(n)[target] if invented else f"gene #{target + 1}") if 0 <= target < n else None
+            target = gene or f"signal #{target - n + 1}"
     return f"{target} {kind}"
 
 

@@ -53,6 +53,14 @@ def n_alt_tolerance(noise_sigma):
 # -- names of the settings -----------------------------------------------------------
 TIER_NAMES = ("easy", "medium", "hard")
 MODES = ("healthy", "disease")
+# The paper's appendix E.2 ablation: gene names invented (G001...) or real
+# human gene symbols, and the system prompt's stance on biological knowledge.
+VOCABULARIES = ("invented", "real")
+STANCES = ("suppress", "permit")
+# Real gene symbols available (luca_gym.vocabulary.REAL_GENE_NAMES, the
+# paper's 50 in three familiarity tiers): an organism of more genes has no
+# real-name vocabulary.
+N_REAL_GENE_NAMES = 50
 
 
 # -- validators ----------------------------------------------------------------------
@@ -107,6 +115,24 @@ def check_positive_int(value, name: str) -> int:
 def check_organism(tier, n_genes, mode="healthy", backwards=False) -> tuple[str, int, str, bool]:
     """Validate the settings that, with a seed, name an organism. Returns them normalised."""
     return check_tier(tier), check_n_genes(n_genes), check_mode(mode), check_bool(backwards, "backwards")
+
+
+def check_vocabulary(vocabulary, n_genes=None) -> str:
+    """``"invented"`` or ``"real"``; a real vocabulary only for at most
+    :data:`N_REAL_GENE_NAMES` genes (``n_genes``, when given)."""
+    if not isinstance(vocabulary, str) or vocabulary not in VOCABULARIES:
+        raise ValueError(f"vocabulary: {short_repr(vocabulary)} unknown; allowed {', '.join(VOCABULARIES)}")
+    if vocabulary == "real" and n_genes is not None and n_genes > N_REAL_GENE_NAMES:
+        raise ValueError(f"vocabulary: 'real' has {N_REAL_GENE_NAMES} real gene names, too few for n_genes={n_genes}; "
+                         f"allowed 'real' up to n_genes={N_REAL_GENE_NAMES}, or 'invented'")
+    return vocabulary
+
+
+def check_stance(stance) -> str:
+    """The system prompt's stance on biological knowledge: ``"suppress"`` (the default) or ``"permit"``."""
+    if not isinstance(stance, str) or stance not in STANCES:
+        raise ValueError(f"stance: {short_repr(stance)} unknown; allowed {', '.join(STANCES)}")
+    return stance
 
 
 def short_repr(value) -> str:

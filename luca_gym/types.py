@@ -107,6 +107,9 @@ class OrganismMeta:
     signal_modes: tuple[str, ...]
     phenotype_names: tuple[str, ...]
     sealed: str | None = None  # the seal's fingerprint for a sealed organism (luca_gym.seal)
+    # "invented" (G001...) or "real" (real human gene symbols, the appendix E.2
+    # ablation): a relabelling only, the arrays are the same.
+    vocabulary: str = "invented"
 
 
 @jax.tree_util.register_dataclass
@@ -137,10 +140,12 @@ class Organism:
             h.update(str(a.dtype).encode())
             h.update(repr(a.shape).encode())
             h.update(np.ascontiguousarray(a).tobytes())
-        # Every name; ``sealed`` only when set, so an unsealed organism keeps
-        # the fingerprint it had before sealing existed.
+        # Every name; ``sealed`` and ``vocabulary`` only when not the default,
+        # so an organism keeps the fingerprint it had before they existed.
+        defaults = {"sealed": None, "vocabulary": "invented"}
         meta = tuple(
-            getattr(self.meta, f.name) for f in dataclasses.fields(OrganismMeta) if not (f.name == "sealed" and self.meta.sealed is None)
+            getattr(self.meta, f.name) for f in dataclasses.fields(OrganismMeta)
+            if not (f.name in defaults and getattr(self.meta, f.name) == defaults[f.name])
         )
         h.update(repr(meta).encode())
         return h.hexdigest()

@@ -723,7 +723,9 @@ def test_tool_sessions_write_eval_records_the_harness_reads(appendix, tmp_path):
     spec = ev.SessionSpec("scripted", TIER, MODE, 20, SEED)
     record = ev.run_tool_session(ScriptedAgent(appendix["script"]), spec)
     baseline = ev.run_session(make_policy("random"), ev.SessionSpec("random", TIER, MODE, 20, SEED))
-    assert set(record) - set(baseline) == {"hypotheses"}
+    assert set(record) - set(baseline) == {"hypotheses", "usage", "price_usd_per_mtok", "cost_usd"}
+    assert record["usage"]["provider_calls"] == len(appendix["script"]) and record["usage"]["failed_calls"] == []
+    assert record["usage"]["input_tokens"] is None and record["cost_usd"] is None  # a script reports no tokens
     assert set(baseline) <= set(record)
     assert record["scores"] == appendix["record"]["scores"]
     assert record["return"] == pytest.approx(record["scores"]["composite"], abs=1e-5)

@@ -108,11 +108,12 @@ def test_an_unreachable_provider_is_one_line_and_completed_sessions_are_kept(mon
 
     monkeypatch.setattr(ev, "make_runner", lambda name, base_url=None: Unreachable() if name.startswith("openai:") else ev.make_policy(name))
     argv = ["eval", "--agents", "random,openai:some-model", "--tiers", "easy", "--modes", "healthy", "--seeds", "0",
-            "--out", str(tmp_path), "--quiet"]
+            "--out", str(tmp_path), "--quiet", "--retries", "2", "--backoff", "0"]
     assert main(argv) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1, err
     assert "openai:some-model at http://127.0.0.1:9/v1: APIConnectionError: Connection error." in err[0]
+    assert "(gave up after 3 attempts)" in err[0]  # a lost connection is retried
     assert "rerun resumes" in err[0] and "second line" not in err[0]
     assert [r["agent"] for r in ev.load_sessions(str(tmp_path))] == ["random"]  # what finished is kept
 

@@ -38,10 +38,12 @@ def open_organism(env: gym.Env, options) -> tuple[int, Organism, jax.Array]:
     """The organism a single env's ``reset`` opens: ``options["organism_seed"]``
     (checked before any cache), or a seed drawn with the env's ``np_random``.
     Returns (organism seed, organism, session noise key). ``env`` carries
-    ``tier``, ``n_genes``, ``mode``, ``backwards`` and ``seal`` (None unsealed)."""
+    ``tier``, ``n_genes``, ``mode``, ``backwards``, ``seal`` (None unsealed)
+    and, if it names genes in text, ``vocabulary`` (default invented)."""
     organism_seed = organism_seed_of(env, options)
     seal = getattr(env, "seal", None)
-    organism = cached_organism(organism_seed, env.tier, env.n_genes, env.mode, env.backwards, sealed=seal)
+    organism = cached_organism(organism_seed, env.tier, env.n_genes, env.mode, env.backwards, sealed=seal,
+                               vocabulary=getattr(env, "vocabulary", "invented"))
     return organism_seed, organism, core.noise_key(organism_seed, env.tier, env.n_genes, seal)
 
 
@@ -58,16 +60,18 @@ def ended_scores(state: core.EnvState | None, params: core.EnvParams) -> dict:
 
 
 @lru_cache(maxsize=512)
-def _cached_organism(seed: int, tier: str, n_genes: int, mode: str, backwards: bool, seal) -> Organism:
-    return world.make_organism(seed, tier, n_genes, mode, backwards, sealed=seal)
+def _cached_organism(seed: int, tier: str, n_genes: int, mode: str, backwards: bool, seal, vocabulary: str) -> Organism:
+    return world.make_organism(seed, tier, n_genes, mode, backwards, sealed=seal, vocabulary=vocabulary)
 
 
-def cached_organism(seed: int, tier: str, n_genes: int, mode: str = "healthy", backwards: bool = False, *, sealed=None) -> Organism:
+def cached_organism(seed: int, tier: str, n_genes: int, mode: str = "healthy", backwards: bool = False, *, sealed=None,
+                    vocabulary: str = "invented") -> Organism:
     """``world.make_organism`` memoised: an organism is a pure function of its
     arguments, so reusing one is indistinguishable from regenerating it. The
     arguments are checked first, so the cache never decides what is valid."""
     tier, n_genes, mode, backwards = spec.check_organism(tier, n_genes, mode, backwards)
-    return _cached_organism(spec.check_seed(seed), tier, n_genes, mode, backwards, seal_mod.make_seal(sealed))
+    vocabulary = spec.check_vocabulary(vocabulary, n_genes)
+    return _cached_organism(spec.check_seed(seed), tier, n_genes, mode, backwards, seal_mod.make_seal(sealed), vocabulary)
 
 
 class LucaEnv(gym.Env):
@@ -78,6 +82,9 @@ class LucaEnv(gym.Env):
         mode: "healthy" or "disease".
         n_genes: 4..4096 (the paper uses 20; the scaling study up to 1280).
         backwards: the sign-inverted organisms of the paper's appendix E.1.
+        vocabulary: "invented" (genes G001...) or "real" (real human gene
+            symbols, N <= 50; appendix E.2): only the names in the organism's
+            ``meta`` (and so in any text) change, never the arrays.
         render_mode: None or "ansi".
         budget: experiment and rescue units (default N + S + 8, paper Table 5).
         max_steps: accepted calls before truncation (default 4 x budget + 64);
@@ -115,6 +122,7 @@ class LucaEnv(gym.Env):
         shaping_gamma: float = 1.0,
         budget: int | None = None,
         sealed=None,
+        vocabulary: str = "invented",
     ):
         self.seal = seal_mod.make_seal(sealed)
         self.params = core.make_params(
@@ -122,6 +130,7 @@ class LucaEnv(gym.Env):
             shaping_scale=shaping_scale, shaping_gamma=shaping_gamma,
         )
         backwards = spec.check_bool(backwards, "backwards")
+        self.vocabulary = spec.check_vocabulary(vocabulary, n_genes)
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode: {render_mode!r} not supported; allowed None or 'ansi'")
         self.tier, self.mode, self.n_genes, self.backwards = tier, mode, n_genes, bool(backwards)

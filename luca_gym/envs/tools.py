@@ -25,6 +25,7 @@ import gymnasium as gym
 from gymnasium import spaces
 
 from luca_gym.envs.luca_env import organism_seed_of
+from luca_gym.spec import check_stance
 from luca_gym.wrappers.llm import MAX_PAYLOAD, ToolSession
 
 OPENING = "A new organism is ready. Begin."
@@ -52,9 +53,11 @@ class LucaToolsEnv(gym.Env):
     """One LUCA session per episode, driven by tool calls as text.
 
     Args:
-        tier, mode, n_genes, backwards, budget, max_steps, sealed: as
+        tier, mode, n_genes, backwards, budget, max_steps, sealed, vocabulary: as
             :class:`~luca_gym.envs.LucaEnv` (``max_steps`` is the session's
             call limit, stated in the prompt).
+        stance: the prompt's stance on biological knowledge, "suppress" or
+            "permit" (:class:`~luca_gym.wrappers.llm.ToolSession`).
         render_mode: None or "ansi" (the conversation).
 
     ``reset(seed=...)`` seeds the draw of organism seeds; ``options={
@@ -66,15 +69,16 @@ class LucaToolsEnv(gym.Env):
     metadata = {"render_modes": ["ansi"]}
 
     def __init__(self, tier="medium", mode="healthy", n_genes=20, backwards=False, budget=None, max_steps=None,
-                 sealed=None, render_mode=None):
+                 sealed=None, render_mode=None, vocabulary="invented", stance="suppress"):
         from luca_gym.envs.luca_env import LucaEnv
 
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode: {render_mode!r} not supported; allowed None or 'ansi'")
         # One LucaEnv, reused by every episode's ToolSession (it checks the settings).
         self._env = LucaEnv(tier=tier, mode=mode, n_genes=n_genes, backwards=backwards, budget=budget, max_steps=max_steps,
-                            sealed=sealed)
+                            sealed=sealed, vocabulary=vocabulary)
         self.tier, self.mode, self.n_genes, self.backwards = tier, mode, n_genes, bool(backwards)
+        self.vocabulary, self.stance = self._env.vocabulary, check_stance(stance)
         self.render_mode = render_mode
         self.observation_space = spaces.Text(MAX_TEXT, min_length=0, charset=CHARSET)
         self.action_space = spaces.Text(MAX_PAYLOAD + 1024, min_length=0, charset=CHARSET)
@@ -85,7 +89,8 @@ class LucaToolsEnv(gym.Env):
         super().reset(seed=seed)
         organism_seed = organism_seed_of(self, options)  # as every single env draws or pins it
         self.session = ToolSession(organism_seed, tier=self.tier, mode=self.mode, n_genes=self.n_genes,
-                                   backwards=self.backwards, env=self._env, sealed=self._env.seal)
+                                   backwards=self.backwards, env=self._env, sealed=self._env.seal,
+                                   vocabulary=self.vocabulary, stance=self.stance)
         self._parts = [
             "[system]\n" + self.session.system_prompt(),
             "[tools]\n" + json.dumps(self.session.tool_specs()),

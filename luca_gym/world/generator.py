@@ -23,7 +23,7 @@ import numpy as np
 
 from luca_gym import compile_cache
 from luca_gym import seal as seal_mod
-from luca_gym import vocabulary
+from luca_gym import vocabulary as vocabulary_mod
 from luca_gym.spec import (
     BLOCK,
     BOOST,
@@ -33,6 +33,7 @@ from luca_gym.spec import (
     check_organism,
     check_positive_int,
     check_seed,
+    check_vocabulary,
 )
 from luca_gym.types import Organism, OrganismArrays, OrganismMeta
 from luca_gym.world.malfunction import choose_malfunction
@@ -318,6 +319,7 @@ def make_organism(
     *,
     max_attempts: int = MAX_ATTEMPTS,
     sealed=None,
+    vocabulary: str = "invented",
 ) -> Organism:
     """Generate the organism of ``(seed, tier, n_genes)`` (SPEC 1.3).
 
@@ -338,23 +340,37 @@ def make_organism(
     ``sealed``: see :func:`generate`. A sealed organism's names are drawn from
     its sealed seed too; ``meta.seed`` stays the public seed and
     ``meta.sealed`` is the seal's fingerprint.
+
+    ``vocabulary``: ``"invented"`` (``G001``...) or ``"real"`` (real human
+    gene symbols, at most 50 genes; paper appendix E.2): the same organism
+    with its genes relabelled, nothing else changes.
     """
     seed = check_seed(seed)
     tier, n_genes, mode, backwards = check_organism(tier, n_genes, mode, backwards)
+    vocabulary = check_vocabulary(vocabulary, n_genes)
     seal = seal_mod.make_seal(sealed)
     batch = generate([seed], tier, n_genes, mode, backwards, max_attempts=max_attempts, sealed=seal)
     arrays = jax.tree_util.tree_map(lambda x: x[0], batch)
-    return Organism(arrays=arrays, meta=organism_meta(seed, tier, n_genes, mode, backwards, arrays.signal_effects, sealed=seal))
+    meta = organism_meta(seed, tier, n_genes, mode, backwards, arrays.signal_effects, sealed=seal, vocabulary=vocabulary)
+    return Organism(arrays=arrays, meta=meta)
 
 
-def organism_meta(seed: int, tier: str, n_genes: int, mode: str, backwards: bool, signal_effects, *, sealed=None) -> OrganismMeta:
+def organism_meta(seed: int, tier: str, n_genes: int, mode: str, backwards: bool, signal_effects, *, sealed=None,
+                  vocabulary: str = "invented") -> OrganismMeta:
     """The names of an organism (host-side strings, a pure function of the
     triple, or of the sealed seed under ``sealed``); ``signal_effects`` float
-    (S, N) gives each signal's mode."""
+    (S, N) gives each signal's mode. ``vocabulary="real"`` draws the gene
+    names from real gene symbols (with a stream of their own: the other names,
+    and the forward and backwards organisms' labels, stay the same)."""
     sz = sizes(n_genes)
     seal = seal_mod.make_seal(sealed)
     names_seed = int(seal_mod.resolve_seeds([seed], seal)[0])
     names_rng = np.random.default_rng(np.random.SeedSequence([names_seed, TIERS[tier].index, n_genes, 0, 30]))
+    if check_vocabulary(vocabulary, n_genes) == "real":
+        real_rng = np.random.default_rng(np.random.SeedSequence([names_seed, TIERS[tier].index, n_genes, 0, 31]))
+        genes = vocabulary_mod.real_gene_names(real_rng, n_genes)
+    else:
+        genes = vocabulary_mod.gene_names(n_genes)
     effects = np.asarray(signal_effects)
     return OrganismMeta(
         seed=int(seed),
@@ -363,9 +379,10 @@ def organism_meta(seed: int, tier: str, n_genes: int, mode: str, backwards: bool
         n_genes=n_genes,
         mode=mode,
         backwards=bool(backwards),
-        gene_names=vocabulary.gene_names(n_genes),
-        module_names=vocabulary.module_names(names_rng, sz.n_modules),
-        signal_labels=vocabulary.signal_labels(names_rng, sz.n_signals),
+        gene_names=genes,
+        module_names=vocabulary_mod.module_names(names_rng, sz.n_modules),
+        signal_labels=vocabulary_mod.signal_labels(names_rng, sz.n_signals),
         signal_modes=tuple("activates" if row.sum() > 0 else "inhibits" for row in effects),
-        phenotype_names=vocabulary.phenotype_names(names_rng, N_PHENOTYPES),
+        phenotype_names=vocabulary_mod.phenotype_names(names_rng, N_PHENOTYPES),
+        vocabulary=vocabulary,
     )

@@ -19,6 +19,9 @@ import contextlib
 import copy
 import importlib
 import json
+import random
+import re
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -26,7 +29,7 @@ from typing import Any, Callable
 from luca_gym import calls, core
 from luca_gym import seal as seal_mod
 from luca_gym.envs.luca_env import LucaEnv
-from luca_gym.spec import GENE_TYPES, HEALTHY_RANGE, MALFUNCTION_TYPES, SIGNAL_TYPE
+from luca_gym.spec import GENE_TYPES, HEALTHY_RANGE, MALFUNCTION_TYPES, SIGNAL_TYPE, check_stance, check_vocabulary
 from luca_gym.wrappers.schema import validate
 
 MAX_PAYLOAD = 64 * 1024  # characters of JSON arguments
@@ -168,6 +171,10 @@ class ToolSession:
     Args:
         seed: the organism seed.
         tier, mode, n_genes, backwards: the organism's settings.
+        vocabulary, stance: the paper's appendix E.2 ablation: gene names
+            "invented" (G001...) or "real" (real human gene symbols), and the
+            system prompt's stance on biological knowledge, "suppress" (the
+            default) or "permit" (:func:`system_prompt`).
         env: a :class:`LucaEnv` built from these same settings, to reuse; by
             default one is built (both through :func:`luca_gym.calls.open_session`).
         sealed: None (default), a secret, a :class:`luca_gym.seal.Seal` or True
@@ -187,10 +194,12 @@ class ToolSession:
 
     def __init__(
         self, seed: int = 0, *, tier="medium", mode="healthy", n_genes=20, backwards=False, env: LucaEnv | None = None,
-        sealed=None,
+        sealed=None, vocabulary="invented", stance="suppress",
     ):
         self.seal = seal_mod.make_seal(sealed)
-        self.env, self.obs = calls.open_session(seed, tier, mode, n_genes, backwards, env=env, sealed=self.seal)
+        self.stance = check_stance(stance)
+        self.env, self.obs = calls.open_session(seed, tier, mode, n_genes, backwards, env=env, sealed=self.seal,
+                                                vocabulary=vocabulary)
         self.seed = int(seed)
         self.meta = self.env.organism.meta
         self.organism_id = f"org_{self.seed:08d}" if self.seal is None else self.seal.organism_id(self.seed)
@@ -210,8 +219,8 @@ class ToolSession:
         return self.env.params.max_steps
 
     def system_prompt(self) -> str:
-        """The system prompt for this session (mode and call limit)."""
-        return system_prompt(self.env.params.disease, self.call_limit)
+        """The system prompt for this session (mode, call limit, vocabulary and stance)."""
+        return system_prompt(self.env.params.disease, self.call_limit, vocabulary=self.meta.vocabulary, stance=self.stance)
 
     def description(self, tool: "Tool") -> str:
         """A tool's description for this session (the call limit filled in)."""
@@ -436,25 +445,45 @@ def to_anthropic_tools(specs: list[dict]) -> list[dict]:
 
 
 # -- prompts ---------------------------------------------------------------------
-_VOCABULARY = (
+# The vocabulary paragraph by (vocabulary, stance), the paper's appendix E.2
+# 2 x 2: each states the truth about the names (real symbols are labels only),
+# and suppresses or permits biological knowledge.
+_INVENTED_NAMES = (
     "IMPORTANT: every gene name (G001, G002, ...), signal label and phenotype name in this organism is invented. "
-    "None refers to a real biological entity, and knowledge of real biology will not help and may mislead. "
-    "The only way to understand this organism is to experiment on it and reason from what you measure."
+    "None refers to a real biological entity"
 )
+_REAL_NAMES = (
+    "IMPORTANT: the gene names are symbols of real human genes (such as TP53), used here as labels for the genes of "
+    "this synthetic organism; its signal labels and phenotype names are invented"
+)
+_EXPERIMENT = "The only way to understand this organism is to experiment on it and reason from what you measure."
+_PERMIT = (
+    "You may draw on biological knowledge where relevant. What you measure in experiments on this organism is the "
+    "evidence to reason from."
+)
+_VOCABULARY = {
+    ("invented", "suppress"): f"{_INVENTED_NAMES}, and knowledge of real biology will not help and may mislead. {_EXPERIMENT}",
+    ("invented", "permit"): f"{_INVENTED_NAMES}. {_PERMIT}",
+    ("real", "suppress"): f"{_REAL_NAMES}. Knowledge of real biology, of those genes too, will not help and may mislead. {_EXPERIMENT}",
+    ("real", "permit"): f"{_REAL_NAMES}. {_PERMIT}",
+}
 _BUDGET = (
     "BUDGET: each run_experiment and each test_rescue costs 1 unit; every other call is free. Every result "
     "reports budget_remaining. When the budget is spent, experiments and rescues are refused. Measurements carry noise."
 )
 
 
-def system_prompt(disease: bool, call_limit: int | None = None) -> str:
+def system_prompt(disease: bool, call_limit: int | None = None, *, vocabulary: str = "invented", stance: str = "suppress") -> str:
     """The system prompt for healthy or disease mode; ``call_limit`` (the
-    session's accepted-call limit, :attr:`ToolSession.call_limit`) is stated when given."""
+    session's accepted-call limit, :attr:`ToolSession.call_limit`) is stated when given.
+    ``vocabulary`` (the organism's gene names, invented or real) and ``stance``
+    (suppress or permit biological knowledge) choose its vocabulary paragraph."""
+    vocabulary_paragraph = _VOCABULARY[check_vocabulary(vocabulary), check_stance(stance)]
     lines = [
         "You are an experimental scientist studying a synthetic organism: a network of interacting genes whose "
         "steady state sets a few observable phenotypes. You can BLOCK (force to zero), BOOST (force to maximum) "
         "or DAMPEN (halve) genes, and ACTIVATE external signals, alone or in combination.",
-        _VOCABULARY,
+        vocabulary_paragraph,
     ]
     if disease:
         lines += [
@@ -498,10 +527,13 @@ class ToolCall:
 
 @dataclass
 class AgentTurn:
-    """What an agent returns: optional text and the tool calls it makes."""
+    """What an agent returns: optional text, the tool calls it makes and, for a
+    provider's model, the tokens the call used (``{"input_tokens",
+    "output_tokens"}``, each an int or None when the provider did not say)."""
 
     content: str | None = None
     tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: dict | None = None
 
 
 # An agent: (messages, tool specs) -> AgentTurn. Messages use a neutral format:
@@ -511,19 +543,59 @@ class AgentTurn:
 Agent = Callable[[list, list], AgentTurn]
 
 
-def run_agent(agent: Agent, session: ToolSession, max_turns: int = 300) -> dict:
+RETRIES = 5  # times a failed provider call is made again (rate limit, overload, timeout, connection)
+BACKOFF_S = 1.0  # seconds before the first retry, doubled at each one (with jitter)
+MAX_BACKOFF_S = 60.0
+
+
+def check_retry(retries, backoff) -> tuple[int, float]:
+    """``retries`` a non-negative integer and ``backoff`` a non-negative number
+    of seconds; ValueError naming the bad one otherwise."""
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise ValueError(f"retries: {retries!r}; allowed an integer >= 0 (0: no retry)")
+    if isinstance(backoff, bool) or not isinstance(backoff, (int, float)) or not 0 <= backoff < float("inf"):
+        raise ValueError(f"backoff: {backoff!r}; allowed a number of seconds >= 0 (0: retry at once)")
+    return retries, float(backoff)
+
+
+def backoff_delay(attempt: int, backoff: float, rng=random) -> float:
+    """Seconds to wait before retrying after failed attempt ``attempt`` (from 0):
+    ``backoff * 2**attempt``, at most MAX_BACKOFF_S, times a random factor in
+    [0.5, 1), so that sessions throttled together do not retry in step."""
+    return min(MAX_BACKOFF_S, backoff * 2**attempt) * (0.5 + 0.5 * rng.random())
+
+
+def run_agent(
+    agent: Agent, session: ToolSession, max_turns: int = 300, *, retries: int = RETRIES, backoff: float = BACKOFF_S,
+    sleep: Callable[[float], Any] = time.sleep,
+) -> dict:
     """Let ``agent`` drive ``session`` until it ends (or ``max_turns`` turns,
     or a turn with no tool call: then the session is ended for it, and
     ``record["end_reason"]`` says ``"turn_limit"`` or ``"no_tool_call"``).
-    Returns the session record; the messages exchanged are in ``record["messages"]``."""
+    Returns the session record; the messages exchanged are in ``record["messages"]``.
+
+    A provider call that fails with a retryable :class:`ProviderError` (rate
+    limit, overload, timeout, lost connection, an answer in an unusable shape)
+    is made again with the same messages, up to ``retries`` times, ``sleep``
+    waiting :func:`backoff_delay` before each: the session is touched only by
+    a turn that came back, so a failed call changes nothing. A non-retryable
+    error (bad key, unknown model, bad request), or a retryable one that
+    outlasts the retries, is raised and the session is left unfinished.
+
+    ``record["usage"]``: ``input_tokens`` and ``output_tokens`` summed over
+    the calls that reported them (None if none did), ``provider_calls`` (every
+    call, failed ones included), ``retries``, and ``failed_calls``, one
+    ``{"turn", "attempt", "error"}`` per failed call (turn and attempt count from 0)."""
+    retries, backoff = check_retry(retries, backoff)
     messages: list[dict] = [
         {"role": "system", "content": session.system_prompt()},
         {"role": "user", "content": "A new organism is ready. Begin."},
     ]
     specs = session.tool_specs()
+    usage = {"input_tokens": None, "output_tokens": None, "provider_calls": 0, "retries": 0, "failed_calls": []}
     reason = "turn_limit"
-    for _ in range(max_turns):
-        turn = agent(messages, specs)
+    for index in range(max_turns):
+        turn = _ask(agent, messages, specs, index, usage, retries, backoff, sleep)
         messages.append(
             {
                 "role": "assistant",
@@ -549,7 +621,39 @@ def run_agent(agent: Agent, session: ToolSession, max_turns: int = 300) -> dict:
         session.end_reason = reason
     record = session.record()
     record["messages"] = messages
+    record["usage"] = usage
     return record
+
+
+def _ask(agent: Agent, messages: list, specs: list, turn: int, usage: dict, retries: int, backoff: float, sleep) -> AgentTurn:
+    """One turn's provider call, retried as :func:`run_agent` says; ``usage`` counts it."""
+    for attempt in range(retries + 1):
+        usage["provider_calls"] += 1
+        try:
+            answer = agent(messages, specs)
+        except ProviderError as exc:
+            _add_tokens(usage, exc.usage)  # a malformed answer's tokens are billed all the same
+            usage["failed_calls"].append({"turn": turn, "attempt": attempt, "error": str(exc)})
+            if not exc.retryable:
+                raise
+            if attempt == retries:
+                raise ProviderError(f"{exc} (gave up after {attempt + 1} attempts)", retryable=True, cause=exc.cause) from exc
+            usage["retries"] += 1
+            sleep(backoff_delay(attempt, backoff))
+            continue
+        _add_tokens(usage, answer.usage)
+        return answer
+
+
+def _add_tokens(usage: dict, reported) -> None:
+    for key in ("input_tokens", "output_tokens"):
+        value = reported.get(key) if isinstance(reported, dict) else None
+        if _is_count(value):
+            usage[key] = (usage[key] or 0) + value
+
+
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 class ReplayAgent:
@@ -591,6 +695,37 @@ class ScriptedAgent:
 
 
 # -- provider adapters (optional extra: pip install "luca-gym[llm]") -----------
+# What goes back to a provider is what it accepts even when the model's own
+# call was malformed: a tool name in the pattern the APIs allow and arguments
+# as JSON text (OpenAI) or an object (Anthropic). What the session saw and the
+# error it answered are unchanged.
+def _echo_name(name) -> str:
+    text = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64] if isinstance(name, str) else ""
+    return text or "invalid_name"
+
+
+def _arguments_text(arguments) -> str:
+    if isinstance(arguments, str):
+        return arguments
+    try:
+        return json.dumps(arguments)
+    except (TypeError, ValueError, RecursionError, OverflowError):
+        return json.dumps(repr(arguments)[:2048])
+
+
+def _arguments_object(arguments) -> dict:
+    if isinstance(arguments, dict):
+        return arguments
+    if isinstance(arguments, str):
+        try:
+            parsed = json.loads(arguments)
+        except (ValueError, RecursionError):
+            parsed = None
+        if isinstance(parsed, dict):
+            return parsed
+    return {"_unparsed": _arguments_text(arguments)}
+
+
 def _openai_messages(messages: list[dict]) -> list[dict]:
     out = []
     for m in messages:
@@ -598,11 +733,7 @@ def _openai_messages(messages: list[dict]) -> list[dict]:
             msg = {"role": "assistant", "content": m.get("content")}
             if m.get("tool_calls"):
                 msg["tool_calls"] = [
-                    {
-                        "id": c["id"],
-                        "type": "function",
-                        "function": {"name": c["name"], "arguments": c["arguments"] if isinstance(c["arguments"], str) else json.dumps(c["arguments"])},
-                    }
+                    {"id": c["id"], "type": "function", "function": {"name": _echo_name(c["name"]), "arguments": _arguments_text(c["arguments"])}}
                     for c in m["tool_calls"]
                 ]
             out.append(msg)
@@ -622,13 +753,7 @@ def _anthropic_messages(messages: list[dict]) -> tuple[str, list[dict]]:
         elif m["role"] == "assistant":
             blocks = [{"type": "text", "text": m["content"]}] if m.get("content") else []
             for c in m.get("tool_calls") or []:
-                args = c["arguments"]
-                if isinstance(args, str):
-                    try:
-                        args = json.loads(args)
-                    except json.JSONDecodeError:
-                        args = {"_unparsed": args}
-                blocks.append({"type": "tool_use", "id": c["id"], "name": c["name"], "input": args})
+                blocks.append({"type": "tool_use", "id": c["id"], "name": _echo_name(c["name"]), "input": _arguments_object(c["arguments"])})
             out.append({"role": "assistant", "content": blocks or [{"type": "text", "text": "(no content)"}]})
         elif m["role"] == "tool":
             block = {"type": "tool_result", "tool_use_id": m["tool_call_id"], "content": m["content"]}
@@ -641,10 +766,102 @@ def _anthropic_messages(messages: list[dict]) -> tuple[str, list[dict]]:
     return system, out
 
 
+# -- reading a provider's answer -------------------------------------------------
+# An answer is untrusted input. A tool call in the wrong shape (no name,
+# arguments a list or a number) goes to the session as it came, which refuses
+# it with a clear error, changing nothing; an answer that cannot be read at all
+# (no choices, tool calls not a list, content not text) is a failed provider
+# call: a retryable ProviderError, retried by run_agent and listed in the record.
+class _Unusable(Exception):
+    pass
+
+
+def _field(obj, name: str):
+    """``obj.name`` or ``obj[name]`` (SDK objects and plain dicts alike); None when absent."""
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+
+def _kind(value) -> str:
+    return "missing" if value is None else f"a {type(value).__name__}"
+
+
+def _call_id(value) -> str:
+    return value if isinstance(value, str) and value else f"call_{uuid.uuid4().hex[:12]}"
+
+
+def _text(content, where: str) -> str | None:
+    """A message's text: a string, None, or a list of text parts (joined)."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, (list, tuple)):
+        parts = [_field(part, "text") for part in content]
+        if all(isinstance(t, str) for t in parts):
+            return "".join(parts) or None
+    raise _Unusable(f"{where} is {_kind(content)}, not text")
+
+
+def _usage(reported, input_key: str, output_key: str) -> dict | None:
+    if reported is None:
+        return None
+    values = {"input_tokens": _field(reported, input_key), "output_tokens": _field(reported, output_key)}
+    return {k: v if _is_count(v) else None for k, v in values.items()}
+
+
+def _answer(where: str, response, parse, usage_keys: tuple[str, str]) -> AgentTurn:
+    """``parse(response)`` -> (content, tool calls) as an AgentTurn with the
+    response's token usage; an unreadable answer raises a retryable
+    :class:`ProviderError` that keeps the tokens it reported."""
+    try:
+        usage = _usage(_field(response, "usage"), *usage_keys)
+    except Exception:  # noqa: BLE001 -- usage in an odd shape is not counted, the answer still is
+        usage = None
+    try:
+        content, tool_calls = parse(response)
+    except Exception as exc:  # noqa: BLE001 -- a provider's answer must never crash the harness
+        what = str(exc) if isinstance(exc, _Unusable) else f"{type(exc).__name__}: {str(exc)[:120]}"
+        raise ProviderError(f"{where}: malformed response: {what}", retryable=True, usage=usage) from None
+    return AgentTurn(content=content, tool_calls=tool_calls, usage=usage)
+
+
+def _openai_parse(response) -> tuple:
+    choices = _field(response, "choices")
+    if not isinstance(choices, (list, tuple)) or not choices:
+        raise _Unusable(f"choices is {_kind(choices)}, not a non-empty list" if choices is not None else "no choices")
+    message = _field(choices[0], "message")
+    if message is None:
+        raise _Unusable("choices[0] has no message")
+    content = _text(_field(message, "content"), "message.content")
+    raw = _field(message, "tool_calls")
+    raw = [] if raw is None else raw
+    if not isinstance(raw, (list, tuple)):
+        raise _Unusable(f"message.tool_calls is {_kind(raw)}, not a list")
+    tool_calls = []
+    for c in raw:
+        function = _field(c, "function")
+        tool_calls.append(ToolCall(_field(function, "name"), _field(function, "arguments"), _call_id(_field(c, "id"))))
+    return content, tool_calls
+
+
+def _anthropic_parse(response) -> tuple:
+    blocks = _field(response, "content")
+    if not isinstance(blocks, (list, tuple)):
+        raise _Unusable(f"content is {_kind(blocks)}, not a list of blocks")
+    texts, tool_calls = [], []
+    for b in blocks:
+        kind = _field(b, "type")
+        if kind == "text":
+            texts.append(_text(_field(b, "text"), "a text block's text") or "")
+        elif kind == "tool_use":
+            tool_calls.append(ToolCall(_field(b, "name"), _field(b, "input"), _call_id(_field(b, "id"))))
+    return "".join(texts) or None, tool_calls
+
+
 class OpenAIChatAgent:
     """An OpenAI-compatible chat-completions model (``base_url`` for local
     servers). The API key is read from ``api_key_env`` when the client is made
-    and is never stored on this object or written to a transcript."""
+    and is never stored on this object or written to a transcript. ``client``:
+    an OpenAI client to use instead, e.g. a
+    :class:`~luca_gym.wrappers.mock_provider.MockClient`."""
 
     def __init__(self, model: str, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY", client=None, **kwargs):
         self.model, self.base_url, self.api_key_env, self.kwargs = model, base_url, api_key_env, kwargs
@@ -660,15 +877,12 @@ class OpenAIChatAgent:
         return self._client
 
     def __call__(self, messages, tools) -> AgentTurn:
-        with provider_errors(f"openai:{self.model}" + (f" at {self.base_url}" if self.base_url else "")):
+        where = f"openai:{self.model}" + (f" at {self.base_url}" if self.base_url else "")
+        with provider_errors(where):
             response = self._get_client().chat.completions.create(
                 model=self.model, messages=_openai_messages(messages), tools=to_openai_tools(tools), **self.kwargs
             )
-        message = response.choices[0].message
-        return AgentTurn(
-            content=message.content,
-            tool_calls=[ToolCall(c.function.name, c.function.arguments, c.id) for c in (message.tool_calls or [])],
-        )
+        return _answer(where, response, _openai_parse, ("prompt_tokens", "completion_tokens"))
 
     def __repr__(self) -> str:
         return f"OpenAIChatAgent(model={self.model!r}, base_url={self.base_url!r})"
@@ -692,14 +906,13 @@ class AnthropicAgent:
 
     def __call__(self, messages, tools) -> AgentTurn:
         system, msgs = _anthropic_messages(messages)
-        with provider_errors(f"anthropic:{self.model}"):
+        where = f"anthropic:{self.model}"
+        with provider_errors(where):
             response = self._get_client().messages.create(
                 model=self.model, system=system, messages=msgs, tools=to_anthropic_tools(tools), max_tokens=self.max_tokens,
                 **self.kwargs,
             )
-        text = "".join(b.text for b in response.content if b.type == "text") or None
-        uses = [ToolCall(b.name, b.input, b.id) for b in response.content if b.type == "tool_use"]
-        return AgentTurn(content=text, tool_calls=uses)
+        return _answer(where, response, _anthropic_parse, ("input_tokens", "output_tokens"))
 
     def __repr__(self) -> str:
         return f"AnthropicAgent(model={self.model!r})"
@@ -710,20 +923,60 @@ LLM_EXTRA = 'pip install "luca-gym[llm]"'
 
 class ProviderError(RuntimeError):
     """A model provider's call failed (unreachable server, bad key, rate
-    limit...): one line naming the agent, the error type and its message."""
+    limit, an answer in an unusable shape...): one line naming the agent, the
+    error type and its message.
+
+    ``retryable``: whether the same call may succeed later (rate limit,
+    overload, timeout, lost connection, a malformed answer) or not (bad key,
+    unknown model, bad request); ``cause``: the SDK's exception, if any;
+    ``usage``: the tokens a malformed answer reported (they are billed)."""
+
+    def __init__(self, message: str, *, retryable: bool = False, cause: BaseException | None = None, usage: dict | None = None):
+        super().__init__(message)
+        self.retryable, self.cause, self.usage = retryable, cause, usage
+
+
+# HTTP statuses worth retrying: timeout, conflict, too early, rate limit, and
+# server errors (529: Anthropic's "overloaded").
+RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
+_RETRYABLE_NAMES = ("RateLimit", "Timeout", "Connect", "Overloaded", "InternalServer", "ServiceUnavailable", "RemoteProtocol",
+                    "NetworkError", "ReadError", "WriteError")
+_PROVIDER_MODULES = ("openai", "anthropic", "httpx", "httpcore")
+
+
+def _status_code(exc: BaseException) -> int | None:
+    for value in (getattr(exc, "status_code", None), getattr(getattr(exc, "response", None), "status_code", None)):
+        if _is_count(value):
+            return value
+    return None
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """Whether a provider's exception may pass if the call is made again: an
+    HTTP status in RETRYABLE_STATUS or >= 500; without one, a lost connection
+    or a timeout (an OSError, or a type named like the SDKs' RateLimitError,
+    APIConnectionError, APITimeoutError...). Told by status and name, so any
+    client's exceptions are classed without importing its SDK."""
+    status = _status_code(exc)
+    if status is not None:
+        return status in RETRYABLE_STATUS or status >= 500
+    names = [k.__name__ for k in type(exc).__mro__]
+    return isinstance(exc, OSError) or any(part in name for name in names for part in _RETRYABLE_NAMES)
 
 
 @contextlib.contextmanager
 def provider_errors(agent: str):
-    """Turn an SDK or network exception into a one-line :class:`ProviderError`."""
+    """Turn an SDK or network exception (or any carrying an HTTP
+    ``status_code``) into a one-line :class:`ProviderError`, saying whether it
+    is retryable (:func:`is_retryable`); other exceptions pass unchanged."""
     try:
         yield
     except Exception as exc:  # noqa: BLE001 -- the SDKs raise many types; each becomes one clear line
         module = type(exc).__module__.split(".")[0]
-        if module not in ("openai", "anthropic", "httpx", "httpcore") and not isinstance(exc, OSError):
+        if module not in _PROVIDER_MODULES and not isinstance(exc, OSError) and _status_code(exc) is None:
             raise
         message = (str(exc).strip().splitlines() or [""])[0][:200]
-        raise ProviderError(f"{agent}: {type(exc).__name__}: {message}") from exc
+        raise ProviderError(f"{agent}: {type(exc).__name__}: {message}", retryable=is_retryable(exc), cause=exc) from exc
 
 
 def make_agent(spec: str, base_url: str | None = None) -> Agent:
