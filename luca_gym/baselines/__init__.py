@@ -11,5 +11,9 @@ from luca_gym.baselines.policies import (
     TaskDirectedPolicy,
     make_policy,
 )
+from luca_gym.baselines.model_fit import ModelFitPolicy
 
-__all__ = ["BASELINES", "PAPER_BASELINES", "CausalSweepPolicy", "HeuristicPolicy", "Policy", "RandomPolicy", "SweepPolicy", "TaskDirectedPolicy", "make_policy"]
+# model-fit is not a paper baseline: a model-fitting scientist (issue "Beyond the paper").
+BASELINES[ModelFitPolicy.name] = ModelFitPolicy
+
+__all__ = ["BASELINES", "PAPER_BASELINES", "CausalSweepPolicy", "HeuristicPolicy", "Policy", "RandomPolicy", "SweepPolicy", "TaskDirectedPolicy", "make_policy", "ModelFitPolicy"]

@@ -1,0 +1,553 @@
+"""``model-fit``: a scientist that fits the sigmoid network to its own
+measurements (see :class:`ModelFitPolicy`).
+
+The fitting core is pure JAX: a candidate network is a pytree ``theta`` of
+weights W (N, N), baseline-state logits u (N,), readout R (P, N) and signal
+effects E (S, N) (beta and the readout gain folded into W and R; the
+healthy state sigmoid(u) is the candidate's healthy fixed point by
+construction, so its healthy phenotypes read 0.5 as the world's do). An
+ensemble of candidates is fitted to the measured phenotypes by Adam
+(optax) through the differentiable steady state (:mod:`luca_gym.diffsim`):
+many fits (members x malfunction hypotheses) in one jitted, vmapped call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from luca_gym import diffsim
+
+
+@dataclass(frozen=True)
+class FitConfig:
+    """Settings of the fit (hashable: static in jit).
+
+    members: candidates per hypothesis. steps: Adam steps per fit. lr: Adam
+    step size. noise: the phenotype noise the likelihood assumes. l1_w / l1_r
+    / l1_e: sparsity priors (per unit of |weight|) on W, R and E. l2_u: prior
+    pulling healthy states to mid-range. init_scale: spread of the initial W.
+    damped_steps / newton_steps: the solver inside the fit.
+    """
+
+    members: int = 8
+    steps: int = 250
+    lr: float = 0.05
+    noise: float = 0.03
+    l1_w: float = 0.5
+    l1_r: float = 0.5
+    l1_e: float = 0.5
+    l2_u: float = 0.5
+    init_scale: float = 0.5
+    damped_steps: int = 40
+    newton_steps: int = 6
+
+
+def init_theta(key, n: int, s: int, p: int, cfg: FitConfig):
+    """One random candidate network."""
+    kw, ku, kr, ke = jax.random.split(key, 4)
+    return {
+        "W": cfg.init_scale * jax.random.normal(kw, (n, n)),
+        "u": 0.3 * jax.random.normal(ku, (n,)),
+        "R": 0.5 * jax.random.normal(kr, (p, n)),
+        "E": 0.5 * jax.random.normal(ke, (s, n)),
+    }
+
+
+def candidate(theta, lock, persist):
+    """The :class:`OrganismArrays` of candidate ``theta`` with a lock (int8
+    (N,)) and a persistent signal (bool (S,))."""
+    n = theta["W"].shape[-1]
+    weights = theta["W"] * (1.0 - jnp.eye(n, dtype=theta["W"].dtype))
+    return diffsim.candidate_arrays(weights, jax.nn.sigmoid(theta["u"]), theta["R"], theta["E"], lock, persist)
+
+
+def predict(theta, lock, persist, codes, flags, cfg: FitConfig):
+    """Phenotypes (E, P) of candidate ``theta`` under interventions codes (E, N), flags (E, S)."""
+    arrays = candidate(theta, lock, persist)
+    solve = partial(diffsim.coded_phenotypes, damped_steps=cfg.damped_steps, newton_steps=cfg.newton_steps)
+    return jax.vmap(solve, in_axes=(None, 0, 0))(arrays, codes, flags)
+
+
+def loss(theta, lock, persist, data, cfg: FitConfig):
+    """Negative log posterior (up to a constant): Gaussian measurement error
+    on every measured phenotype (weighted by ``data["weight"]``) plus the
+    sparsity priors."""
+    pred = predict(theta, lock, persist, data["codes"], data["flags"], cfg)
+    err = jnp.where(jnp.isfinite(pred), pred - data["y"], 1.0)
+    fit = 0.5 * jnp.sum(data["weight"][:, None] * (err / cfg.noise) ** 2)
+    prior = (
+        cfg.l1_w * jnp.sum(jnp.abs(theta["W"]))
+        + cfg.l1_r * jnp.sum(jnp.abs(theta["R"]))
+        + cfg.l1_e * jnp.sum(jnp.abs(theta["E"]))
+        + cfg.l2_u * jnp.sum(theta["u"] ** 2)
+    )
+    return fit + prior, fit
+
+
+@partial(jax.jit, static_argnames=("cfg",))
+def fit(thetas, locks, persists, data, cfg: FitConfig):
+    """Fit a batch of candidates (leading axis F on ``thetas``, ``locks``
+    (F, N), ``persists`` (F, S)) to ``data`` ({"codes" (E, N), "flags" (E, S),
+    "y" (E, P), "weight" (E,)}); returns (thetas, fit term (F,), total (F,))."""
+    opt = optax.adam(cfg.lr)
+
+    def one(theta, lock, persist):
+        state = opt.init(theta)
+
+        def step(carry, _):
+            theta, state = carry
+            (total, _), grad = jax.value_and_grad(loss, has_aux=True)(theta, lock, persist, data, cfg)
+            grad = jax.tree_util.tree_map(lambda g: jnp.where(jnp.isfinite(g), g, 0.0), grad)
+            updates, state = opt.update(grad, state)
+            return (optax.apply_updates(theta, updates), state), total
+
+        (theta, _), _ = jax.lax.scan(step, (theta, state), None, length=cfg.steps)
+        total, fit_term = loss(theta, lock, persist, data, cfg)
+        return theta, fit_term, total
+
+    return jax.vmap(one)(thetas, locks, persists)
+
+
+@partial(jax.jit, static_argnames=("cfg",))
+def predict_batch(thetas, locks, persists, codes, flags, cfg: FitConfig):
+    """Phenotypes (F, E, P) of every candidate under every intervention."""
+    return jax.vmap(predict, in_axes=(0, 0, 0, None, None, None))(thetas, locks, persists, codes, flags, cfg)
+
+
+def pad_data(codes, flags, y, weight, size: int):
+    """Fixed-shape data (``size`` rows, zero weight past the measurements), so
+    one compiled fit serves every point of a session."""
+    e = len(codes)
+    if e > size:
+        raise ValueError(f"data: {e} measurements, more than the padded size {size}")
+    n, s, p = np.shape(codes)[1], np.shape(flags)[1], np.shape(y)[1]
+    out = {
+        "codes": np.zeros((size, n), np.int8),
+        "flags": np.zeros((size, s), bool),
+        "y": np.full((size, p), 0.5, np.float32),
+        "weight": np.zeros((size,), np.float32),
+    }
+    out["codes"][:e], out["flags"][:e], out["y"][:e], out["weight"][:e] = codes, flags, y, weight
+    return {k: jnp.asarray(v) for k, v in out.items()}
+
+
+# -- the agent -------------------------------------------------------------------
+from luca_gym import core  # noqa: E402
+from luca_gym.spec import BLOCK, BOOST, DAMPEN, LOCK_HI, LOCK_LO, N_PHENOTYPES, PERSIST  # noqa: E402
+
+HEALTHY_LOW, HEALTHY_HIGH = 0.35, 0.65
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """The agent's plan. fit / refit: the first fit and the warm refits after
+    each chosen experiment. hypothesis_members: candidates per malfunction
+    hypothesis in disease mode. task2_reserve: experiments kept for the
+    second task; rescue_reserve: rescue tests kept in disease mode.
+    baseline_weight: weight of the (noise-free) diseased baseline in the fit."""
+
+    fit: FitConfig = FitConfig(members=12, steps=250)
+    refit: FitConfig = FitConfig(members=12, steps=80)
+    hypothesis_fit: FitConfig = FitConfig(members=4, steps=200)
+    finalists: int = 5
+    discriminate: int = 2
+    finalist_fit: FitConfig = FitConfig(members=12, steps=300)
+    task2_reserve: int = 6
+    rescue_reserve: int = 2
+    baseline_weight: float = 4.0
+    seed: int = 0
+
+
+def _weights(fit_terms) -> np.ndarray:
+    """Ensemble weights: members whose fit is far worse than the typical one
+    (stuck in a poor optimum) are dropped, the rest count equally."""
+    f = np.asarray(fit_terms, np.float64)
+    keep = np.isfinite(f) & (f <= 2.0 * np.nanmedian(f) + 1.0)
+    keep = keep if keep.any() else np.isfinite(f)
+    return keep / max(keep.sum(), 1)
+
+
+def information_gain(outcomes: np.ndarray, target: np.ndarray, w: np.ndarray, noise: float) -> np.ndarray:
+    """Expected reduction of the ensemble's variance of ``target`` (K, T) from
+    measuring each candidate (C, K, P), in the linear-Gaussian approximation
+    (an ensemble Kalman update): tr(C_ty (C_yy + noise^2 I)^-1 C_yt)."""
+    w = w / w.sum()
+    y = outcomes - np.einsum("k,ckp->cp", w, outcomes)[:, None]
+    t = target - w @ target
+    c_yy = np.einsum("k,ckp,ckq->cpq", w, y, y) + noise**2 * np.eye(y.shape[-1])
+    c_yt = np.einsum("k,ckp,kt->cpt", w, y, t)
+    return np.einsum("cpt,cpt->c", c_yt, np.linalg.solve(c_yy, c_yt))
+
+
+class ModelFitPolicy:
+    """``model-fit``: fits the sigmoid network family to its own measurements
+    and reasons with the fitted ensemble. It sees what every agent sees (the
+    observation and the public settings), no organism arrays.
+
+    Healthy mode: reveals the first task; measures its two singles and a
+    BLOCK sweep; fits an ensemble of candidate networks; then, until the
+    second task's reserve, runs the experiment (from the unmeasured singles,
+    signals, repeats of the task's singles and pairs of a task gene with
+    another gene) whose outcome the ensemble expects to tell most about the
+    task's phenotypes (:func:`information_gain`), refitting after each; it
+    predicts the task with the ensemble's mean; the same for the second task
+    with the rest of the budget.
+
+    Disease mode: measures the signals, the first task's singles and the
+    BLOCK and BOOST sweeps (keeping the rescue and second-task reserve);
+    fits every malfunction hypothesis (gene x LOCK_HI / LOCK_LO, signal x
+    PERSIST; the healthy state of each candidate reads 0.5 and its lock must
+    reproduce the diseased baseline and every measurement) and commits the
+    hypothesis that fits best; predicts with that hypothesis's candidates;
+    tests as rescues the single interventions the fitted model expects to
+    bring most aberrant phenotypes back into range, best first, while the
+    budget lasts.
+    """
+
+    name = "model-fit"
+
+    def __init__(self, config: AgentConfig | None = None):
+        self.config = config or AgentConfig()
+
+    def reset(self, params: core.EnvParams, seed: int) -> None:
+        self.params = params
+        self.key = jax.random.PRNGKey(self.config.seed * 1_000_003 + int(seed))
+        self.codes, self.flags, self.y, self.weight = [], [], [], []
+        self.pending = None
+        self.refused = []
+        self.thetas = self.fit_terms = None
+        self.lock = self.persist = None
+        self.diagnosis = None
+        self.trace = []  # (event, details) for the notebook and the tests
+        self._script = self._session()
+        self._started = False
+
+    # -- plumbing -------------------------------------------------------------
+    def act(self, obs: dict) -> dict:
+        self.act_pending(obs)
+        if not self._started:
+            self._started = True
+            return next(self._script)
+        return self._script.send(obs)
+
+    def act_pending(self, obs) -> None:
+        """Record the outcome of the experiment just run (once)."""
+        if self.pending is not None:
+            kind, codes, flags = self.pending
+            self.pending = None
+            if int(obs["last_error"]) == 0 and kind == core.EXPERIMENT:
+                self._add(codes, flags, np.asarray(obs["last_phenotypes"], np.float32), 1.0)
+
+    def _add(self, codes, flags, y, weight):
+        self.codes.append(np.asarray(codes, np.int8))
+        self.flags.append(np.asarray(flags, bool))
+        self.y.append(np.asarray(y, np.float32))
+        self.weight.append(float(weight))
+
+    def _experiment(self, codes, flags, kind=core.EXPERIMENT) -> dict:
+        self.pending = (kind, codes, flags)
+        return {"kind": kind, "gene_codes": np.asarray(codes, np.int64), "signal_flags": np.asarray(flags, np.int8)}
+
+    def _single(self, gene=None, code=0, signal=None):
+        p = self.params
+        codes = np.zeros(p.n_genes, np.int8)
+        flags = np.zeros(p.n_signals, bool)
+        if gene is not None:
+            codes[gene] = code
+        if signal is not None:
+            flags[signal] = True
+        return codes, flags
+
+    def _measured(self, codes, flags) -> bool:
+        return any(np.array_equal(c, codes) and np.array_equal(f, flags) for c, f in zip(self.codes, self.flags))
+
+    def _data(self):
+        size = self.params.budget + 2
+        return pad_data(np.array(self.codes), np.array(self.flags), np.array(self.y), np.array(self.weight), size)
+
+    # -- fitting --------------------------------------------------------------
+    def _fresh(self, count, cfg):
+        self.key, sub = jax.random.split(self.key)
+        p = self.params
+        return jax.vmap(lambda k: init_theta(k, p.n_genes, p.n_signals, N_PHENOTYPES, cfg))(jax.random.split(sub, count))
+
+    def _fit(self, cfg, warm: bool):
+        p = self.params
+        k = cfg.members if not warm else jax.tree_util.tree_leaves(self.thetas)[0].shape[0]
+        thetas = self.thetas if warm else self._fresh(k, cfg)
+        locks = jnp.broadcast_to(jnp.asarray(self.lock if self.lock is not None else np.zeros(p.n_genes, np.int8)), (k, p.n_genes))
+        persists = jnp.broadcast_to(jnp.asarray(self.persist if self.persist is not None else np.zeros(p.n_signals, bool)), (k, p.n_signals))
+        self.thetas, fit_terms, _ = fit(thetas, locks, persists, self._data(), cfg)
+        self.fit_terms = np.asarray(fit_terms)
+
+    def _ensemble_predict(self, codes, flags) -> np.ndarray:
+        """(K, C, P) predictions of the current ensemble for C interventions."""
+        p = self.params
+        k = jax.tree_util.tree_leaves(self.thetas)[0].shape[0]
+        locks = jnp.broadcast_to(jnp.asarray(self.lock if self.lock is not None else np.zeros(p.n_genes, np.int8)), (k, p.n_genes))
+        persists = jnp.broadcast_to(jnp.asarray(self.persist if self.persist is not None else np.zeros(p.n_signals, bool)), (k, p.n_signals))
+        return self._predict_with(self.thetas, locks, persists, list(zip(codes, flags)))
+
+    def _predict_with(self, thetas, locks, persists, pool) -> np.ndarray:
+        """(F, C, P) predictions of candidates ``thetas`` for the (codes, flags) of ``pool``."""
+        p = self.params
+        codes, flags = [c for c, _ in pool], [f for _, f in pool]
+        # Padded to one size per organism size, so nothing recompiles as the pool changes.
+        size = 6 * p.n_genes + p.n_signals + 4
+        c = len(codes)
+        if c > size:
+            raise ValueError(f"candidates: {c}, more than {size}")
+        padded_codes = np.zeros((size, p.n_genes), np.int8)
+        padded_flags = np.zeros((size, p.n_signals), bool)
+        padded_codes[:c], padded_flags[:c] = np.array(codes), np.array(flags)
+        out = predict_batch(thetas, locks, persists, jnp.asarray(padded_codes), jnp.asarray(padded_flags), self.config.refit)
+        return np.asarray(out)[:, :c]
+
+    def _task_intervention(self, obs):
+        codes = np.zeros(self.params.n_genes, np.int8)
+        for g, c in zip(obs["task_genes"], obs["task_codes"]):
+            codes[int(g)] = int(c)
+        return codes, np.zeros(self.params.n_signals, bool)
+
+    def _pool(self, obs):
+        """Candidate experiments: unmeasured singles (BLOCK, BOOST), unmeasured
+        signals, a repeat of each task single, and each task single paired
+        with a BLOCK or BOOST of another targetable gene."""
+        p = self.params
+        targetable = np.flatnonzero(np.asarray(obs["targetable"], bool))
+        pool = []
+        for g in targetable:
+            for c in (BLOCK, BOOST):
+                pool.append(self._single(int(g), c))
+        for s in range(p.n_signals):
+            pool.append(self._single(signal=s))
+        pool = [x for x in pool if not self._measured(*x)]
+        if int(obs["task_index"]) >= 0:
+            genes = [int(g) for g in obs["task_genes"]]
+            for g, c in zip(genes, obs["task_codes"]):
+                pool.append(self._single(g, int(c)))
+                for other in targetable:
+                    if int(other) in genes:
+                        continue
+                    for c2 in (BLOCK, BOOST):
+                        codes, flags = self._single(g, int(c))
+                        codes[int(other)] = c2
+                        pool.append((codes, flags))
+        return pool
+
+    def _choose(self, obs):
+        pool = [x for x in self._pool(obs) if not any(np.array_equal(x[0], r[0]) and np.array_equal(x[1], r[1]) for r in self.refused)]
+        if not pool:
+            return None
+        target_codes, target_flags = self._task_intervention(obs)
+        preds = self._ensemble_predict([c for c, _ in pool] + [target_codes], [f for _, f in pool] + [target_flags])
+        w = _weights(self.fit_terms)
+        gain = information_gain(np.transpose(preds[:, :-1], (1, 0, 2)), preds[:, -1], w, self.config.fit.noise)
+        best = int(np.argmax(gain))
+        self.trace.append(("choose", {"gain": float(gain[best]), "disagreement": float(np.sqrt(np.sum(w[:, None] * (preds[:, -1] - w @ preds[:, -1]) ** 2)))}))
+        return pool[best]
+
+    def _predict_task(self, obs) -> np.ndarray:
+        codes, flags = self._task_intervention(obs)
+        preds = self._ensemble_predict([codes], [flags])[:, 0]
+        w = _weights(self.fit_terms)
+        return np.clip(w @ preds, 0.0, 1.0)
+
+    # -- the session ----------------------------------------------------------
+    def _session(self):
+        p = self.params
+        obs = yield {"kind": core.REVEAL_TASK}
+        if p.disease:
+            obs = yield from self._disease(obs)
+        else:
+            obs = yield from self._healthy(obs)
+        yield {"kind": core.SUBMIT_NETWORK, "network": _network(obs)}
+        while True:
+            yield {"kind": core.END}
+
+    def _run(self, obs, plan, stop_at: int):
+        """Run each unmeasured experiment of ``plan`` while more than
+        ``stop_at`` units are left; returns the last observation."""
+        for codes, flags in plan:
+            if int(obs["budget_left"]) <= stop_at:
+                break
+            if self._measured(codes, flags):
+                continue
+            obs = yield self._experiment(codes, flags)
+        return obs
+
+    def _adaptive(self, obs, stop_at: int):
+        while int(obs["budget_left"]) > stop_at:
+            choice = self._choose(obs)
+            if choice is None:
+                break
+            obs = yield self._experiment(*choice)
+            if int(obs["last_error"]) != 0:
+                # Refused (it perturbs both genes of a task): never again.
+                self.refused.append(choice)
+                continue
+            self._fit(self.config.refit, warm=True)
+        return obs
+
+    def _task_singles(self, obs):
+        return [self._single(int(g), int(c)) for g, c in zip(obs["task_genes"], obs["task_codes"])]
+
+    def _sweep(self, obs, codes=(BLOCK,)):
+        targetable = np.flatnonzero(np.asarray(obs["targetable"], bool))
+        return [self._single(int(g), c) for c in codes for g in targetable]
+
+    def _healthy(self, obs):
+        cfg = self.config
+        obs = yield from self._run(obs, self._task_singles(obs) + self._sweep(obs), cfg.task2_reserve)
+        self._fit(cfg.fit, warm=False)
+        obs = yield from self._adaptive(obs, cfg.task2_reserve)
+        obs = yield {"kind": core.SUBMIT_PREDICTION, "prediction": self._predict_task(obs).astype(np.float32)}
+        obs = yield {"kind": core.REVEAL_TASK}
+        obs = yield from self._run(obs, self._task_singles(obs), 0)
+        self._fit(cfg.refit, warm=True)
+        obs = yield from self._adaptive(obs, 0)
+        obs = yield {"kind": core.SUBMIT_PREDICTION, "prediction": self._predict_task(obs).astype(np.float32)}
+        return obs
+
+    def _disease(self, obs):
+        p, cfg = self.params, self.config
+        self._add(np.zeros(p.n_genes, np.int8), np.zeros(p.n_signals, bool), np.asarray(obs["baseline_phenotypes"]), cfg.baseline_weight)
+        reserve = cfg.rescue_reserve + 2
+        signals = [self._single(signal=s) for s in range(p.n_signals)]
+        plan = signals + self._task_singles(obs) + self._sweep(obs, (BLOCK, BOOST))
+        obs = yield from self._run(obs, plan, reserve + cfg.discriminate)
+        obs = yield from self._diagnose(obs)
+        target, type_ = self.diagnosis
+        obs = yield {"kind": core.COMMIT_DIAGNOSIS, "diagnosis_target": int(target), "diagnosis_type": int(type_)}
+        obs = yield {"kind": core.SUBMIT_PREDICTION, "prediction": self._predict_task(obs).astype(np.float32)}
+        obs = yield {"kind": core.REVEAL_TASK}
+        obs = yield from self._run(obs, self._task_singles(obs), cfg.rescue_reserve)
+        self._fit(cfg.refit, warm=True)
+        obs = yield {"kind": core.SUBMIT_PREDICTION, "prediction": self._predict_task(obs).astype(np.float32)}
+        obs = yield from self._rescue(obs)
+        return obs
+
+    def hypotheses(self, obs):
+        """Every malfunction the rules allow: (target, type, lock (N,), persist (S,))."""
+        p = self.params
+        out = []
+        for g in np.flatnonzero(np.asarray(obs["targetable"], bool)):
+            for type_ in (LOCK_HI, LOCK_LO):
+                lock = np.zeros(p.n_genes, np.int8)
+                lock[g] = type_
+                out.append((int(g), type_, lock, np.zeros(p.n_signals, bool)))
+        for s in range(p.n_signals):
+            persist = np.zeros(p.n_signals, bool)
+            persist[s] = True
+            out.append((p.n_genes + s, PERSIST, np.zeros(p.n_genes, np.int8), persist))
+        return out
+
+    def _fit_hypotheses(self, hyps, cfg):
+        """Fit ``cfg.members`` fresh candidates under each hypothesis; returns
+        (thetas, fit terms, best total per hypothesis)."""
+        m = cfg.members
+        locks = jnp.asarray(np.repeat(np.array([h[2] for h in hyps]), m, axis=0))
+        persists = jnp.asarray(np.repeat(np.array([h[3] for h in hyps]), m, axis=0))
+        # Common starting points: every hypothesis starts from the same m
+        # candidates, so fits differ by the hypothesis, not by the luck of
+        # the draw.
+        start = jax.tree_util.tree_map(lambda x: jnp.tile(x, (len(hyps),) + (1,) * (x.ndim - 1)), self._fresh(m, cfg))
+        thetas, fit_terms, totals = fit(start, locks, persists, self._data(), cfg)
+        totals = np.asarray(totals).reshape(len(hyps), m)
+        return thetas, np.asarray(fit_terms), np.nanmin(np.where(np.isfinite(totals), totals, np.inf), axis=1)
+
+    def _diagnose(self, obs):
+        """Every hypothesis fitted briefly; the ``finalists`` best refitted
+        with more candidates and steps; then, while the discrimination budget
+        lasts, the experiment on which the finalists' fitted models disagree
+        most is run and the finalists refitted. Returns the last observation;
+        the best-fitting hypothesis is left in ``self.diagnosis``."""
+        cfg = self.config
+        hyps = self.hypotheses(obs)
+        _, _, first = self._fit_hypotheses(hyps, cfg.hypothesis_fit)
+        order = np.argsort(first)[: cfg.finalists]
+        finalists = [hyps[i] for i in order]
+        thetas, fit_terms, best = self._fit_hypotheses(finalists, cfg.finalist_fit)
+        m = cfg.finalist_fit.members
+        locks = jnp.asarray(np.repeat(np.array([h[2] for h in finalists]), m, axis=0))
+        persists = jnp.asarray(np.repeat(np.array([h[3] for h in finalists]), m, axis=0))
+        for _ in range(cfg.discriminate):
+            if int(obs["budget_left"]) <= cfg.rescue_reserve + 2:
+                break
+            codes, flags = self._discriminating(obs, thetas, locks, persists, fit_terms, best, len(finalists))
+            obs = yield self._experiment(codes, flags)
+            self.act_pending(obs)
+            thetas, fit_terms, totals = fit(thetas, locks, persists, self._data(), cfg.refit)
+            totals = np.asarray(totals).reshape(len(finalists), m)
+            best = np.nanmin(np.where(np.isfinite(totals), totals, np.inf), axis=1)
+            fit_terms = np.asarray(fit_terms)
+        ranked = np.argsort(best)
+        self.posterior = [(finalists[i][0], finalists[i][1], float(best[i])) for i in ranked]
+        self.posterior += [(hyps[i][0], hyps[i][1], float(first[i])) for i in np.argsort(first)[cfg.finalists:]]
+        self.trace.append(("diagnose", {"best": self.posterior[:5]}))
+        h = int(ranked[0])
+        self.diagnosis = (finalists[h][0], finalists[h][1])
+        self.lock, self.persist = finalists[h][2], finalists[h][3]
+        keep = slice(h * m, (h + 1) * m)
+        self.thetas = jax.tree_util.tree_map(lambda x: x[keep], thetas)
+        self.fit_terms = np.asarray(fit_terms)[keep]
+        return obs
+
+    def _discriminating(self, obs, thetas, locks, persists, fit_terms, best, count):
+        """The candidate experiment whose predicted outcome differs most
+        between the finalist hypotheses (each weighted by its fit), in units
+        of noise plus within-hypothesis spread."""
+        p = self.params
+        targetable = np.flatnonzero(np.asarray(obs["targetable"], bool))
+        pool = [self._single(int(g), c) for g in targetable for c in (BLOCK, BOOST, DAMPEN)]
+        pool += [self._single(signal=k) for k in range(p.n_signals)]
+        pool = [x for x in pool if not self._measured(*x)]
+        preds = self._predict_with(thetas, locks, persists, pool)  # (H*m, C, P)
+        m = preds.shape[0] // count
+        preds = preds.reshape(count, m, *preds.shape[1:])
+        w = np.stack([_weights(fit_terms[i * m:(i + 1) * m]) for i in range(count)])  # (H, m)
+        mean = np.einsum("hm,hmcp->hcp", w, preds)
+        spread = np.einsum("hm,hmcp->hcp", w, (preds - mean[:, None]) ** 2)
+        prior = np.exp(-(best - best.min()))
+        prior = prior / prior.sum()
+        centre = np.einsum("h,hcp->cp", prior, mean)
+        noise = self.config.fit.noise
+        score = np.einsum("h,hcp->c", prior, (mean - centre) ** 2 / (noise**2 + spread))
+        choice = pool[int(np.argmax(score))]
+        self.trace.append(("discriminate", {"score": float(score.max())}))
+        return choice
+
+    def _rescue(self, obs):
+        p = self.params
+        aberrant = np.asarray(obs["aberrant"], bool)
+        targetable = np.flatnonzero(np.asarray(obs["targetable"], bool))
+        pool = [self._single(int(g), c) for g in targetable for c in (BLOCK, BOOST, DAMPEN)]
+        pool += [self._single(signal=s) for s in range(p.n_signals)]
+        preds = self._ensemble_predict([c for c, _ in pool], [f for _, f in pool])  # K, C, P
+        w = _weights(self.fit_terms)
+        inside = (preds >= HEALTHY_LOW) & (preds <= HEALTHY_HIGH)
+        expected = np.einsum("k,kcp->c", w, (inside & aberrant).astype(float)) / max(aberrant.sum(), 1)
+        distance = np.einsum("k,kcp->c", w, np.abs(preds - 0.5) * aberrant)
+        order = np.lexsort((distance, -expected))
+        tested = 0
+        for i in order:
+            if int(obs["budget_left"]) < p.rescue_cost or not bool(obs["action_mask"][core.TEST_RESCUE]):
+                break
+            codes, flags = pool[int(i)]
+            obs = yield self._experiment(codes, flags, kind=core.TEST_RESCUE)
+            tested += 1
+            if float(obs["last_restored_fraction"]) >= 1.0:
+                break
+        return obs
+
+
+def _network(obs) -> np.ndarray:
+    from luca_gym.baselines.policies import network_from_singles
+
+    return network_from_singles(obs)
