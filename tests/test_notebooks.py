@@ -13,7 +13,7 @@ import pytest
 from nbclient import NotebookClient
 
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "notebooks"
-NOTEBOOKS = ["quickstart.ipynb", "baselines.ipynb", "llm_agent.ipynb", "rl_training.ipynb"]
+NOTEBOOKS = ["quickstart.ipynb", "baselines.ipynb", "llm_agent.ipynb", "rl_training.ipynb", "model_fit.ipynb"]
 MAX_BYTES = 512 * 1024
 
 
@@ -80,3 +80,15 @@ def test_rl_training_notebook_runs(tmp_path, monkeypatch):
     assert any("image/png" in o.get("data", {}) for o in last)
     out = tmp_path / "results" / "notebooks" / "rl_training"
     assert (out / "run" / "curve_vs_baselines.png").is_file() and (out / "eval" / "sessions.jsonl").is_file()
+
+
+@pytest.mark.slow
+def test_model_fit_notebook_runs(tmp_path, monkeypatch):
+    """One healthy and one diseased session of model-fit (small fits), with its three figures."""
+    monkeypatch.setenv("LUCA_GYM_NOTEBOOK_QUICK", "1")
+    monkeypatch.setenv("LUCA_NOTEBOOK_RESULTS", str(tmp_path / "results"))
+    nb = cleared(ROOT / "model_fit.ipynb")
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    assert not errors(nb)
+    written = {p.name for p in (tmp_path / "results" / "notebooks" / "model_fit").iterdir()}
+    assert {"disagreement.png", "fitted_vs_true.png", "diagnosis.png"} <= written
