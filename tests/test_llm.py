@@ -508,7 +508,7 @@ def fake_openai_response(turn: list, n: int):
 class FakeOpenAI:
     """Shaped like ``openai.OpenAI``: ``client.chat.completions.create(**kw)``."""
 
-    def __init__(self, turns=(), api_key=None, base_url=None):
+    def __init__(self, turns=(), api_key=None, base_url=None, max_retries=2):
         self.turns, self.requests, self.api_key, self.base_url = list(turns), [], api_key, base_url
         self.chat = SimpleNamespace(completions=SimpleNamespace(create=self._create))
 
@@ -524,7 +524,7 @@ class FakeOpenAI:
 class FakeAnthropic:
     """Shaped like ``anthropic.Anthropic``: ``client.messages.create(**kw)``."""
 
-    def __init__(self, turns=(), api_key=None):
+    def __init__(self, turns=(), api_key=None, max_retries=2):
         self.turns, self.requests, self.api_key = list(turns), [], api_key
         self.messages = SimpleNamespace(create=self._create)
 
@@ -648,12 +648,14 @@ def fake_provider_modules(monkeypatch):
     sentinel keys in the environment."""
     made = {}
 
-    def openai_factory(base_url=None, api_key=None):
+    def openai_factory(base_url=None, api_key=None, max_retries=2):
         made["openai"] = FakeOpenAI(provider_turns(new_session().meta.phenotype_names), api_key=api_key, base_url=base_url)
+        made["openai"].max_retries = max_retries
         return made["openai"]
 
-    def anthropic_factory(api_key=None):
+    def anthropic_factory(api_key=None, max_retries=2):
         made["anthropic"] = FakeAnthropic(provider_turns(new_session().meta.phenotype_names), api_key=api_key)
+        made["anthropic"].max_retries = max_retries
         return made["anthropic"]
 
     monkeypatch.setitem(sys.modules, "openai", types.SimpleNamespace(OpenAI=openai_factory))
@@ -671,6 +673,7 @@ def test_api_keys_never_reach_a_log(fake_provider_modules, provider):
     record = run_agent(agent, session)
     client = fake_provider_modules[provider]
     assert client.api_key == sentinel  # the key did reach the client
+    assert client.max_retries == 0  # run_agent retries, counted; the SDK's own retries are off
     assert session.ended and record["scores"] is not None
     logs = {
         "record": json.dumps(record),

@@ -873,7 +873,9 @@ class OpenAIChatAgent:
 
             from openai import OpenAI
 
-            self._client = OpenAI(base_url=self.base_url, api_key=os.environ.get(self.api_key_env, "not-set"))
+            # max_retries=0: run_agent retries (with backoff, counted in the
+            # record's usage); the SDK's own silent retries would hide failures.
+            self._client = OpenAI(base_url=self.base_url, api_key=os.environ.get(self.api_key_env, "not-set"), max_retries=0)
         return self._client
 
     def __call__(self, messages, tools) -> AgentTurn:
@@ -901,7 +903,7 @@ class AnthropicAgent:
 
             from anthropic import Anthropic
 
-            self._client = Anthropic(api_key=os.environ.get(self.api_key_env))
+            self._client = Anthropic(api_key=os.environ.get(self.api_key_env), max_retries=0)  # run_agent retries
         return self._client
 
     def __call__(self, messages, tools) -> AgentTurn:
