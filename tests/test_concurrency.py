@@ -363,7 +363,10 @@ def test_an_interrupted_concurrent_sweep_resumes_with_every_session_once(tmp_pat
 
 
 SWEEP_SCRIPT = """
-import itertools, sys
+import itertools, signal, sys
+# A child inherits an ignored SIGINT from a parent that ignores it (a test
+# worker may), and Python then installs no KeyboardInterrupt handler: restore it.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from luca_gym import eval as ev
 from luca_gym.wrappers.llm import OpenAIChatAgent
 from luca_gym.wrappers.mock_provider import MockClient
