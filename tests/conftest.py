@@ -114,3 +114,17 @@ def random_interventions(rng: np.random.Generator, organism: Organism, count: in
         codes[b, genes] = rng.integers(1, 4, size=k)
     flags = rng.random((count, s)) < signal_p
     return codes, flags
+
+
+def signal_after_lines(proc, path, lines: int, signum, timeout: float = 240.0) -> None:
+    """Send ``signum`` to ``proc`` once ``path`` holds ``lines`` lines (a
+    guard of ``timeout`` seconds against a hang, not a speed check); returns
+    at once if the process ends first."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None and time.monotonic() < deadline:
+        if path.exists() and path.read_bytes().count(b"\n") >= lines:
+            proc.send_signal(signum)
+            return
+        time.sleep(0.01)

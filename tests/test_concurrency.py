@@ -18,6 +18,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from conftest import signal_after_lines
 from luca_gym import eval as ev
 from luca_gym.cli import main
 from luca_gym.wrappers import llm
@@ -392,12 +393,7 @@ def test_ctrl_c_stops_a_concurrent_sweep_at_once_and_a_rerun_completes_it(tmp_pa
     proc = subprocess.Popen([sys.executable, "-c", SWEEP_SCRIPT, str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
-        deadline = time.monotonic() + 240  # a guard against a hang, not a speed check
-        while proc.poll() is None and time.monotonic() < deadline:
-            if path.exists() and path.read_bytes().count(b"\n") >= 8:
-                proc.send_signal(signal.SIGINT)
-                break
-            time.sleep(0.01)
+        signal_after_lines(proc, path, 8, signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:

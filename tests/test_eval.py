@@ -12,12 +12,12 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from conftest import signal_after_lines
 from luca_gym import calls, core, report
 from luca_gym import eval as ev
 from luca_gym.baselines import make_policy
@@ -284,12 +284,7 @@ def test_resume_after_killed_sweep(tmp_path):
     path = out / ev.SESSIONS_FILE
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 240  # a guard against a hang, not a speed check
-        while proc.poll() is None and time.monotonic() < deadline:
-            if path.exists() and path.read_bytes().count(b"\n") >= 3:
-                proc.send_signal(signal.SIGKILL)
-                break
-            time.sleep(0.01)
+        signal_after_lines(proc, path, 3, signal.SIGKILL)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -26,6 +26,17 @@ def cleared(path: pathlib.Path):
     return nb
 
 
+def run_quick(name: str, tmp_path, monkeypatch):
+    """Execute notebook ``name`` (outputs cleared) in quick mode, writing under
+    ``tmp_path/results``; returns the executed notebook, checked error-free."""
+    monkeypatch.setenv("LUCA_GYM_NOTEBOOK_QUICK", "1")
+    monkeypatch.setenv("LUCA_NOTEBOOK_RESULTS", str(tmp_path / "results"))
+    nb = cleared(ROOT / name)
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    assert not errors(nb)
+    return nb
+
+
 def errors(nb) -> list:
     return [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
 
@@ -71,11 +82,7 @@ def test_notebook_runs(name, tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_rl_training_notebook_runs(tmp_path, monkeypatch):
     """Trains a tiny PPO, evaluates it beside the baselines and plots the curve."""
-    monkeypatch.setenv("LUCA_GYM_NOTEBOOK_QUICK", "1")
-    monkeypatch.setenv("LUCA_NOTEBOOK_RESULTS", str(tmp_path / "results"))
-    nb = cleared(ROOT / "rl_training.ipynb")
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
-    assert not errors(nb)
+    nb = run_quick("rl_training.ipynb", tmp_path, monkeypatch)
     last = nb.cells[-1].outputs
     assert any("image/png" in o.get("data", {}) for o in last)
     out = tmp_path / "results" / "notebooks" / "rl_training"
@@ -85,10 +92,6 @@ def test_rl_training_notebook_runs(tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_model_fit_notebook_runs(tmp_path, monkeypatch):
     """One healthy and one diseased session of model-fit (small fits), with its three figures."""
-    monkeypatch.setenv("LUCA_GYM_NOTEBOOK_QUICK", "1")
-    monkeypatch.setenv("LUCA_NOTEBOOK_RESULTS", str(tmp_path / "results"))
-    nb = cleared(ROOT / "model_fit.ipynb")
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
-    assert not errors(nb)
+    run_quick("model_fit.ipynb", tmp_path, monkeypatch)
     written = {p.name for p in (tmp_path / "results" / "notebooks" / "model_fit").iterdir()}
     assert {"disagreement.png", "fitted_vs_true.png", "diagnosis.png"} <= written

@@ -21,7 +21,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from luca_gym import diffsim
+from luca_gym import core, diffsim
+from luca_gym.baselines.policies import network_from_singles
+from luca_gym.spec import BLOCK, BOOST, DAMPEN, LOCK_HI, LOCK_LO, N_PHENOTYPES, PERSIST
 
 
 @dataclass(frozen=True)
@@ -138,8 +140,6 @@ def pad_data(codes, flags, y, weight, size: int):
 
 
 # -- the agent -------------------------------------------------------------------
-from luca_gym import core  # noqa: E402
-from luca_gym.spec import BLOCK, BOOST, DAMPEN, LOCK_HI, LOCK_LO, N_PHENOTYPES, PERSIST  # noqa: E402
 
 HEALTHY_LOW, HEALTHY_HIGH = 0.35, 0.65
 
@@ -264,6 +264,12 @@ class ModelFitPolicy:
             flags[signal] = True
         return codes, flags
 
+    def _singles(self, obs, codes) -> list:
+        """Each code of ``codes`` on each targetable gene, then each signal alone."""
+        targetable = np.flatnonzero(np.asarray(obs["targetable"], bool))
+        pool = [self._single(int(g), c) for g in targetable for c in codes]
+        return pool + [self._single(signal=k) for k in range(self.params.n_signals)]
+
     def _measured(self, codes, flags) -> bool:
         return any(np.array_equal(c, codes) and np.array_equal(f, flags) for c, f in zip(self.codes, self.flags))
 
@@ -278,20 +284,24 @@ class ModelFitPolicy:
         return jax.vmap(lambda k: init_theta(k, p.n_genes, p.n_signals, N_PHENOTYPES, cfg))(jax.random.split(sub, count))
 
     def _fit(self, cfg, warm: bool):
-        p = self.params
         k = cfg.members if not warm else jax.tree_util.tree_leaves(self.thetas)[0].shape[0]
         thetas = self.thetas if warm else self._fresh(k, cfg)
-        locks = jnp.broadcast_to(jnp.asarray(self.lock if self.lock is not None else np.zeros(p.n_genes, np.int8)), (k, p.n_genes))
-        persists = jnp.broadcast_to(jnp.asarray(self.persist if self.persist is not None else np.zeros(p.n_signals, bool)), (k, p.n_signals))
+        locks, persists = self._hypothesis_arrays(k)
         self.thetas, fit_terms, _ = fit(thetas, locks, persists, self._data(), cfg)
         self.fit_terms = np.asarray(fit_terms)
 
+    def _hypothesis_arrays(self, k: int):
+        """The current hypothesis (no malfunction until a diagnosis) as lock
+        (k, N) and persist (k, S) arrays for ``k`` candidates."""
+        p = self.params
+        lock = self.lock if self.lock is not None else np.zeros(p.n_genes, np.int8)
+        persist = self.persist if self.persist is not None else np.zeros(p.n_signals, bool)
+        return jnp.broadcast_to(jnp.asarray(lock), (k, p.n_genes)), jnp.broadcast_to(jnp.asarray(persist), (k, p.n_signals))
+
     def _ensemble_predict(self, codes, flags) -> np.ndarray:
         """(K, C, P) predictions of the current ensemble for C interventions."""
-        p = self.params
         k = jax.tree_util.tree_leaves(self.thetas)[0].shape[0]
-        locks = jnp.broadcast_to(jnp.asarray(self.lock if self.lock is not None else np.zeros(p.n_genes, np.int8)), (k, p.n_genes))
-        persists = jnp.broadcast_to(jnp.asarray(self.persist if self.persist is not None else np.zeros(p.n_signals, bool)), (k, p.n_signals))
+        locks, persists = self._hypothesis_arrays(k)
         return self._predict_with(self.thetas, locks, persists, list(zip(codes, flags)))
 
     def _predict_with(self, thetas, locks, persists, pool) -> np.ndarray:
@@ -319,15 +329,8 @@ class ModelFitPolicy:
         """Candidate experiments: unmeasured singles (BLOCK, BOOST), unmeasured
         signals, a repeat of each task single, and each task single paired
         with a BLOCK or BOOST of another targetable gene."""
-        p = self.params
         targetable = np.flatnonzero(np.asarray(obs["targetable"], bool))
-        pool = []
-        for g in targetable:
-            for c in (BLOCK, BOOST):
-                pool.append(self._single(int(g), c))
-        for s in range(p.n_signals):
-            pool.append(self._single(signal=s))
-        pool = [x for x in pool if not self._measured(*x)]
+        pool = [x for x in self._singles(obs, (BLOCK, BOOST)) if not self._measured(*x)]
         if int(obs["task_index"]) >= 0:
             genes = [int(g) for g in obs["task_genes"]]
             for g, c in zip(genes, obs["task_codes"]):
@@ -367,7 +370,7 @@ class ModelFitPolicy:
             obs = yield from self._disease(obs)
         else:
             obs = yield from self._healthy(obs)
-        yield {"kind": core.SUBMIT_NETWORK, "network": _network(obs)}
+        yield {"kind": core.SUBMIT_NETWORK, "network": network_from_singles(obs)}
         while True:
             yield {"kind": core.END}
 
@@ -452,8 +455,7 @@ class ModelFitPolicy:
         """Fit ``cfg.members`` fresh candidates under each hypothesis; returns
         (thetas, fit terms, best total per hypothesis)."""
         m = cfg.members
-        locks = jnp.asarray(np.repeat(np.array([h[2] for h in hyps]), m, axis=0))
-        persists = jnp.asarray(np.repeat(np.array([h[3] for h in hyps]), m, axis=0))
+        locks, persists = _repeated(hyps, m)
         # Common starting points: every hypothesis starts from the same m
         # candidates, so fits differ by the hypothesis, not by the luck of
         # the draw.
@@ -475,8 +477,7 @@ class ModelFitPolicy:
         finalists = [hyps[i] for i in order]
         thetas, fit_terms, best = self._fit_hypotheses(finalists, cfg.finalist_fit)
         m = cfg.finalist_fit.members
-        locks = jnp.asarray(np.repeat(np.array([h[2] for h in finalists]), m, axis=0))
-        persists = jnp.asarray(np.repeat(np.array([h[3] for h in finalists]), m, axis=0))
+        locks, persists = _repeated(finalists, m)
         for _ in range(cfg.discriminate):
             if int(obs["budget_left"]) <= cfg.rescue_reserve + 2:
                 break
@@ -503,10 +504,7 @@ class ModelFitPolicy:
         """The candidate experiment whose predicted outcome differs most
         between the finalist hypotheses (each weighted by its fit), in units
         of noise plus within-hypothesis spread."""
-        p = self.params
-        targetable = np.flatnonzero(np.asarray(obs["targetable"], bool))
-        pool = [self._single(int(g), c) for g in targetable for c in (BLOCK, BOOST, DAMPEN)]
-        pool += [self._single(signal=k) for k in range(p.n_signals)]
+        pool = self._singles(obs, (BLOCK, BOOST, DAMPEN))
         pool = [x for x in pool if not self._measured(*x)]
         preds = self._predict_with(thetas, locks, persists, pool)  # (H*m, C, P)
         m = preds.shape[0] // count
@@ -526,9 +524,7 @@ class ModelFitPolicy:
     def _rescue(self, obs):
         p = self.params
         aberrant = np.asarray(obs["aberrant"], bool)
-        targetable = np.flatnonzero(np.asarray(obs["targetable"], bool))
-        pool = [self._single(int(g), c) for g in targetable for c in (BLOCK, BOOST, DAMPEN)]
-        pool += [self._single(signal=s) for s in range(p.n_signals)]
+        pool = self._singles(obs, (BLOCK, BOOST, DAMPEN))
         preds = self._ensemble_predict([c for c, _ in pool], [f for _, f in pool])  # K, C, P
         w = _weights(self.fit_terms)
         inside = (preds >= HEALTHY_LOW) & (preds <= HEALTHY_HIGH)
@@ -547,7 +543,9 @@ class ModelFitPolicy:
         return obs
 
 
-def _network(obs) -> np.ndarray:
-    from luca_gym.baselines.policies import network_from_singles
-
-    return network_from_singles(obs)
+def _repeated(hypotheses, members: int):
+    """Lock (H * members, N) and persist (H * members, S) arrays: each
+    hypothesis's, once per candidate."""
+    locks = np.repeat(np.array([h[2] for h in hypotheses]), members, axis=0)
+    persists = np.repeat(np.array([h[3] for h in hypotheses]), members, axis=0)
+    return jnp.asarray(locks), jnp.asarray(persists)
