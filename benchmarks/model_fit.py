@@ -1,26 +1,41 @@
-"""model-fit beside the repository's baselines on hard organisms (N=20), with
-each sub-score and the seconds per session, from one results folder.
+"""model-fit beside the repository's baselines, with each sub-score and the
+seconds per session, from one results folder.
 
 The sessions run through the harness (``luca_gym.eval.sweep``, as
 ``luca-gym eval`` does); a rerun on the same folder resumes. model-fit was
 developed on seeds 300-309; report it on seeds it never saw (200-219 in
 BENCHMARKS.md).
 
+    # hard, N=20, healthy and disease (the dense candidate family)
     .venv/bin/python benchmarks/model_fit.py --seeds 200-219 --out results/model_fit_hard
+    # medium healthy at N=320 and 1280 (the local family)
+    .venv/bin/python benchmarks/model_fit.py --tier medium --modes healthy --n-genes 320,1280 \\
+        --agents model-fit,causal-sweep,task-directed --seeds 200-219 --out results/model_fit_medium --batched
+
+``--batched`` also runs the batched form (``baselines.batched``, healthy
+only) on the same organisms through ``functional.rollout_scores``: one
+jitted scan over all seeds per size, timed after its compile (generation
+excluded).
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import os
 
+import time
+
+import jax
 import numpy as np
 
+from luca_gym import core
 from luca_gym import eval as ev
 from luca_gym.cli import parse_seeds
 
 AGENTS = ("model-fit", "task-directed", "causal-sweep", "heuristic")
-PAPER_BEST = {"healthy": 0.642, "disease": 0.650}  # the paper's best agent per column (hard, N=20)
+# The paper's best agent per column (hard, N=20): an LLM healthy, causal-sweep diseased.
+PAPER_BEST = {("hard", "healthy", 20): 0.642, ("hard", "disease", 20): 0.650}
 
 
 def main() -> None:
@@ -28,30 +43,59 @@ def main() -> None:
     ap.add_argument("--seeds", default="200-219")
     ap.add_argument("--out", default="results/model_fit_hard")
     ap.add_argument("--agents", default=",".join(AGENTS))
+    ap.add_argument("--tier", default="hard")
     ap.add_argument("--modes", default="healthy,disease")
+    ap.add_argument("--n-genes", default="20")
+    ap.add_argument("--batched", action="store_true", help="also run model-fit's batched form (healthy) on the same seeds")
     args = ap.parse_args()
-    import os
-
     os.makedirs(args.out, exist_ok=True)
-    specs = ev.plan(args.agents.split(","), ["hard"], args.modes.split(","), [20], parse_seeds(args.seeds))
+    agents, modes = args.agents.split(","), args.modes.split(",")
+    sizes = [int(n) for n in args.n_genes.split(",")]
+    specs = ev.plan(agents, [args.tier], modes, sizes, parse_seeds(args.seeds))
     path = ev.sweep(specs, args.out)
-    records = ev.load_sessions(path)
+    wanted = {(s.agent, s.mode, s.n_genes, s.seed) for s in specs}
     cells = collections.defaultdict(list)
-    for r in records:
-        s = r["scores"]
-        cells[(r["agent"], r["mode"])].append([s["composite"], s["prediction"], s["diagnosis"], s["rescue"], r["wall_s"]])
-    print(f"hard, N=20, seeds {args.seeds}: mean (population std) over {len(set(r['seed'] for r in records))} seeds")
-    print("| agent | mode | composite | prediction | diagnosis | rescue | s / session |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
-    for mode in args.modes.split(","):
-        for agent in args.agents.split(","):
-            v = np.array(cells[(agent, mode)], float)
-            if not len(v):
-                continue
-            mean, std = v.mean(0), v.std(0)
-            sub = " | ".join(f"{mean[i]:.3f}" if mode == "disease" else "-" for i in (2, 3))
-            print(f"| {agent} | {mode} | {mean[0]:.3f} ({std[0]:.3f}) | {mean[1]:.3f} | {sub} | {mean[4]:.1f} |")
-        print(f"| paper's best agent | {mode} | {PAPER_BEST[mode]:.3f} | | | | |")
+    for r in ev.load_sessions(path):
+        if (r["agent"], r["mode"], r["n_genes"], r["seed"]) in wanted and r["tier"] == args.tier:
+            s = r["scores"]
+            cells[(r["agent"], r["mode"], r["n_genes"])].append(
+                [s["composite"], s["prediction"], s["diagnosis"], s["rescue"], r["wall_s"], r["budget"] - r["calls"][-1]["budget_remaining"], r["budget"]])
+    print(f"{args.tier}, seeds {args.seeds}: mean (population std) per cell")
+    print("| agent | mode | N | composite | prediction | diagnosis | rescue | budget used | s / session |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for n in sizes:
+        for mode in modes:
+            for agent in agents:
+                v = np.array(cells[(agent, mode, n)], float)
+                if not len(v):
+                    continue
+                mean, std = v.mean(0), v.std(0)
+                sub = " | ".join(f"{mean[i]:.3f}" if mode == "disease" else "-" for i in (2, 3))
+                print(f"| {agent} | {mode} | {n} | {mean[0]:.3f} ({std[0]:.3f}) | {mean[1]:.3f} | {sub} | "
+                      f"{mean[5]:.0f} / {mean[6]:.0f} | {mean[4]:.1f} |")
+            if (args.tier, mode, n) in PAPER_BEST:
+                print(f"| paper's best agent | {mode} | {n} | {PAPER_BEST[(args.tier, mode, n)]:.3f} | | | | | |")
+            if args.batched and mode == "healthy":
+                batched(args.tier, n, parse_seeds(args.seeds))
+
+
+def batched(tier: str, n: int, seeds) -> None:
+    """model-fit's batched form on ``seeds``: one table row."""
+    from luca_gym.baselines.batched import POLICIES
+    from luca_gym.functional import organism_batch, rollout_scores
+
+    params = core.make_params(tier, n, "healthy")
+    organisms, keys = organism_batch(list(seeds), tier, n, "healthy")
+    policy = POLICIES["model-fit"](params)
+    run = lambda: jax.block_until_ready(rollout_scores(policy, jax.random.PRNGKey(0), organisms, keys, params, 24))  # noqa: E731
+    run()
+    t0 = time.perf_counter()
+    scores = run()
+    seconds = time.perf_counter() - t0
+    assert np.asarray(scores["ended"]).all(), "a batched session did not end"
+    c = np.asarray(scores["composite"], float)
+    print(f"| model-fit, batched ({len(seeds)} sessions in one rollout) | healthy | {n} | {c.mean():.3f} ({c.std():.3f}) | "
+          f"{np.asarray(scores['prediction']).mean():.3f} | - | - | 12 / {params.budget} | {seconds / len(seeds):.2f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -106,3 +106,176 @@ def test_plays_whole_sessions_through_the_harness(tier, mode, seed):
         assert calls.index("submit_malfunction_hypothesis") < first_rescue
     again = ev.run_session(mf.ModelFitPolicy(SMALL), spec)
     assert again["calls"] == record["calls"] and again["scores"] == record["scores"]
+
+
+# -- the local family (organisms of any size) -----------------------------------
+
+LOCAL = mf.AgentConfig(
+    family="local",
+    local_fit=mf.FitConfig(members=4, steps=80),
+    local_refit=mf.FitConfig(members=4, steps=20),
+    local_rounds=2,
+)
+
+
+def test_local_fit_predicts_a_known_local_network():
+    """Singles from a known 4-node network (two task genes, two mediators; noise
+    0.01): the fitted local ensemble predicts the pair, which it never saw,
+    far better than knowing nothing, and close to the truth."""
+    cfg = mf.FitConfig(members=8, steps=300)
+    truth = mf.init_theta(jax.random.PRNGKey(1), 4, 1, 3, mf.FitConfig(init_scale=0.5))
+    truth["R"] = truth["R"].at[:, :2].set(jnp.array([[2.0, 1.5], [-1.5, 0.0], [0.0, 2.0]]))
+    lock, persist = jnp.zeros(4, jnp.int8), jnp.zeros(1, bool)
+    singles = mf.local_interventions(2)
+    y = np.asarray(mf.predict(truth, lock, persist, singles, jnp.zeros((6, 1), bool), cfg))
+    y = y + np.random.default_rng(0).normal(0, 0.01, y.shape)
+    pairs = [(BLOCK, BLOCK), (BOOST, BOOST), (BLOCK, BOOST), (BOOST, BLOCK)]
+    data = {"codes": singles, "flags": jnp.zeros((6, 1), bool), "y": jnp.asarray(y, jnp.float32), "weight": jnp.ones(6)}
+    thetas, fit_terms = mf.local_fit(mf.local_init(jax.random.PRNGKey(0), 2, cfg), data, 2, cfg)
+    for codes in pairs:
+        task = mf.local_task(jnp.array(codes), 2)
+        true = np.asarray(mf.predict(truth, lock, persist, task, jnp.zeros((1, 1), bool), cfg))[0]
+        pred = mf._weights(fit_terms) @ np.asarray(mf.local_outcomes(thetas, task, 2, cfg))[:, 0]
+        assert np.abs(pred - true).max() < 0.1, (codes, pred, true)
+        assert np.abs(pred - true).max() < 0.3 * np.abs(0.5 - true).max(), (codes, pred, true)
+
+
+def test_local_data_reads_the_singles_table_and_the_agents_memory_alike():
+    """The batched form reads the observation's singles table, the agent its
+    own measurements: with each single measured once they are the same data;
+    repeats become a mean weighted by their count."""
+    n, p = 12, 3
+    rng = np.random.default_rng(3)
+    results = rng.uniform(0, 1, (n, 3, p)).astype(np.float32)
+    mask = np.zeros((n, 3), bool)
+    genes = [4, 9]
+    mask[4, [0, 2]] = mask[9, :] = True
+    mask[1, 0] = True  # another gene: not the task's
+    table = mf.local_data(jnp.asarray(results), jnp.asarray(mask), jnp.asarray(genes), 2)
+    agent = mf.ModelFitPolicy(LOCAL)
+    agent.codes, agent.flags, agent.y, agent.weight = [], [], [], []
+    for g, c in zip(*np.nonzero(mask)):
+        codes = np.zeros(n, np.int8)
+        codes[g] = c + 1
+        agent._add(codes, np.zeros(2, bool), results[g, c], 1.0)
+    memory = agent._local_data(genes)
+    for key in ("codes", "weight"):
+        np.testing.assert_array_equal(np.asarray(table[key]), np.asarray(memory[key]))
+    measured = np.asarray(table["weight"]) > 0
+    np.testing.assert_allclose(np.asarray(table["y"])[measured], np.asarray(memory["y"])[measured], atol=1e-7)
+    assert np.asarray(table["weight"]).tolist() == [1, 0, 1, 1, 1, 1]
+    # A repeat: the mean, counted twice.
+    agent._add(np.eye(n, dtype=np.int8)[9] * BOOST, np.zeros(2, bool), np.zeros(p, np.float32), 1.0)
+    again = agent._local_data(genes)
+    assert float(again["weight"][4]) == 2.0
+    np.testing.assert_allclose(np.asarray(again["y"][4]), results[9, 1] / 2, atol=1e-7)
+
+
+@pytest.mark.parametrize("field,value", [("family", "sparse"), ("local_share", 0.0), ("local_share", 0.9),
+                                         ("local_rounds", 0), ("mediators", -1)])
+def test_agent_config_refuses_bad_settings(field, value):
+    with pytest.raises(ValueError, match=field):
+        mf.AgentConfig(**{field: value})
+
+
+def test_disease_beyond_the_dense_family_is_refused_up_front():
+    """model-fit plays disease sessions with its dense family only (N <= 40):
+    planning a larger one is refused before anything runs, naming the limit."""
+    with pytest.raises(ValueError, match="N=40"):
+        ev.plan(["model-fit"], ["medium"], ["disease"], [80], [0])
+    assert len(ev.plan(["model-fit"], ["medium"], ["healthy", "disease"], [20, 40], [0])) == 4
+    assert len(ev.plan(["model-fit"], ["medium"], ["healthy"], [320], [0])) == 1
+    from luca_gym import core
+
+    with pytest.raises(ValueError, match="disease"):
+        mf.ModelFitPolicy(LOCAL).reset(core.make_params("medium", 20, "disease"), 0)
+
+
+def test_local_family_plays_a_large_organism_through_the_harness():
+    """N=80 (above the dense family): per task the six singles of its genes,
+    the task's own first, then repeats of them; nothing else is measured;
+    each task keeps to its share of the budget; both tasks answered well;
+    the session replays exactly."""
+    spec = ev.SessionSpec("model-fit", "medium", "healthy", 80, 3)
+    record = ev.run_session(mf.ModelFitPolicy(mf.AgentConfig(local_rounds=2, local_fit=LOCAL.local_fit,
+                                                               local_refit=LOCAL.local_refit)), spec)
+    calls = record["calls"]
+    assert calls[-1]["call"] == "end" and [c["call"] for c in calls].count("submit_prediction") == 2
+    assert not [c for c in calls if "error" in c["result"]]
+    budget = record["budget"]
+    share = int(0.25 * budget)
+    tasks = [i for i, c in enumerate(calls) if c["call"] == "get_next_prediction_task"]
+    for start, stop in zip(tasks, tasks[1:] + [len(calls)]):
+        genes = set(calls[start]["result"]["interventions"])
+        experiments = [c for c in calls[start:stop] if c["call"] == "run_experiment"]
+        assert 6 <= len(experiments) <= share
+        first = [next(iter(c["arguments"]["interventions"].items())) for c in experiments[:2]]
+        assert first == [(g, {"type": t["type"]}) for g, t in calls[start]["result"]["interventions"].items()]
+        for c in experiments:
+            (gene, how), = c["arguments"]["interventions"].items()
+            assert gene in genes
+        kinds = {(g, t["type"]) for c in experiments for g, t in c["arguments"]["interventions"].items()}
+        assert len(kinds) == 6
+    assert record["scores"]["prediction"] >= 0.5
+    again = ev.run_session(mf.ModelFitPolicy(mf.AgentConfig(local_rounds=2, local_fit=LOCAL.local_fit,
+                                                              local_refit=LOCAL.local_refit)), spec)
+    assert again["calls"] == calls and again["scores"] == record["scores"]
+
+
+def test_batched_form_runs_the_local_plan_and_answers_with_the_local_fit():
+    """``baselines.batched.POLICIES["model-fit"]``, stepped by hand over three
+    sessions: each task is revealed, its six singles run (the task's own two
+    first), and the prediction submitted is exactly :func:`local_prediction`
+    on the observation's singles; then the network, then end; new organisms
+    of the same size trace nothing new."""
+    from luca_gym import core
+    from luca_gym.baselines.batched import POLICIES
+    from luca_gym.functional import organism_batch
+
+    params = core.make_params("medium", 20, "healthy")
+    act = POLICIES["model-fit"](params, LOCAL)
+    traces = []
+
+    def counted(key, obs):
+        traces.append(1)
+        return act(key, obs)
+
+    policy = jax.jit(counted)
+    step = jax.jit(jax.vmap(core.step, in_axes=(0, 0, None)), static_argnums=2)
+    organisms, keys = organism_batch([0, 1, 2], "medium", 20, "healthy")
+    obs, state = jax.vmap(core.reset, in_axes=(0, 0, None))(keys, organisms, params)
+    kinds, answered = [], 0
+    for i in range(24):
+        key = jax.random.PRNGKey(i)
+        action = policy(key, obs)
+        kinds.append(np.asarray(action.kind))
+        for b in np.flatnonzero(np.asarray(action.kind) == core.SUBMIT_PREDICTION):
+            sub = jax.random.split(key, 3)[b]
+            expected = mf.local_prediction(sub, obs["single_results"][b], obs["single_mask"][b], obs["task_genes"][b],
+                                           obs["task_codes"][b].astype(jnp.int32), LOCAL.mediators, LOCAL.local_fit)
+            np.testing.assert_allclose(np.asarray(action.prediction[b]), np.asarray(expected), atol=1e-5)
+            answered += 1
+        for b in np.flatnonzero(np.asarray(action.kind) == core.EXPERIMENT):
+            genes = set(np.asarray(obs["task_genes"][b]).tolist())
+            hit = np.flatnonzero(np.asarray(action.gene_codes[b]))
+            assert hit.size == 1 and int(hit[0]) in genes
+        obs, state, *_ = step(state, action, params)
+    assert answered == 6 and np.asarray(state.ended).all()
+    scores = jax.vmap(core.session_scores, in_axes=(0, None))(state, params)
+    assert np.all(np.asarray(scores["prediction"]) >= 0.5)
+    for row in np.array(kinds).T:
+        row = row[: list(row).index(core.END) + 1]
+        assert row[0] == core.REVEAL_TASK and row[-2:].tolist() == [core.SUBMIT_NETWORK, core.END]
+        assert list(row).count(core.EXPERIMENT) <= 12 and list(row).count(core.SUBMIT_PREDICTION) == 2
+    # New organisms, same shapes: no new trace.
+    organisms, keys = organism_batch([3, 4, 5], "medium", 20, "healthy")
+    policy(jax.random.PRNGKey(0), jax.vmap(core.reset, in_axes=(0, 0, None))(keys, organisms, params)[0])
+    assert len(traces) == 1
+
+
+def test_batched_form_refuses_disease_mode():
+    from luca_gym import core
+    from luca_gym.baselines.batched import POLICIES
+
+    with pytest.raises(ValueError, match="healthy sessions only"):
+        POLICIES["model-fit"](core.make_params("medium", 20, "disease"))

@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 
 from luca_gym import analysts, core
+from luca_gym.baselines import model_fit as mf
 from luca_gym.baselines.policies import PAPER_RULES
 from luca_gym.spec import BLOCK, BOOST
 
@@ -215,6 +216,69 @@ def task_directed_policy(params: core.EnvParams):
     return act
 
 
+def model_fit_policy(params: core.EnvParams, config=None):
+    """:class:`~luca_gym.baselines.ModelFitPolicy`'s local family, batched
+    (healthy sessions, any N): for each task, the singles of its two genes
+    under BLOCK, BOOST and DAMPEN (the task's own codes first), then the
+    weighted mean of an ensemble of local networks fitted to them inside the
+    jit (:func:`~luca_gym.baselines.model_fit.local_prediction`, vmapped over
+    the sessions; it runs only on steps where some session predicts); then
+    the network read from the singles, then end.
+
+    It is stateless, so it sees one result per single (the observation's
+    table): the per-session agent's repeats chosen by information gain are
+    not part of it. ``config``: an :class:`~luca_gym.baselines.model_fit.AgentConfig`
+    (its ``mediators`` and ``local_fit``). ValueError in disease mode."""
+    config = config or mf.AgentConfig()
+    if params.disease:
+        raise ValueError("model-fit: the batched form plays healthy sessions only (the local family models prediction tasks)")
+    n = params.n_genes
+    cfg, mediators = config.local_fit, config.mediators
+
+    def predict(keys, obs, genes, codes):
+        run = jax.vmap(lambda k, r, m, g, c: mf.local_prediction(k, r, m, g, c, mediators, cfg))
+        return run(keys, obs["single_results"], obs["single_mask"], genes, codes)
+
+    def act(key, obs):
+        mask = obs["action_mask"]
+        b = mask.shape[0]
+        rows = jnp.arange(b)
+        single = obs["single_mask"].astype(bool)
+        genes = jnp.clip(obs["task_genes"], 0, n - 1)
+        codes = obs["task_codes"].astype(jnp.int32)
+        task_open = (obs["task_index"] >= 0) & ~obs["predicted"].astype(bool)[rows, jnp.clip(obs["task_index"], 0, None)]
+        # The six local singles, the task's own two first: (B, 8) genes and codes.
+        plan_genes = jnp.concatenate([genes, jnp.repeat(genes, 3, axis=1)], axis=1)
+        plan_codes = jnp.concatenate([codes, jnp.broadcast_to(jnp.arange(6) % 3 + 1, (b, 6))], axis=1)
+        done = single[rows[:, None], plan_genes, jnp.clip(plan_codes - 1, 0, 2)]
+        afford = (obs["budget_left"] >= params.experiment_cost) & mask[:, core.EXPERIMENT]
+        need = task_open & ~done.all(axis=1) & afford
+        first = jnp.argmax(~done, axis=1)
+        kind = jnp.select(
+            [need, task_open, mask[:, core.REVEAL_TASK], ~obs["network_submitted"].astype(bool)],
+            [core.EXPERIMENT, core.SUBMIT_PREDICTION, core.REVEAL_TASK, core.SUBMIT_NETWORK],
+            core.END,
+        )
+        predicting = kind == core.SUBMIT_PREDICTION
+        prediction = jax.lax.cond(
+            predicting.any(),
+            lambda: predict(jax.random.split(key, b), obs, genes, codes),
+            lambda: jnp.full((b, 3), 0.5, jnp.float32),
+        )
+        gene_codes, flags = single_target(jnp.zeros(b, bool), plan_genes[rows, first], plan_codes[rows, first], jnp.zeros(b, jnp.int32), n, params.n_signals)
+        return core.Action(
+            kind=kind.astype(jnp.int32),
+            gene_codes=gene_codes.astype(jnp.int32),
+            signal_flags=flags,
+            prediction=prediction.astype(jnp.float32),
+            diagnosis_target=jnp.zeros(b, jnp.int32),
+            diagnosis_type=jnp.zeros(b, jnp.int32),
+            network=network_from_singles(obs),
+        )
+
+    return act
+
+
 # The batched baselines by name (the names of :data:`luca_gym.baselines.BASELINES`).
 POLICIES = {"random": random_policy, "heuristic": heuristic_policy, "causal-sweep": causal_sweep_policy,
-            "task-directed": task_directed_policy}
+            "task-directed": task_directed_policy, "model-fit": model_fit_policy}

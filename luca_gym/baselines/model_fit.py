@@ -23,7 +23,7 @@ import optax
 
 from luca_gym import core, diffsim
 from luca_gym.baselines.policies import network_from_singles
-from luca_gym.spec import BLOCK, BOOST, DAMPEN, LOCK_HI, LOCK_LO, N_PHENOTYPES, PERSIST
+from luca_gym.spec import BLOCK, BOOST, DAMPEN, LOCK_HI, LOCK_LO, N_PHENOTYPES, N_TASKS, PERSIST
 
 
 @dataclass(frozen=True)
@@ -139,9 +139,100 @@ def pad_data(codes, flags, y, weight, size: int):
     return {k: jnp.asarray(v) for k, v in out.items()}
 
 
+def ensemble_weights(fit_terms):
+    """Ensemble weights (jittable): members whose fit is far worse than the
+    typical one (stuck in a poor optimum) are dropped, the rest count equally."""
+    f = jnp.asarray(fit_terms)
+    finite = jnp.isfinite(f)
+    median = jnp.nanmedian(jnp.where(finite, f, jnp.nan))
+    keep = finite & (f <= 2.0 * median + 1.0)
+    keep = jnp.where(keep.any(), keep, finite)
+    return keep / jnp.maximum(keep.sum(), 1)
+
+
+# -- the local candidate family (organisms of any size) ----------------------------
+#
+# A dense candidate has N^2 weights and each gradient a dense N x N tangent
+# solve: fine at N=20, out of reach at N=320 on a CPU. The local family
+# models one prediction task at a time: a sigmoid network of K = 2 + H nodes,
+# the task's two genes and H unnamed mediators standing for the network
+# around them (their states, weights and readouts are fitted, never
+# measured). Its data are the singles of the two genes under BLOCK, BOOST and
+# DAMPEN; the rest of the organism is held at its healthy state. Everything
+# here is pure JAX on fixed shapes, shared by ModelFitPolicy and the batched
+# policy (``luca_gym.baselines.batched``).
+
+LOCAL_CODES = (BLOCK, BOOST, DAMPEN)
+
+
+def local_interventions(mediators: int) -> jax.Array:
+    """The local family's experiments: int8 (6, K), row ``3 * j + c - 1`` puts
+    code ``c`` of :data:`LOCAL_CODES` on task gene ``j``."""
+    k = 2 + mediators
+    rows = [jnp.zeros(k, jnp.int8).at[j].set(c) for j in range(2) for c in LOCAL_CODES]
+    return jnp.stack(rows)
+
+
+def local_data(single_results, single_mask, genes, mediators: int):
+    """The local fit's data from an observation's singles table
+    (``single_results`` (N, 3, P), ``single_mask`` (N, 3)) for task ``genes``
+    (2,): every measured single of the two genes, zero weight on the rest."""
+    return {
+        "codes": local_interventions(mediators),
+        "flags": jnp.zeros((6, 1), bool),
+        "y": single_results[genes].reshape(6, -1),
+        "weight": single_mask[genes].reshape(6).astype(jnp.float32),
+    }
+
+
+def local_task(task_codes, mediators: int) -> jax.Array:
+    """The task's intervention in the local family: int8 (1, K)."""
+    return jnp.zeros((1, 2 + mediators), jnp.int8).at[0, :2].set(jnp.asarray(task_codes, jnp.int8))
+
+
+def local_init(key, mediators: int, cfg: FitConfig):
+    """``cfg.members`` random local candidates (no signals: one inert column)."""
+    return jax.vmap(lambda k: init_theta(k, 2 + mediators, 1, N_PHENOTYPES, cfg))(jax.random.split(key, cfg.members))
+
+
+def _local_arrays(thetas, mediators: int):
+    m = jax.tree_util.tree_leaves(thetas)[0].shape[0]
+    return jnp.zeros((m, 2 + mediators), jnp.int8), jnp.zeros((m, 1), bool)
+
+
+@partial(jax.jit, static_argnames=("mediators", "cfg"))
+def local_fit(thetas, data, mediators: int, cfg: FitConfig):
+    """Fit local candidates ``thetas`` to ``data``; (thetas, fit terms)."""
+    locks, persists = _local_arrays(thetas, mediators)
+    thetas, fit_terms, _ = fit(thetas, locks, persists, data, cfg)
+    return thetas, fit_terms
+
+
+@partial(jax.jit, static_argnames=("mediators", "cfg"))
+def local_outcomes(thetas, codes, mediators: int, cfg: FitConfig):
+    """Phenotypes (members, E, P) of local candidates under local ``codes`` (E, K)."""
+    locks, persists = _local_arrays(thetas, mediators)
+    flags = jnp.zeros((codes.shape[0], 1), bool)
+    return predict_batch(thetas, locks, persists, codes, flags, cfg)
+
+
+def local_prediction(key, single_results, single_mask, genes, task_codes, mediators: int, cfg: FitConfig):
+    """One task answered from scratch by the local family (jittable, vmappable):
+    fit ``cfg.members`` fresh candidates to the task genes' singles and
+    return the weighted ensemble mean of the task's phenotypes (P,)."""
+    data = local_data(single_results, single_mask, genes, mediators)
+    thetas, fit_terms = local_fit(local_init(key, mediators, cfg), data, mediators, cfg)
+    preds = local_outcomes(thetas, local_task(task_codes, mediators), mediators, cfg)[:, 0]
+    return jnp.clip(ensemble_weights(fit_terms) @ preds, 0.0, 1.0)
+
+
 # -- the agent -------------------------------------------------------------------
 
 HEALTHY_LOW, HEALTHY_HIGH = 0.35, 0.65
+# Up to this many genes model-fit fits dense candidate networks (every mode);
+# above it, the local family (healthy sessions only).
+DENSE_MAX = 40
+FAMILIES = ("auto", "dense", "local")
 
 
 @dataclass(frozen=True)
@@ -150,7 +241,15 @@ class AgentConfig:
     each chosen experiment. hypothesis_members: candidates per malfunction
     hypothesis in disease mode. task2_reserve: experiments kept for the
     second task; rescue_reserve: rescue tests kept in disease mode.
-    baseline_weight: weight of the (noise-free) diseased baseline in the fit."""
+    baseline_weight: weight of the (noise-free) diseased baseline in the fit.
+
+    family: "dense" (candidate networks over all N genes), "local" (per
+    prediction task, a network of its two genes and ``mediators`` unnamed
+    nodes; healthy sessions only) or "auto" (dense up to ``dense_max`` genes,
+    local above). local_fit / local_refit: the local family's first fit and
+    warm refits; local_share: the fraction of the budget each task may use
+    (at least its six singles); local_rounds: refits per task, each followed
+    by an equal share of that task's experiments."""
 
     fit: FitConfig = FitConfig(members=12, steps=250)
     refit: FitConfig = FitConfig(members=12, steps=80)
@@ -162,14 +261,43 @@ class AgentConfig:
     rescue_reserve: int = 2
     baseline_weight: float = 4.0
     seed: int = 0
+    family: str = "auto"
+    dense_max: int = DENSE_MAX
+    mediators: int = 2
+    local_fit: FitConfig = FitConfig(members=8, steps=300)
+    local_refit: FitConfig = FitConfig(members=8, steps=100)
+    local_share: float = 0.25
+    local_rounds: int = 12
+
+    def __post_init__(self):
+        if self.family not in FAMILIES:
+            raise ValueError(f"family: {self.family!r} not allowed; expected one of {', '.join(FAMILIES)}")
+        for name in ("mediators", "dense_max"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
+                raise ValueError(f"{name}: {getattr(self, name)!r} not allowed; expected an integer >= 0")
+        if not isinstance(self.local_rounds, int) or self.local_rounds < 1:
+            raise ValueError(f"local_rounds: {self.local_rounds!r} not allowed; expected an integer >= 1")
+        if not 0.0 < self.local_share <= 0.5:
+            raise ValueError(f"local_share: {self.local_share!r} not allowed; expected a fraction in (0, 0.5]")
+
+    def uses_local(self, n_genes: int) -> bool:
+        """Whether sessions of ``n_genes`` genes use the local family."""
+        return self.family == "local" or (self.family == "auto" and n_genes > self.dense_max)
+
+
+def check_session(mode: str, n_genes: int, config: AgentConfig | None = None) -> None:
+    """ValueError unless model-fit (with ``config``) can play ``mode`` at ``n_genes``."""
+    config = config or AgentConfig()
+    if mode == "disease" and config.uses_local(n_genes):
+        raise ValueError(
+            f"model-fit: disease sessions need the dense candidate family, which it uses up to N={config.dense_max} "
+            f"(got N={n_genes}); above that it plays healthy sessions only (its local family models prediction tasks)"
+        )
 
 
 def _weights(fit_terms) -> np.ndarray:
-    """Ensemble weights: members whose fit is far worse than the typical one
-    (stuck in a poor optimum) are dropped, the rest count equally."""
-    f = np.asarray(fit_terms, np.float64)
-    keep = np.isfinite(f) & (f <= 2.0 * np.nanmedian(f) + 1.0)
-    keep = keep if keep.any() else np.isfinite(f)
+    """:func:`ensemble_weights` on the host (float64)."""
+    keep = np.asarray(ensemble_weights(np.asarray(fit_terms, np.float32))) > 0
     return keep / max(keep.sum(), 1)
 
 
@@ -216,7 +344,9 @@ class ModelFitPolicy:
         self.config = config or AgentConfig()
 
     def reset(self, params: core.EnvParams, seed: int) -> None:
+        check_session("disease" if params.disease else "healthy", params.n_genes, self.config)
         self.params = params
+        self.local = self.config.uses_local(params.n_genes)
         self.key = jax.random.PRNGKey(self.config.seed * 1_000_003 + int(seed))
         self.codes, self.flags, self.y, self.weight = [], [], [], []
         self.pending = None
@@ -368,6 +498,8 @@ class ModelFitPolicy:
         obs = yield {"kind": core.REVEAL_TASK}
         if p.disease:
             obs = yield from self._disease(obs)
+        elif self.local:
+            obs = yield from self._healthy_local(obs)
         else:
             obs = yield from self._healthy(obs)
         yield {"kind": core.SUBMIT_NETWORK, "network": network_from_singles(obs)}
@@ -417,6 +549,66 @@ class ModelFitPolicy:
         obs = yield from self._adaptive(obs, 0)
         obs = yield {"kind": core.SUBMIT_PREDICTION, "prediction": self._predict_task(obs).astype(np.float32)}
         return obs
+
+    def _healthy_local(self, obs):
+        """Healthy mode with the local family: per task, the singles of its
+        two genes under every code; then, ``local_rounds`` times, the local
+        single the ensemble expects to tell most about the task is repeated
+        (an equal part of the task's share of the budget) and the ensemble
+        refitted; then the ensemble mean. The first task keeps the second's
+        share of the budget."""
+        cfg = self.config
+        share = max(6, int(cfg.local_share * self.params.budget))
+        chunk = max(1, -(-(share - 6) // cfg.local_rounds))
+        for task in range(N_TASKS):
+            if task:
+                obs = yield {"kind": core.REVEAL_TASK}
+            reserve = share if task == 0 else 0
+            genes = [int(g) for g in obs["task_genes"]]
+            start = int(obs["budget_left"])
+            plan = self._task_singles(obs) + [self._single(g, c) for g in genes for c in LOCAL_CODES]
+            obs = yield from self._run(obs, plan, reserve)
+            self.key, sub = jax.random.split(self.key)
+            thetas, fit_terms = local_fit(local_init(sub, cfg.mediators, cfg.local_fit), self._local_data(genes),
+                                          cfg.mediators, cfg.local_fit)
+            while start - int(obs["budget_left"]) < share and int(obs["budget_left"]) > reserve:
+                j, c = self._local_choice(obs, thetas, fit_terms)
+                for _ in range(min(chunk, share - (start - int(obs["budget_left"])), int(obs["budget_left"]) - reserve)):
+                    obs = yield self._experiment(*self._single(genes[j], c))
+                thetas, fit_terms = local_fit(thetas, self._local_data(genes), cfg.mediators, cfg.local_refit)
+            preds = local_outcomes(thetas, local_task(obs["task_codes"], cfg.mediators), cfg.mediators, cfg.local_fit)
+            prediction = np.clip(_weights(fit_terms) @ np.asarray(preds)[:, 0], 0.0, 1.0)
+            obs = yield {"kind": core.SUBMIT_PREDICTION, "prediction": prediction.astype(np.float32)}
+        return obs
+
+    def _local_data(self, genes):
+        """The local family's data for task ``genes``: each of the six singles
+        as the mean of its measurements, weighted by their number (the same
+        Gaussian likelihood as one row per measurement)."""
+        total = np.zeros((6, N_PHENOTYPES), np.float64)
+        count = np.zeros(6, np.float64)
+        for codes, flags, y, weight in zip(self.codes, self.flags, self.y, self.weight):
+            hit = np.flatnonzero(codes)
+            if flags.any() or hit.size != 1 or int(hit[0]) not in genes:
+                continue
+            row = 3 * genes.index(int(hit[0])) + LOCAL_CODES.index(int(codes[hit[0]]))
+            total[row] += weight * y
+            count[row] += weight
+        mean = np.where(count[:, None] > 0, total / np.maximum(count, 1e-12)[:, None], 0.5)
+        return {"codes": local_interventions(self.config.mediators), "flags": jnp.zeros((6, 1), bool),
+                "y": jnp.asarray(mean, jnp.float32), "weight": jnp.asarray(count, jnp.float32)}
+
+    def _local_choice(self, obs, thetas, fit_terms):
+        """(task gene index, code): the local single whose outcome the
+        ensemble expects to tell most about the task's phenotypes."""
+        cfg = self.config
+        pool = jnp.concatenate([local_interventions(cfg.mediators), local_task(obs["task_codes"], cfg.mediators)])
+        preds = np.asarray(local_outcomes(thetas, pool, cfg.mediators, cfg.local_fit), np.float64)
+        w = _weights(fit_terms)
+        gain = information_gain(np.transpose(preds[:, :-1], (1, 0, 2)), preds[:, -1], w, cfg.local_fit.noise)
+        best = int(np.argmax(gain))
+        self.trace.append(("choose", {"gain": float(gain[best]), "disagreement": float(np.sqrt(np.sum(w[:, None] * (preds[:, -1] - w @ preds[:, -1]) ** 2)))}))
+        return best // 3, LOCAL_CODES[best % 3]
 
     def _disease(self, obs):
         p, cfg = self.params, self.config
