@@ -169,3 +169,24 @@ def test_batched_baseline_matches_the_single_env_harness_score_for_score(agent, 
     records = [run_session(make_policy(agent), SessionSpec(agent, tier, mode, 20, s), env) for s in seeds]
     np.testing.assert_allclose(np.asarray(composite), [r["scores"]["composite"] for r in records], atol=1e-6)
     np.testing.assert_allclose(np.asarray(total), np.asarray(composite), atol=1e-5)
+
+
+def test_reset_to_the_same_seeds_reuses_their_organisms(monkeypatch):
+    """Resetting to the seeds of the last explicit reset generates nothing
+    (an organism is a pure function of its seed) and starts the same
+    sessions; other seeds, or drawn ones, are generated."""
+    from luca_gym.envs import vector
+
+    made = []
+    real = vector.organism_batch
+    monkeypatch.setattr(vector, "organism_batch", lambda seeds, *a, **k: made.append(list(seeds)) or real(seeds, *a, **k))
+    env = LucaVectorEnv(2, "medium", "healthy")
+    first, _ = env.reset(options={"organism_seeds": [4, 5]})
+    env.step({"kind": np.full(2, core.EXPERIMENT), "gene_codes": np.eye(2, env.params.n_genes, dtype=np.int64)})
+    again, _ = env.reset(options={"organism_seeds": [4, 5]})
+    assert made == [[4, 5]]
+    for key in first:
+        np.testing.assert_array_equal(np.asarray(first[key]), np.asarray(again[key]))
+    env.reset(options={"organism_seeds": [4, 6]})
+    env.reset(seed=0)
+    assert made[1] == [4, 6] and len(made) == 3

@@ -108,6 +108,7 @@ class LucaVectorEnv(gym.vector.VectorEnv):
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.state = None
         self._organisms = self._keys = None
+        self._given = None  # (seeds, (organisms, keys)) of the last reset with organism_seeds
         self.organism_seeds = np.zeros(self.num_envs, np.int64)
         self._autoreset = np.zeros(self.num_envs, bool)
 
@@ -119,8 +120,15 @@ class LucaVectorEnv(gym.vector.VectorEnv):
         """Reset the sub-envs in ``mask`` on new organisms (drawn seeds unless
         ``seeds`` are given); only those organisms are generated."""
         count = int(mask.sum())
+        given = seeds is not None
         seeds = self._draw_seeds(count) if seeds is None else seeds
-        organisms, keys = organism_batch(seeds, self.tier, self.n_genes, self.mode, self.backwards, sealed=self.seal)
+        if given and self._given is not None and np.array_equal(self._given[0], seeds):
+            # The same organisms asked for again (an organism is a pure function of its seed): no regeneration.
+            organisms, keys = self._given[1]
+        else:
+            organisms, keys = organism_batch(seeds, self.tier, self.n_genes, self.mode, self.backwards, sealed=self.seal)
+            if given:
+                self._given = (np.array(seeds, copy=True), (organisms, keys))
         rows = np.concatenate([np.arange(count), np.zeros(_pad_rows(count) - count, np.int64)])
         organisms, keys = jax.tree_util.tree_map(lambda x: x[rows], (organisms, keys))
         self.organism_seeds = self.organism_seeds.copy()
