@@ -192,11 +192,11 @@ def test_disease_beyond_the_dense_family_is_refused_up_front():
 
 
 def test_local_family_plays_a_large_organism_through_the_harness():
-    """N=80 (above the dense family): per task the six singles of its genes,
+    """N=48 (above the dense family): per task the six singles of its genes,
     the task's own first, then repeats of them; nothing else is measured;
     each task keeps to its share of the budget; both tasks answered well;
     the session replays exactly."""
-    spec = ev.SessionSpec("model-fit", "medium", "healthy", 80, 3)
+    spec = ev.SessionSpec("model-fit", "medium", "healthy", 48, 3)
     record = ev.run_session(mf.ModelFitPolicy(mf.AgentConfig(local_rounds=2, local_fit=LOCAL.local_fit,
                                                                local_refit=LOCAL.local_refit)), spec)
     calls = record["calls"]
