@@ -32,7 +32,7 @@ import numpy as np
 
 from luca_gym import __version__, calls, world
 from luca_gym import seal as seal_mod
-from luca_gym.baselines import BASELINES, Policy, make_policy, model_fit
+from luca_gym.baselines import BASELINES, Policy, make_policy
 from luca_gym.envs.luca_env import LucaEnv
 from luca_gym.spec import (
     MODES,
@@ -556,10 +556,12 @@ def plan(agents, tiers, modes, n_genes, seeds, backwards=False, vocabulary="inve
     for v in vocabulary:
         for n in n_genes:
             check_vocabulary(v, n)
-    if "model-fit" in agents:
-        for m in modes:
+    for a in agents:
+        # A baseline that cannot play every mode and size says so before anything runs.
+        check = getattr(BASELINES.get(a), "check_session", None)
+        for m in modes if check else ():
             for n in n_genes:
-                model_fit.check_session(m, n)
+                check(m, n)
     conditions = [(b, v, st) for b in backwards for v in vocabulary for st in stance]
     return [SessionSpec(a, t, m, n, s, *c) for n in n_genes for t in tiers for m in modes for c in conditions for a in agents for s in seeds]
 

@@ -69,6 +69,12 @@ def single_target(is_signal, gene, code, signal, n: int, s: int) -> tuple[jax.Ar
     return codes, is_signal[:, None] & jax.nn.one_hot(signal, s, dtype=bool)
 
 
+def open_task(obs) -> jax.Array:
+    """Batched: bool (B,), a task is revealed and not yet answered."""
+    rows = jnp.arange(obs["task_index"].shape[0])
+    return (obs["task_index"] >= 0) & ~obs["predicted"].astype(bool)[rows, jnp.clip(obs["task_index"], 0, None)]
+
+
 def network_from_singles(obs) -> jax.Array:
     """Batched :func:`luca_gym.analysts.network_from_singles`: int32 (B, N, P)."""
     return jax.vmap(analysts.network_from_singles)(obs)
@@ -158,7 +164,7 @@ def task_directed_policy(params: core.EnvParams):
         signal_mask = obs["signal_mask"].astype(bool)
 
         # 1. the open task: its missing singles, then the analyst's prediction.
-        task_open = (obs["task_index"] >= 0) & ~obs["predicted"].astype(bool)[rows, jnp.clip(obs["task_index"], 0, None)]
+        task_open = open_task(obs)
         genes, codes = obs["task_genes"], obs["task_codes"].astype(jnp.int32)
         columns = jnp.clip(codes - 1, 0, 2)
         genes_c = jnp.clip(genes, 0, n - 1)
@@ -246,7 +252,7 @@ def model_fit_policy(params: core.EnvParams, config=None):
         single = obs["single_mask"].astype(bool)
         genes = jnp.clip(obs["task_genes"], 0, n - 1)
         codes = obs["task_codes"].astype(jnp.int32)
-        task_open = (obs["task_index"] >= 0) & ~obs["predicted"].astype(bool)[rows, jnp.clip(obs["task_index"], 0, None)]
+        task_open = open_task(obs)
         # The six local singles, the task's own two first: (B, 8) genes and codes.
         plan_genes = jnp.concatenate([genes, jnp.repeat(genes, 3, axis=1)], axis=1)
         plan_codes = jnp.concatenate([codes, jnp.broadcast_to(jnp.arange(6) % 3 + 1, (b, 6))], axis=1)

@@ -301,6 +301,12 @@ def _weights(fit_terms) -> np.ndarray:
     return keep / max(keep.sum(), 1)
 
 
+def _ensemble_mean(fit_terms, preds) -> np.ndarray:
+    """The prediction: the members' (K, P) phenotypes weighted by
+    :func:`_weights`, clipped into [0, 1]."""
+    return np.clip(_weights(fit_terms) @ np.asarray(preds), 0.0, 1.0)
+
+
 def information_gain(outcomes: np.ndarray, target: np.ndarray, w: np.ndarray, noise: float) -> np.ndarray:
     """Expected reduction of the ensemble's variance of ``target`` (K, T) from
     measuring each candidate (C, K, P), in the linear-Gaussian approximation
@@ -339,6 +345,7 @@ class ModelFitPolicy:
     """
 
     name = "model-fit"
+    check_session = staticmethod(check_session)
 
     def __init__(self, config: AgentConfig | None = None):
         self.config = config or AgentConfig()
@@ -480,17 +487,22 @@ class ModelFitPolicy:
             return None
         target_codes, target_flags = self._task_intervention(obs)
         preds = self._ensemble_predict([c for c, _ in pool] + [target_codes], [f for _, f in pool] + [target_flags])
-        w = _weights(self.fit_terms)
-        gain = information_gain(np.transpose(preds[:, :-1], (1, 0, 2)), preds[:, -1], w, self.config.fit.noise)
+        return pool[self._most_informative(preds, self.fit_terms, self.config.fit.noise)]
+
+    def _most_informative(self, preds, fit_terms, noise: float) -> int:
+        """The index of the candidate experiment (``preds`` (K, C + 1, P):
+        each member's outcomes of C candidates, then of the task) whose
+        outcome tells most about the task (:func:`information_gain`),
+        traced with the ensemble's disagreement on the task."""
+        w = _weights(fit_terms)
+        gain = information_gain(np.transpose(preds[:, :-1], (1, 0, 2)), preds[:, -1], w, noise)
         best = int(np.argmax(gain))
         self.trace.append(("choose", {"gain": float(gain[best]), "disagreement": float(np.sqrt(np.sum(w[:, None] * (preds[:, -1] - w @ preds[:, -1]) ** 2)))}))
-        return pool[best]
+        return best
 
     def _predict_task(self, obs) -> np.ndarray:
         codes, flags = self._task_intervention(obs)
-        preds = self._ensemble_predict([codes], [flags])[:, 0]
-        w = _weights(self.fit_terms)
-        return np.clip(w @ preds, 0.0, 1.0)
+        return _ensemble_mean(self.fit_terms, self._ensemble_predict([codes], [flags])[:, 0])
 
     # -- the session ----------------------------------------------------------
     def _session(self):
@@ -577,7 +589,7 @@ class ModelFitPolicy:
                     obs = yield self._experiment(*self._single(genes[j], c))
                 thetas, fit_terms = local_fit(thetas, self._local_data(genes), cfg.mediators, cfg.local_refit)
             preds = local_outcomes(thetas, local_task(obs["task_codes"], cfg.mediators), cfg.mediators, cfg.local_fit)
-            prediction = np.clip(_weights(fit_terms) @ np.asarray(preds)[:, 0], 0.0, 1.0)
+            prediction = _ensemble_mean(fit_terms, np.asarray(preds)[:, 0])
             obs = yield {"kind": core.SUBMIT_PREDICTION, "prediction": prediction.astype(np.float32)}
         return obs
 
@@ -604,10 +616,7 @@ class ModelFitPolicy:
         cfg = self.config
         pool = jnp.concatenate([local_interventions(cfg.mediators), local_task(obs["task_codes"], cfg.mediators)])
         preds = np.asarray(local_outcomes(thetas, pool, cfg.mediators, cfg.local_fit), np.float64)
-        w = _weights(fit_terms)
-        gain = information_gain(np.transpose(preds[:, :-1], (1, 0, 2)), preds[:, -1], w, cfg.local_fit.noise)
-        best = int(np.argmax(gain))
-        self.trace.append(("choose", {"gain": float(gain[best]), "disagreement": float(np.sqrt(np.sum(w[:, None] * (preds[:, -1] - w @ preds[:, -1]) ** 2)))}))
+        best = self._most_informative(preds, fit_terms, cfg.local_fit.noise)
         return best // 3, LOCAL_CODES[best % 3]
 
     def _disease(self, obs):

@@ -38,7 +38,11 @@ _EPS = 1e-4
 
 @runtime_checkable
 class Policy(Protocol):
-    """Acts on an observation and returns an action dict for :class:`LucaEnv`."""
+    """Acts on an observation and returns an action dict for :class:`LucaEnv`.
+
+    A policy class that cannot play every mode and size may also have a
+    ``check_session(mode, n_genes)`` (static) raising ValueError:
+    :func:`luca_gym.eval.plan` calls it before anything runs."""
 
     name: str
 
