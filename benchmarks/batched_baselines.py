@@ -22,8 +22,8 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from luca_gym import core
-from luca_gym.baselines.batched import causal_sweep_policy, heuristic_policy, random_policy
+from luca_gym.worlds.luca import core
+from luca_gym.worlds.luca.baselines.batched import causal_sweep_policy, heuristic_policy, random_policy
 from luca_gym.functional import organism_batch, rollout
 
 POLICIES = {"heuristic": heuristic_policy, "causal-sweep": causal_sweep_policy, "random": random_policy}

@@ -38,8 +38,8 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import reference_solver as ref
 
-from luca_gym import sim, world
-from luca_gym.spec import INTERVENTION_TYPES, MODES
+from luca_gym.worlds.luca import sim, generator as world
+from luca_gym.worlds.luca.spec import INTERVENTION_TYPES, MODES
 
 # The float64 reference: the damped update at the organism's damping, then,
 # where that cycles, finer steps of the same ODE (explicit Euler is itself

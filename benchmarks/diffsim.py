@@ -1,5 +1,5 @@
 """Gradients of the steady state: implicit differentiation at the fixed point
-(luca_gym.diffsim, jax.lax.custom_root) vs backpropagating through a fixed
+(luca_gym.worlds.luca.diffsim, jax.lax.custom_root) vs backpropagating through a fixed
 number of damped updates, side by side in one run.
 
 Both compute d(sum of phenotypes . v)/d(weights) for a batch of interventions
@@ -22,8 +22,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from luca_gym import diffsim, sim
-from luca_gym.world import make_organism
+from luca_gym.worlds.luca import diffsim, sim
+from luca_gym.worlds.luca.generator import make_organism
 
 
 def unrolled_phenotypes(arrays, codes, flags, steps):

@@ -35,7 +35,7 @@ import time
 import jax
 import numpy as np
 
-from luca_gym import core, scoring, world
+from luca_gym.worlds.luca import core, scoring, generator as world
 from luca_gym import eval as ev
 from luca_gym.cli import parse_seeds
 
@@ -123,7 +123,7 @@ def counterfactual(records) -> None:
 
 def batched(tier: str, n: int, seeds) -> None:
     """model-fit's batched form on ``seeds``: one table row."""
-    from luca_gym.baselines.batched import POLICIES
+    from luca_gym.worlds.luca.baselines.batched import POLICIES
     from luca_gym.functional import organism_batch, rollout_scores
 
     params = core.make_params(tier, n, "healthy")

@@ -32,7 +32,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from luca_gym import core, functional
+from luca_gym import functional
+from luca_gym.worlds.luca import core
 from luca_gym.envs import LucaEnv, LucaVectorEnv
 from luca_gym.functional import organism_batch, rollout
 
@@ -214,7 +215,7 @@ def main() -> None:
 def generation(args) -> None:
     """Batched generation (world.generate, one jitted call per attempt) against
     generating the same organisms one at a time, side by side."""
-    from luca_gym import world
+    from luca_gym.worlds.luca import generator as world
 
     print(f"\n## Organism generation (pure JAX, batched), N={N}, group {world.map_batch()} organism(s) per vmap")
     print("| tier, mode | organisms | batched organisms/s | one at a time organisms/s | ratio | first call s |")

@@ -40,7 +40,7 @@ import luca_gym  # noqa: F401  (registers luca_gym/LucaFlat-v0)
 from luca_gym import eval as harness
 from luca_gym.agents import FlatPolicy
 from luca_gym.agents.sb3 import PPO_SETTINGS, load_policy, train_maskable_ppo
-from luca_gym.baselines import make_policy
+from luca_gym.worlds.luca.baselines import make_policy
 from luca_gym.envs import LucaSB3VecEnv
 
 N = 20

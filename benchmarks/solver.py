@@ -29,8 +29,8 @@ import time
 import jax
 import numpy as np
 
-from luca_gym import sim, world
-from luca_gym.spec import BLOCK, BOOST, DAMPEN, LOCK_HI, NONE
+from luca_gym.worlds.luca import sim, generator as world
+from luca_gym.worlds.luca.spec import BLOCK, BOOST, DAMPEN, LOCK_HI, NONE
 
 N = 20
 DISTINCT = 64

@@ -30,9 +30,9 @@ import numpy as np
 
 from luca_gym import functional as F
 from luca_gym.agents.ppo import PPOConfig, greedy_policy, train
-from luca_gym.core import flat
-from luca_gym.core.types import ERRORS
-from luca_gym.spec import DAMPEN, HEALTHY_HIGH, HEALTHY_LOW, N_PHENOTYPES, N_TASKS
+from luca_gym.worlds.luca.core import flat
+from luca_gym.worlds.luca.core.types import ERRORS
+from luca_gym.worlds.luca.spec import DAMPEN, HEALTHY_HIGH, HEALTHY_LOW, N_PHENOTYPES, N_TASKS
 
 
 def sweep_order_policy(env: F.FlatEnv):

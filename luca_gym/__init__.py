@@ -1,8 +1,12 @@
-"""luca-gym: the LUCA synthetic world for experimental reasoning.
+"""luca-gym: synthetic worlds for experimental reasoning.
 
-A JAX steady-state simulator of gene-regulatory "organisms", the hidden-ground-
-truth scorer of the LUCA paper, and (in later modules) Gymnasium environments
-over one pure session core.
+Worlds with a hidden ground truth, where an agent chooses budgeted
+experiments and is scored on what it concluded. Each world lives in
+``luca_gym.worlds.<name>`` on one protocol (:mod:`luca_gym.protocol`) and is
+found through the registry (:mod:`luca_gym.worlds`: ``names()``, ``get()``,
+:func:`register_world`); registering a world registers its Gymnasium ids.
+LUCA (``luca_gym.worlds.luca``) is the first; its most used names are
+re-exported here.
 
 Importing the package turns on JAX's persistent compilation cache
 (:mod:`luca_gym.compile_cache`; ``LUCA_GYM_CACHE_DIR=off`` disables it).
@@ -12,8 +16,8 @@ from luca_gym import compile_cache
 
 compile_cache.configure()  # before anything compiles: later runs reuse the compiled programs
 
-from luca_gym.types import Organism, OrganismArrays, OrganismMeta, SteadyState
-from luca_gym.world import MODES, TIERS, make_organism, sizes
+from luca_gym.worlds.luca.types import Organism, OrganismArrays, OrganismMeta, SteadyState
+from luca_gym.worlds.luca.generator import MODES, TIERS, make_organism, sizes
 
 __version__ = "0.1.0"
 
@@ -25,23 +29,13 @@ __all__ = [
     "OrganismMeta",
     "SteadyState",
     "make_organism",
+    "register_world",
     "sizes",
+    "worlds",
 ]
 
 
-def _register() -> None:
-    import gymnasium
+from luca_gym import worlds
+from luca_gym.worlds import register_world
 
-    if "luca_gym/Luca-v0" not in gymnasium.registry:
-        gymnasium.register(
-            id="luca_gym/Luca-v0",
-            entry_point="luca_gym.envs:LucaEnv",
-            vector_entry_point="luca_gym.envs:LucaVectorEnv",
-        )
-    if "luca_gym/LucaFlat-v0" not in gymnasium.registry:
-        gymnasium.register(id="luca_gym/LucaFlat-v0", entry_point="luca_gym.envs:LucaFlatEnv")
-    if "luca_gym/LucaTools-v0" not in gymnasium.registry:
-        gymnasium.register(id="luca_gym/LucaTools-v0", entry_point="luca_gym.envs.tools:LucaToolsEnv")
-
-
-_register()
+worlds.names()  # registers the built-in worlds' Gymnasium ids (luca_gym/Luca-v0, ...) and any entry-point worlds

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from luca_gym.eval import KEY_DEFAULTS, SCORE_FIELDS, agents_in
-from luca_gym.spec import MODES, TIER_NAMES
+from luca_gym.worlds.luca.spec import MODES, TIER_NAMES
 
 CONDITION_FIELDS = ("backwards", "vocabulary", "stance")
 DEFAULT_CONDITION = {"backwards": False, **KEY_DEFAULTS}

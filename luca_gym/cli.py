@@ -22,9 +22,9 @@ import warnings
 
 import numpy as np
 
-from luca_gym import world
-from luca_gym.baselines import BASELINES, PAPER_BASELINES
-from luca_gym.spec import MODES, TIER_NAMES
+from luca_gym.worlds.luca import generator as world
+from luca_gym.worlds.luca.baselines import BASELINES, PAPER_BASELINES
+from luca_gym.worlds.luca.spec import MODES, TIER_NAMES
 
 EXIT_USAGE = 2
 MAX_SEEDS = 100_000
@@ -40,7 +40,7 @@ class UsageError(ValueError):
 
 def parse_seeds(text: str) -> list[int]:
     """``"0-19"``, ``"0,3,7"`` or ``"0-4,10"`` -> sorted unique seeds (each
-    checked by :func:`luca_gym.spec.check_seed` when the sweep is planned)."""
+    checked by :func:`luca_gym.worlds.luca.spec.check_seed` when the sweep is planned)."""
     seeds: set[int] = set()
     for part in text.split(","):
         part = part.strip()
@@ -353,7 +353,7 @@ def cmd_show(args) -> int:
 
 
 def cmd_fidelity(args) -> int:
-    from luca_gym import fidelity
+    from luca_gym.worlds.luca import fidelity
 
     seeds = parse_seeds(args.seeds)
     scaling_seeds = None if args.scaling_seeds is None else parse_seeds(args.scaling_seeds)
@@ -405,7 +405,7 @@ def open_session(args):
 
 def cmd_info(args) -> int:
     from luca_gym.compile_cache import compile_notice
-    from luca_gym.envs.luca_env import cached_organism
+    from luca_gym.worlds.luca.session import cached_organism
 
     if args.graph:  # a bad path is refused before any work
         _writable_dir(os.path.dirname(os.path.abspath(args.graph)), "graph")
@@ -437,7 +437,7 @@ def cmd_mcp(args) -> int:
     The settings are checked first (a bad one: one line, exit 2); the organism
     is then generated in the background while the server already answers
     ``initialize``, so a client connects at once."""
-    from luca_gym import core, spec
+    from luca_gym.worlds.luca import core, spec
     from luca_gym import eval as ev
     from luca_gym.wrappers.llm import system_prompt
     from luca_gym.wrappers.mcp_server import serve
@@ -572,21 +572,21 @@ def build_parser() -> argparse.ArgumentParser:
                         "with _N<n> for N other than 20 and _backwards for a backwards organism)")
     p.set_defaults(func=cmd_show)
 
-    from luca_gym.fidelity import DEFAULT_AGENTS, DEFAULT_SCALING_N, SCALING_SEEDS, TABLES
+    from luca_gym.worlds.luca.fidelity import DEFAULT_AGENTS, DEFAULT_SCALING_N, SCALING_SEEDS, TABLES
 
     p = sub.add_parser(
         "fidelity",
         help="our world's figures against the paper's Tables 3, 6, 7, 8 and 11, with bands and verdicts",
         description="Measure the world's organism statistics (Table 3 and Table 1's loop counts) and the batched "
         "baselines' scores (Tables 6, 7, 8 at N=20; Table 11, medium healthy, against N), compare each figure with "
-        "the paper's within its band (see the docstring of luca_gym.fidelity), print the verdicts and write "
+        "the paper's within its band (see the docstring of luca_gym.worlds.luca.fidelity), print the verdicts and write "
         "fidelity.md, fidelity.json and PNG figures into --out. Exit code 0 whatever the verdicts (a report); "
         "2 on bad arguments.",
     )
     p.add_argument("--seeds", default="0-19", help="organisms for Tables 3, 6, 7, 8 (the paper: 20 per tier), e.g. 0-19, 0,3,7 or 0-4,10")
     p.add_argument("--tiers", default=",".join(TIER_NAMES), help=f"comma-separated tiers for Tables 3, 6, 7, 8 (default {','.join(TIER_NAMES)})")
     p.add_argument("--agents", default=",".join(DEFAULT_AGENTS),
-                   help="comma-separated batched baselines (luca_gym.baselines.batched.POLICIES; the paper has figures "
+                   help="comma-separated batched baselines (luca_gym.worlds.luca.baselines.batched.POLICIES; the paper has figures "
                         f"for {', '.join(DEFAULT_AGENTS)})")
     p.add_argument("--n-genes", default=",".join(map(str, DEFAULT_SCALING_N)),
                    help="sizes for Table 11, comma-separated (default %(default)s, for speed on a CPU; the paper also "

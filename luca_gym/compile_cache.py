@@ -16,7 +16,7 @@ A cache folder that cannot be created disables the cache; nothing fails.
 The cache skips XLA compilation, not tracing; the organism generator's
 traced program is therefore also stored (serialized with ``jax.export``) in
 ``<cache>/luca-gym-exports``, keyed by the package's source, JAX's version,
-the backend and the shapes (:mod:`luca_gym.world.generator`).
+the backend and the shapes (:mod:`luca_gym.worlds.luca.generator.organisms`).
 """
 
 from __future__ import annotations

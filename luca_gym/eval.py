@@ -6,7 +6,7 @@ mode, every call with its arguments, result and budget left, the scores, the
 strategy metrics and ``n_alt``). Run the same sweep again and it resumes: a
 session already on file is skipped, so none is lost and none is run twice.
 
-Every session opens its env through :func:`luca_gym.calls.open_session` from
+Every session opens its env through :func:`luca_gym.worlds.luca.calls.open_session` from
 its :class:`SessionSpec` (``backwards`` included), baseline policies and
 tool-calling agents alike.
 """
@@ -30,11 +30,12 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from luca_gym import __version__, calls, world
+from luca_gym import __version__
+from luca_gym.worlds.luca import calls, generator as world
 from luca_gym import seal as seal_mod
-from luca_gym.baselines import BASELINES, Policy, make_policy
-from luca_gym.envs.luca_env import LucaEnv
-from luca_gym.spec import (
+from luca_gym.worlds.luca.baselines import BASELINES, Policy, make_policy
+from luca_gym.worlds.luca.session import Session
+from luca_gym.worlds.luca.spec import (
     MODES,
     TIER_NAMES,
     check_bool,
@@ -92,7 +93,7 @@ class SessionSpec:
         return (self.agent, self.tier, self.mode, self.n_genes, self.seed, self.backwards, self.vocabulary, self.stance)
 
     def settings(self) -> dict:
-        """The organism's settings, as :func:`luca_gym.calls.open_session` and
+        """The organism's settings, as :func:`luca_gym.worlds.luca.calls.open_session` and
         :class:`~luca_gym.wrappers.llm.ToolSession` take them (the stance is
         the prompt's, not the organism's: ToolSession takes it apart)."""
         return {"seed": self.seed, "tier": self.tier, "mode": self.mode, "n_genes": self.n_genes, "backwards": self.backwards,
@@ -102,7 +103,7 @@ class SessionSpec:
 def run_session(
     policy: Policy,
     spec: SessionSpec,
-    env: LucaEnv | None = None,
+    env: Session | None = None,
     max_calls: int | None = None,
     *,
     sealed=None,
@@ -135,7 +136,7 @@ def run_session(
 
 
 def run_tool_session(
-    agent, spec: SessionSpec, env: LucaEnv | None = None, *, sealed=None, base_url: str | None = None,
+    agent, spec: SessionSpec, env: Session | None = None, *, sealed=None, base_url: str | None = None,
     retries: int | None = None, backoff: float | None = None, price=None, sleep: Callable[[float], object] = time.sleep,
 ) -> dict:
     """Run one session of a tool-calling (LLM) agent through
@@ -242,7 +243,7 @@ def _organism_id(seed: int, seal) -> str:
     return f"org_{seed:08d}" if seal is None else seal.organism_id(seed)
 
 
-def _record(spec: SessionSpec, env: LucaEnv, log, scores, total, wall, truncated: bool = False, *, end_reason=None,
+def _record(spec: SessionSpec, env: Session, log, scores, total, wall, truncated: bool = False, *, end_reason=None,
             organism_id=None, seal=None, base_url=None) -> dict:
     return {
         "agent": spec.agent,
@@ -832,7 +833,7 @@ def _raise_unrecorded(gave_up: list, not_started: int, concurrency: int) -> None
 
 def _expected_fields(spec: SessionSpec) -> dict:
     """What a session of ``spec`` run now records beside its key (the default budget and call limit)."""
-    from luca_gym.core import make_params
+    from luca_gym.worlds.luca.core import make_params
 
     params = make_params(spec.tier, spec.n_genes, spec.mode)
     return {"budget": params.budget, "call_limit": params.max_steps}

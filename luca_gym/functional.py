@@ -12,7 +12,7 @@ The flat env, for training learned agents (gymnax style: settings, pool and
 state are separate arguments, every function pure and vmappable):
 
 * :class:`FlatEnv` (:func:`make_env`) -- static settings; the action is one of
-  :mod:`luca_gym.core.flat`'s K flat actions, the observation its float32
+  :mod:`luca_gym.worlds.luca.core.flat`'s K flat actions, the observation its float32
   vector and legal-action mask.
 * :class:`Pool` (:func:`make_pool`) -- training organisms generated once on
   the device, from seeds 10_000 up by default (:data:`TRAINING_SEED_START`),
@@ -35,9 +35,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from luca_gym import analysts, core, spec, world
+from luca_gym.worlds.luca import analysts, core, spec, generator as world
 from luca_gym import seal as seal_mod
-from luca_gym.core import flat
+from luca_gym.worlds.luca.core import flat
 
 
 def organism_batch(seeds, tier: str, n_genes: int, mode: str, backwards: bool = False, *, sealed=None):
@@ -116,7 +116,7 @@ def _sessions(policy_fn, key, organisms, noise_keys, params, num_steps):
 def fresh_rollout(policy_fn, key: jax.Array, params: core.EnvParams, tier: str, num_envs: int, num_steps: int,
                   backwards: bool = False):
     """Draw ``num_envs`` organism seeds from ``key``, generate the organisms
-    inside the jit (:func:`luca_gym.world.traced_generate`) and run one session
+    inside the jit (:func:`luca_gym.worlds.luca.generator.traced_generate`) and run one session
     on each for ``num_steps`` steps: generation and sessions in one compiled
     program, no Python in the loop.
 
@@ -166,9 +166,9 @@ class FlatEnv:
         params: the core's session settings (size, mode, budget, shaping).
         tier: the organisms' tier (the pool's; the core itself does not need it).
         analyst: who writes predictions, the network and the analyst's
-            diagnosis for the flat actions (:data:`luca_gym.analysts.ANALYSTS`).
+            diagnosis for the flat actions (:data:`luca_gym.worlds.luca.analysts.ANALYSTS`).
 
-    The action is ``Discrete(num_actions)`` over :mod:`luca_gym.core.flat`'s
+    The action is ``Discrete(num_actions)`` over :mod:`luca_gym.worlds.luca.core.flat`'s
     layout; the observation a float32 vector (observation_size,) with a bool
     mask (num_actions,) of the legal actions.
     """
@@ -201,7 +201,7 @@ class FlatEnv:
 def make_env(tier: str = "easy", n_genes: int = 20, mode: str = "healthy", *, budget: int | None = None,
              analyst: str = "logit-additive", dense_shaping: bool = False, shaping_gamma: float = 1.0) -> FlatEnv:
     """A :class:`FlatEnv` with the paper's settings for ``(tier, n_genes, mode)``
-    (``budget``, shaping: see :func:`luca_gym.core.make_params`)."""
+    (``budget``, shaping: see :func:`luca_gym.worlds.luca.core.make_params`)."""
     params = core.make_params(tier, n_genes, mode, budget=budget, dense_shaping=dense_shaping, shaping_gamma=shaping_gamma)
     return FlatEnv(params, tier, analyst)
 
@@ -256,7 +256,7 @@ def training_seeds(size: int = DEFAULT_POOL_SIZE, start: int = TRAINING_SEED_STA
 
 def make_pool(env: FlatEnv, seeds=None) -> Pool:
     """Generate the organisms of ``seeds`` on the device (one
-    :func:`luca_gym.world.generate` batch) and open a session on each.
+    :func:`luca_gym.worlds.luca.generator.generate` batch) and open a session on each.
 
     ``seeds`` defaults to :func:`training_seeds` (10_000 .. 11_023), disjoint
     from the evaluation seeds 0-19. Seeds must lie below 2**31 - 1 (they are
@@ -327,7 +327,7 @@ def step(key: jax.Array, state: FlatState, action: jax.Array, env: FlatEnv, pool
     * ``done`` bool: the session ended at this step (terminated or truncated);
     * ``return`` float32, ``composite`` float32, ``length`` int32, ``seed``
       int32: the ended session's undiscounted return, composite score (the
-      core's :func:`~luca_gym.core.session_scores`), calls and organism seed
+      core's :func:`~luca_gym.worlds.luca.core.session_scores`), calls and organism seed
       (the running session's so far where not ``done``);
     * ``truncated`` bool; ``error`` int32: the core's refusal code of the action.
     """

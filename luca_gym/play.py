@@ -27,12 +27,12 @@ import sys
 
 import numpy as np
 
-from luca_gym import calls
-from luca_gym.spec import GENE_TYPES, MALFUNCTION_TYPES, SIGNAL_TYPE
-from luca_gym.types import OrganismMeta
+from luca_gym.worlds.luca import calls
+from luca_gym.worlds.luca.spec import GENE_TYPES, MALFUNCTION_TYPES, SIGNAL_TYPE
+from luca_gym.worlds.luca.types import OrganismMeta
 from luca_gym.wrappers.llm import ToolSession
 
-# Typed verb -> the call it makes (the paper's names, luca_gym.calls.CALLS).
+# Typed verb -> the call it makes (the paper's names, luca_gym.worlds.luca.calls.CALLS).
 VERBS = {
     "info": "get_organism_info",
     "experiment": "run_experiment",
@@ -179,7 +179,7 @@ def _runs(names: tuple[str, ...], chosen: tuple[str, ...]) -> str:
 
 def format_scores(meta: OrganismMeta, scores: dict) -> str:
     """The end-of-session scores as aligned lines, names for the malfunction
-    (raw scores, with indices, are named by :func:`luca_gym.calls.describe_scores`)."""
+    (raw scores, with indices, are named by :func:`luca_gym.worlds.luca.calls.describe_scores`)."""
     shown = dict(scores)
     if not isinstance(shown.get("malfunction_type", ""), str):
         shown = calls.describe_scores(meta, shown)

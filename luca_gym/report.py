@@ -18,10 +18,11 @@ import re
 
 import numpy as np
 
-from luca_gym import __version__, ablation, calls, world
+from luca_gym import __version__, ablation
+from luca_gym.worlds.luca import calls, generator as world
 from luca_gym import eval as ev
-from luca_gym.fidelity import PAPER_TABLE8
-from luca_gym.spec import (
+from luca_gym.worlds.luca.fidelity import PAPER_TABLE8
+from luca_gym.worlds.luca.spec import (
     ACCURACY_THRESHOLD,
     HEALTHY_RANGE,
     INTERVENTION_TYPES,
@@ -30,7 +31,7 @@ from luca_gym.spec import (
     NO_MALFUNCTION,
     TIER_NAMES,
 )
-from luca_gym.vocabulary import gene_names
+from luca_gym.worlds.luca.vocabulary import gene_names
 
 # Table 10 (medium healthy, N=20): budget fraction and coverage of the
 # baselines that run experiments (random runs none and is not in the table).

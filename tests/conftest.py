@@ -13,8 +13,8 @@ import functools
 import numpy as np
 import pytest
 
-from luca_gym import sim, spec, world
-from luca_gym.types import Organism
+from luca_gym.worlds.luca import sim, spec, generator as world
+from luca_gym.worlds.luca.types import Organism
 
 TIERS = spec.TIER_NAMES
 MODES = spec.MODES

@@ -1,7 +1,7 @@
 """An independent float64 numpy reference for the steady-state dynamics.
 
-Written from SPEC 1.4-1.5 and the docstrings of ``luca_gym.types`` only (it
-does not call ``luca_gym.sim``), so the tests can compare the JAX solver to a
+Written from SPEC 1.4-1.5 and the docstrings of ``luca_gym.worlds.luca.types`` only (it
+does not call ``luca_gym.worlds.luca.sim``), so the tests can compare the JAX solver to a
 second implementation:
 
     s <- m * sigmoid(beta * (W s + c + b)) + a

@@ -16,13 +16,15 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from luca_gym import ablation, spec, world
+from luca_gym import ablation
+from luca_gym.worlds.luca import spec, generator as world
 from luca_gym import eval as ev
-from luca_gym.baselines import PAPER_BASELINES, make_policy
+from luca_gym.worlds.luca.baselines import PAPER_BASELINES, make_policy
 from luca_gym.cli import UsageError, build_parser, conditions, main
-from luca_gym.envs.luca_env import LucaEnv, render_text
+from luca_gym.envs.luca_env import LucaEnv
+from luca_gym.worlds.luca.session import render_text
 from luca_gym.envs.tools import LucaToolsEnv
-from luca_gym.vocabulary import REAL_GENE_NAMES, REAL_GENE_TIERS
+from luca_gym.worlds.luca.vocabulary import REAL_GENE_NAMES, REAL_GENE_TIERS
 from luca_gym.wrappers import llm
 from luca_gym.wrappers.llm import ToolSession
 

@@ -20,12 +20,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from luca_gym import core
+from luca_gym.worlds.luca import core
 from luca_gym import eval as ev
-from luca_gym.baselines import BASELINES, RandomPolicy, make_policy
-from luca_gym.envs.luca_env import LucaEnv, cached_organism
+from luca_gym.worlds.luca.baselines import BASELINES, RandomPolicy, make_policy
+from luca_gym.envs.luca_env import LucaEnv
+from luca_gym.worlds.luca.session import cached_organism
 from luca_gym.envs.spaces import parse_action, to_numpy_observation
-from luca_gym.types import OrganismArrays
+from luca_gym.worlds.luca.types import OrganismArrays
 
 TIERS = ("easy", "medium", "hard")
 MODES = ("healthy", "disease")

@@ -18,9 +18,9 @@ import jax
 import numpy as np
 import pytest
 
-from luca_gym import core
+from luca_gym.worlds.luca import core
 from luca_gym.envs import LucaEnv, LucaVectorEnv
-from luca_gym.spec import BLOCK, BOOST, LOCK_HI, PERSIST
+from luca_gym.worlds.luca.spec import BLOCK, BOOST, LOCK_HI, PERSIST
 
 N = 20
 SEED = 1

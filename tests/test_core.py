@@ -5,7 +5,7 @@ Sessions are driven through ``core.reset`` / ``core.step`` directly (jitted), so
 each ``EnvParams`` compiles once per test process. The reference model below is
 written from SPEC §2 independently of the core: it decides which refusals an
 action deserves, tracks what a session has stored, and recomputes the composite
-score with the ``luca_gym.scoring`` functions.
+score with the ``luca_gym.worlds.luca.scoring`` functions.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from luca_gym import core, scoring, sim, world
-from luca_gym.spec import BLOCK, DAMPEN, LOCK_HI, LOCK_LO, N_PHENOTYPES, N_TASKS, PERSIST
+from luca_gym.worlds.luca import core, scoring, sim, generator as world
+from luca_gym.worlds.luca.spec import BLOCK, DAMPEN, LOCK_HI, LOCK_LO, N_PHENOTYPES, N_TASKS, PERSIST
 
 TIERS = ("easy", "medium", "hard")
 MODES = ("healthy", "disease")

@@ -1,4 +1,4 @@
-"""The differentiable steady state (luca_gym.diffsim): it agrees with the
+"""The differentiable steady state (luca_gym.worlds.luca.diffsim): it agrees with the
 simulator, and its implicit gradients match central finite differences in
 float64 on every tier, with locks, persistent signals and every intervention
 type."""
@@ -12,9 +12,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from luca_gym import diffsim, sim
-from luca_gym.spec import BLOCK, DAMPEN
-from luca_gym.world import make_organism
+from luca_gym.worlds.luca import diffsim, sim
+from luca_gym.worlds.luca.spec import BLOCK, DAMPEN
+from luca_gym.worlds.luca.generator import make_organism
 
 CASES = [("easy", "healthy", 3), ("medium", "healthy", 4), ("hard", "healthy", 5), ("medium", "disease", 6), ("hard", "disease", 7)]
 FLOAT_FIELDS = ("weights", "baseline_input", "baseline_state", "beta", "signal_effects", "readout", "readout_gain")

@@ -1,4 +1,4 @@
-"""``luca_gym.fidelity``: graph statistics on hand-built graphs, the additive
+"""``luca_gym.worlds.luca.fidelity``: graph statistics on hand-built graphs, the additive
 residual against a hand computation, verdicts on synthetic numbers, the
 ``fidelity`` command's parsing, and a small run that writes the report."""
 
@@ -11,11 +11,11 @@ import jax
 import numpy as np
 import pytest
 
-from luca_gym import core, fidelity, sim, world
-from luca_gym.baselines.batched import POLICIES
+from luca_gym.worlds.luca import core, fidelity, sim, generator as world
+from luca_gym.worlds.luca.baselines.batched import POLICIES
 from luca_gym.cli import main
 from luca_gym.functional import organism_batch, rollout
-from luca_gym.spec import ACCURACY_THRESHOLD, N_TASKS
+from luca_gym.worlds.luca.spec import ACCURACY_THRESHOLD, N_TASKS
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -1,4 +1,4 @@
-"""The flat encodings (``luca_gym.core.flat``): the K actions decode to the core
+"""The flat encodings (``luca_gym.worlds.luca.core.flat``): the K actions decode to the core
 actions they name, the mask agrees with the core's verdict on every one of
 them, the observation vector is bounded, sessions are bounded, and
 potential-based shaping at a discount below 1 sums to zero."""
@@ -12,9 +12,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from luca_gym import analysts, core, world
-from luca_gym.core import flat
-from luca_gym.spec import BLOCK, BOOST, DAMPEN, LOCK_HI, LOCK_LO, N_TASKS, PERSIST
+from luca_gym.worlds.luca import analysts, core, generator as world
+from luca_gym.worlds.luca.core import flat
+from luca_gym.worlds.luca.spec import BLOCK, BOOST, DAMPEN, LOCK_HI, LOCK_LO, N_TASKS, PERSIST
 
 N = 20
 SETTINGS = (("easy", "healthy"), ("hard", "disease"))

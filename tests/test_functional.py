@@ -14,9 +14,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from luca_gym import core, world
+from luca_gym.worlds.luca import core, generator as world
 from luca_gym import functional as F
-from luca_gym.core import flat
+from luca_gym.worlds.luca.core import flat
 
 NUM_ENVS, NUM_STEPS = 16, 48  # 48 > the longest session (budget 31 + 2 tasks x 2 + 3 free calls)
 

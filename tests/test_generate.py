@@ -18,11 +18,11 @@ import numpy as np
 import pytest
 from conftest import TIERS, make, solve_one
 
-from luca_gym import core, world
+from luca_gym.worlds.luca import core, generator as world
 from luca_gym.envs import LucaVectorEnv
-from luca_gym.spec import LOCK_HI, LOCK_LO, NO_MALFUNCTION, PERSIST
-from luca_gym.types import OrganismArrays
-from luca_gym.world import generator
+from luca_gym.worlds.luca.spec import LOCK_HI, LOCK_LO, NO_MALFUNCTION, PERSIST
+from luca_gym.worlds.luca.types import OrganismArrays
+from luca_gym.worlds.luca.generator import organisms as generator
 
 N = 20
 HEALTHY_LOW, HEALTHY_HIGH = 0.35, 0.65
@@ -58,7 +58,7 @@ def batch(seeds: tuple, tier: str, mode: str) -> dict[str, np.ndarray]:
 
 
 class AttemptSpy:
-    """Wraps ``world.generator.run_attempt_batch`` and records each call: its (padded) seeds,
+    """Wraps ``generator.organisms.run_attempt_batch`` and records each call: its (padded) seeds,
     attempt number, size and the per-row ``ok``."""
 
     def __init__(self, real):
@@ -504,7 +504,7 @@ def test_fresh_rollout_generates_in_the_jit_and_matches_rollout():
     """``fresh_rollout`` draws seeds, generates their organisms inside the jit
     and runs the sessions: its scores equal ``rollout`` on the host-generated
     organisms of the seeds it reports."""
-    from luca_gym.baselines.batched import heuristic_policy
+    from luca_gym.worlds.luca.baselines.batched import heuristic_policy
     from luca_gym.functional import fresh_rollout, organism_batch, rollout
 
     params = core.make_params("easy", N, "healthy")

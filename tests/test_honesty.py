@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 
 import luca_gym  # noqa: F401  (registers luca_gym/Luca-v0)
-from luca_gym import core, world
-from luca_gym.envs.luca_env import render_text, to_numpy_observation
-from luca_gym.spec import BLOCK, BOOST, DAMPEN, LOCK_HI, LOCK_LO, N_TASKS, PERSIST
+from luca_gym.worlds.luca import core, generator as world
+from luca_gym.boundary import to_numpy_observation
+from luca_gym.worlds.luca.session import render_text
+from luca_gym.worlds.luca.spec import BLOCK, BOOST, DAMPEN, LOCK_HI, LOCK_LO, N_TASKS, PERSIST
 
 TIERS = ("easy", "medium", "hard")
 MODES = ("healthy", "disease")

@@ -23,7 +23,7 @@ from mcp.client.stdio import stdio_client
 from luca_gym import cli
 from luca_gym import eval as ev
 from luca_gym.report import write_report
-from luca_gym.spec import MALFUNCTION_TYPES
+from luca_gym.worlds.luca.spec import MALFUNCTION_TYPES
 from luca_gym.wrappers import mcp_server
 from luca_gym.wrappers.llm import TOOL_NAMES, ToolSession
 from luca_gym.wrappers.results_schema import output_schema

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from luca_gym import eval as ev
-from luca_gym.baselines import BASELINES, make_policy
-from luca_gym.baselines import model_fit as mf
-from luca_gym.spec import BLOCK, BOOST
+from luca_gym.worlds.luca.baselines import BASELINES, make_policy
+from luca_gym.worlds.luca.baselines import model_fit as mf
+from luca_gym.worlds.luca.spec import BLOCK, BOOST
 
 SMALL = mf.AgentConfig(
     fit=mf.FitConfig(members=4, steps=40),
@@ -185,7 +185,7 @@ def test_disease_beyond_the_dense_family_is_refused_up_front():
         ev.plan(["model-fit"], ["medium"], ["disease"], [80], [0])
     assert len(ev.plan(["model-fit"], ["medium"], ["healthy", "disease"], [20, 40], [0])) == 4
     assert len(ev.plan(["model-fit"], ["medium"], ["healthy"], [320], [0])) == 1
-    from luca_gym import core
+    from luca_gym.worlds.luca import core
 
     with pytest.raises(ValueError, match="disease"):
         mf.ModelFitPolicy(LOCAL).reset(core.make_params("medium", 20, "disease"), 0)
@@ -228,8 +228,8 @@ def test_batched_form_runs_the_local_plan_and_answers_with_the_local_fit():
     first), and the prediction submitted is exactly :func:`local_prediction`
     on the observation's singles; then the network, then end; new organisms
     of the same size trace nothing new."""
-    from luca_gym import core
-    from luca_gym.baselines.batched import POLICIES
+    from luca_gym.worlds.luca import core
+    from luca_gym.worlds.luca.baselines.batched import POLICIES
     from luca_gym.functional import organism_batch
 
     params = core.make_params("medium", 20, "healthy")
@@ -274,8 +274,8 @@ def test_batched_form_runs_the_local_plan_and_answers_with_the_local_fit():
 
 
 def test_batched_form_refuses_disease_mode():
-    from luca_gym import core
-    from luca_gym.baselines.batched import POLICIES
+    from luca_gym.worlds.luca import core
+    from luca_gym.worlds.luca.baselines.batched import POLICIES
 
     with pytest.raises(ValueError, match="healthy sessions only"):
         POLICIES["model-fit"](core.make_params("medium", 20, "disease"))

@@ -147,8 +147,8 @@ def test_the_stored_generator_program_gives_bitwise_the_same_organisms(tmp_path,
     skips tracing; stored, reloaded and traced afresh must agree bit for bit."""
     import numpy as np
 
-    from luca_gym import world
-    from luca_gym.world import generator
+    from luca_gym.worlds.luca import generator as world
+    from luca_gym.worlds.luca.generator import organisms as generator
 
     def digest(arrays) -> str:
         import hashlib

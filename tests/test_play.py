@@ -21,10 +21,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from luca_gym import calls
+from luca_gym.worlds.luca import calls
 from luca_gym.cli import build_parser, cmd_play, main
 from luca_gym.play import VERBS, PlayShell, format_scores, parse_call
-from luca_gym.spec import GENE_TYPES, MALFUNCTION_TYPES
+from luca_gym.worlds.luca.spec import GENE_TYPES, MALFUNCTION_TYPES
 from luca_gym.wrappers.llm import ToolSession
 
 SETTINGS = {"tier": "easy", "mode": "disease", "n_genes": 20}

@@ -20,9 +20,10 @@ from matplotlib.container import BarContainer, ErrorbarContainer
 from matplotlib.patches import Circle, FancyArrowPatch
 
 from luca_gym import eval as ev
-from luca_gym import report, world
+from luca_gym import report
+from luca_gym.worlds.luca import generator as world
 from luca_gym.cli import main
-from luca_gym.fidelity import PAPER_TABLE8
+from luca_gym.worlds.luca.fidelity import PAPER_TABLE8
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 AGENTS = ["random", "heuristic"]

@@ -52,9 +52,9 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from luca_gym import calls
+from luca_gym.worlds.luca import calls
 from luca_gym import eval as ev
-from luca_gym.spec import MALFUNCTION_TYPES
+from luca_gym.worlds.luca.spec import MALFUNCTION_TYPES
 from luca_gym.wrappers.llm import ToolSession
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
 
-from luca_gym import core
+from luca_gym.worlds.luca import core
 from luca_gym import eval as harness
 from luca_gym.agents import FlatPolicy
 from luca_gym.agents.sb3 import CURVE_FIELDS, load_policy, train_maskable_ppo
-from luca_gym.core import flat
+from luca_gym.worlds.luca.core import flat
 from luca_gym.envs import LucaFlatEnv, LucaSB3VecEnv
 from luca_gym.envs.sb3 import TRAINING_SEED_LOW
 

@@ -1,4 +1,4 @@
-"""Tests of luca_gym.scoring (SPEC §3): hand-computed cases for every metric,
+"""Tests of luca_gym.worlds.luca.scoring (SPEC §3): hand-computed cases for every metric,
 property tests for the agent-facing inputs, and jit / vmap agreement."""
 
 import jax
@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from luca_gym import spec
-from luca_gym.spec import BLOCK, BOOST, DAMPEN, LOCK_HI, LOCK_LO, NO_MALFUNCTION, NONE, PERSIST
-from luca_gym.scoring import (
+from luca_gym.worlds.luca import spec
+from luca_gym.worlds.luca.spec import BLOCK, BOOST, DAMPEN, LOCK_HI, LOCK_LO, NO_MALFUNCTION, NONE, PERSIST
+from luca_gym.worlds.luca.scoring import (
     composite_score,
     diagnosis_score,
     in_healthy_range,

@@ -20,7 +20,7 @@ import pytest
 
 from luca_gym import eval as ev
 from luca_gym import seal as seal_mod
-from luca_gym import world
+from luca_gym.worlds.luca import generator as world
 from luca_gym.cli import main
 from luca_gym.envs import LucaEnv, LucaVectorEnv
 from luca_gym.functional import organism_batch

@@ -1,4 +1,4 @@
-"""Tests of luca_gym.sim (SPEC 1.4-1.5): agreement with an independent float64
+"""Tests of luca_gym.worlds.luca.sim (SPEC 1.4-1.5): agreement with an independent float64
 reference, convergence, batch invariance, one compile per size, measurement
 noise, input validation and large organisms."""
 
@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 import reference_solver as ref
 from conftest import MODES, TIERS, make, make_large, random_interventions, solve_batch, solve_one
-from luca_gym import sim
-from luca_gym.spec import BLOCK, BOOST, DAMPEN, LOCK_HI, LOCK_LO, NONE, PERSIST
+from luca_gym.worlds.luca import sim
+from luca_gym.worlds.luca.spec import BLOCK, BOOST, DAMPEN, LOCK_HI, LOCK_LO, NONE, PERSIST
 
 AGREEMENT = 1e-5  # JAX float32 (tol 1e-6) vs the float64 fixed point
 

@@ -9,9 +9,9 @@ import json
 import gymnasium as gym
 import pytest
 
-from luca_gym import calls
+from luca_gym.worlds.luca import calls
 from luca_gym import eval as ev
-from luca_gym.baselines import make_policy
+from luca_gym.worlds.luca.baselines import make_policy
 from luca_gym.envs.tools import LucaToolsEnv, parse_tool_call
 from luca_gym.wrappers.llm import ReplayAgent, ScriptedAgent, ToolSession, run_agent
 
@@ -164,7 +164,7 @@ def test_gymnasium_env_checker_passes():
     assert not [str(w.message) for w in caught]
 
 
-@pytest.mark.parametrize("first", ["luca_gym.wrappers.llm", "luca_gym.envs.tools", "luca_gym.envs", "luca_gym.calls"])
+@pytest.mark.parametrize("first", ["luca_gym.wrappers.llm", "luca_gym.envs.tools", "luca_gym.envs", "luca_gym.worlds.luca.calls"])
 def test_every_import_order_works(first):
     """The text env sits on the LLM tools, which import the envs package: no cycle, whatever is imported first."""
     import subprocess

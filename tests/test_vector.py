@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import luca_gym  # noqa: F401  (registers the environments)
-from luca_gym import core
-from luca_gym.baselines import make_policy
-from luca_gym.baselines.batched import causal_sweep_policy, heuristic_policy, random_policy, task_directed_policy
+from luca_gym.worlds.luca import core
+from luca_gym.worlds.luca.baselines import make_policy
+from luca_gym.worlds.luca.baselines.batched import causal_sweep_policy, heuristic_policy, random_policy, task_directed_policy
 from luca_gym.envs import LucaEnv, LucaVectorEnv
 from luca_gym.functional import organism_batch, rollout
 from luca_gym.eval import SessionSpec, run_session
@@ -110,8 +110,8 @@ def test_bad_construction_arguments():
 
 SHARD_SCRIPT = """
 import jax, numpy as np
-from luca_gym import core
-from luca_gym.baselines.batched import random_policy\nfrom luca_gym.functional import organism_batch, rollout
+from luca_gym.worlds.luca import core
+from luca_gym.worlds.luca.baselines.batched import random_policy\nfrom luca_gym.functional import organism_batch, rollout
 assert len(jax.local_devices()) == 2, jax.local_devices()
 params = core.make_params("medium", 20, "disease")
 organisms, keys = organism_batch(range(8), "medium", 20, "disease")

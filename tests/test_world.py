@@ -1,4 +1,4 @@
-"""Tests of luca_gym.world (SPEC §1): determinism across processes, the
+"""Tests of luca_gym.worlds.luca.generator (SPEC §1): determinism across processes, the
 generation guarantees (1.3, 1.6, 1.7) for seeds 0..19 at every tier and mode,
 the paper's emergent statistics and sizes, the invented vocabulary, backwards
 organisms, input validation and large organisms."""
@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from conftest import GUARANTEE_SEEDS, MODES, TIERS, make, make_large, singles, solve_batch, solve_one
-from luca_gym import vocabulary, world
-from luca_gym.spec import BLOCK, BOOST, DAMPEN, LOCK_HI, LOCK_LO, NO_MALFUNCTION, PERSIST
+from luca_gym.worlds.luca import vocabulary, generator as world
+from luca_gym.worlds.luca.spec import BLOCK, BOOST, DAMPEN, LOCK_HI, LOCK_LO, NO_MALFUNCTION, PERSIST
 
 DETECTABLE = 0.05
 HEALTHY_LOW, HEALTHY_HIGH = 0.35, 0.65

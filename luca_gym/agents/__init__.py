@@ -1,4 +1,4 @@
-"""Learned agents: policies over the flat action space (:mod:`luca_gym.core.flat`)
+"""Learned agents: policies over the flat action space (:mod:`luca_gym.worlds.luca.core.flat`)
 that run through the same harness as the baselines.
 
 * :class:`FlatPolicy` -- a learned agent as a harness policy.

@@ -11,8 +11,8 @@ from typing import Callable
 import jax
 import numpy as np
 
-from luca_gym import analysts, core
-from luca_gym.core import flat
+from luca_gym.worlds.luca import analysts, core
+from luca_gym.worlds.luca.core import flat
 
 
 @partial(jax.jit, static_argnames=("params",))
@@ -26,14 +26,14 @@ def _decode(index, obs: dict, params: core.EnvParams, analyst: str):
 
 
 class FlatPolicy:
-    """A :class:`~luca_gym.baselines.Policy` over the flat action space.
+    """A :class:`~luca_gym.worlds.luca.baselines.Policy` over the flat action space.
 
     Args:
         name: the agent's name in result files (e.g. ``ppo:runs/easy``).
         choose: ``(vector float32 (D,), mask bool (K,), rng) -> int``, the
             learned part; it must pick a legal index (mask True).
         analyst: the analyst that writes predictions, the network and the
-            analyst's diagnosis (:data:`luca_gym.analysts.ANALYSTS`).
+            analyst's diagnosis (:data:`luca_gym.worlds.luca.analysts.ANALYSTS`).
     """
 
     def __init__(self, name: str, choose: Callable[[np.ndarray, np.ndarray, np.random.Generator], int],

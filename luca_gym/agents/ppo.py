@@ -38,7 +38,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from luca_gym import __version__, analysts, spec
+from luca_gym import __version__
+from luca_gym.worlds.luca import analysts, spec
 from luca_gym import functional as F
 from luca_gym.agents.base import FlatPolicy
 

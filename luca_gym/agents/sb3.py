@@ -30,7 +30,7 @@ try:
 except ImportError as error:
     raise ImportError("luca_gym.agents.sb3 needs sb3-contrib: pip install 'luca-gym[rl]'") from error
 
-from luca_gym import spec
+from luca_gym.worlds.luca import spec
 from luca_gym.agents.base import FlatPolicy
 from luca_gym.envs.sb3 import TRAINING_SEED_LOW, LucaSB3VecEnv
 

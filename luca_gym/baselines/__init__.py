@@ -1,19 +1,4 @@
-"""Baseline agents as policies over the public environment."""
+"""Deprecated: moved to :mod:`luca_gym.worlds.luca` (kept for one release; see :mod:`luca_gym._deprecated`)."""
+from luca_gym._deprecated import alias
 
-from luca_gym.baselines.policies import (
-    BASELINES,
-    PAPER_BASELINES,
-    CausalSweepPolicy,
-    HeuristicPolicy,
-    Policy,
-    RandomPolicy,
-    SweepPolicy,
-    TaskDirectedPolicy,
-    make_policy,
-)
-from luca_gym.baselines.model_fit import ModelFitPolicy
-
-# model-fit is not a paper baseline: a model-fitting scientist (issue "Beyond the paper").
-BASELINES[ModelFitPolicy.name] = ModelFitPolicy
-
-__all__ = ["BASELINES", "PAPER_BASELINES", "CausalSweepPolicy", "HeuristicPolicy", "Policy", "RandomPolicy", "SweepPolicy", "TaskDirectedPolicy", "make_policy", "ModelFitPolicy"]
+alias(__name__)

@@ -1,10 +1,10 @@
 """``LucaFlatEnv``: the LUCA session on the flat encodings of
-:mod:`luca_gym.core.flat` -- a ``Discrete(K)`` action over single-target
+:mod:`luca_gym.worlds.luca.core.flat` -- a ``Discrete(K)`` action over single-target
 choices, a ``Box(-1, 1, (D,), float32)`` observation vector and an action mask
 (``action_masks()``, sb3-contrib's convention, and ``info["action_mask"]``).
 
 An adapter over the core like :class:`~luca_gym.envs.LucaEnv`: the agent
-chooses experiments, the named analyst (:mod:`luca_gym.analysts`) writes the
+chooses experiments, the named analyst (:mod:`luca_gym.worlds.luca.analysts`) writes the
 values (predictions, network, the analyst's diagnosis), the core decides. An
 action that is not an integer in [0, K) raises ``ValueError`` and changes
 nothing; a masked action reaches the core, which refuses it at no cost
@@ -20,11 +20,11 @@ import jax
 import numpy as np
 from gymnasium import spaces
 
-from luca_gym import analysts, core, spec
-from luca_gym.core import flat
+from luca_gym.worlds.luca import analysts, core, spec
+from luca_gym.worlds.luca.core import flat
 from luca_gym import seal as seal_mod
 from luca_gym.envs.luca_env import ended_scores, open_organism, render_text
-from luca_gym.types import Organism
+from luca_gym.worlds.luca.types import Organism
 
 
 def check_flat_actions(actions: Any, size: int, batch: tuple = (), name: str = "action") -> np.ndarray:
@@ -62,7 +62,7 @@ class LucaFlatEnv(gym.Env):
         n_genes: 4..4096 (the paper uses 20).
         budget: experiment budget (default N + S + 8, the paper's).
         analyst: who writes the values a flat action leaves out, one of
-            :data:`luca_gym.analysts.ANALYSTS`.
+            :data:`luca_gym.worlds.luca.analysts.ANALYSTS`.
         backwards: the sign-inverted organisms of the paper's appendix E.1.
         render_mode: None or "ansi".
         max_steps: accepted calls before truncation (default 4 x budget + 64;

@@ -35,15 +35,15 @@ except ImportError as error:
     raise ImportError("luca_gym.envs.sb3 needs stable-baselines3: pip install 'luca-gym[rl]'") from error
 from gymnasium import spaces
 
-from luca_gym import analysts, core, spec
-from luca_gym.core import flat
+from luca_gym.worlds.luca import analysts, core, spec
+from luca_gym.worlds.luca.core import flat
 from luca_gym.envs.flat import check_flat_actions
 from luca_gym.envs.spaces import reset_options
 from luca_gym import seal as seal_mod
 from luca_gym.functional import organism_batch
 
 TRAINING_SEED_LOW = 10_000  # above the evaluation seeds 0-19 with room to spare
-GENERATION_BATCH = 16  # world.generator.call_sizes on a CPU: (1, 16)
+GENERATION_BATCH = 16  # generator.organisms.call_sizes on a CPU: (1, 16)
 REOPEN_ROWS = 16  # the fewest rows one autoreset opens (padding), fewer compiles
 SCORE_NAMES = ("composite", "prediction", "diagnosis", "rescue")
 
@@ -91,7 +91,7 @@ class LucaSB3VecEnv(VecEnv):
             organisms are generated ahead in batches of this many times a
             power of two, and each is used once; 1 generates (nearly) only
             the finished sub-envs' organisms on each step. The default 16 is
-            the CPU generator's call size (``world.generator.call_sizes``); on an
+            the CPU generator's call size (``generator.organisms.call_sizes``); on an
             accelerator, whose calls hold 256, pass 256.
         seed: seeds the draw of organism seeds (``seed()`` before a
             ``reset()`` reseeds it, SB3's convention).

@@ -4,7 +4,7 @@ conversion and reset options.
 
 An action crosses the boundary in two checks. Here, its *structure*: a dict
 whose keys are known field names, with ``kind`` present. In
-:func:`luca_gym.core.make_action`, each field's shape, dtype and range (with an
+:func:`luca_gym.worlds.luca.core.make_action`, each field's shape, dtype and range (with an
 optional batch shape) and the defaults of the fields left out. Both raise
 ``ValueError`` naming the field; nothing is spent. Every representable value
 then goes to the core, which refuses an illegal one at no cost and reports it
@@ -20,8 +20,11 @@ import jax
 import numpy as np
 from gymnasium import spaces
 
-from luca_gym import core, spec
-from luca_gym.spec import DAMPEN, MALFUNCTION_TYPES, N_PHENOTYPES
+from luca_gym.boundary import to_numpy_observation  # noqa: F401  (the env boundary's conversion, re-exported)
+from luca_gym.validate import check_keys
+from luca_gym.worlds.luca.core import parse_action  # noqa: F401  (re-exported: the envs' action check)
+from luca_gym.worlds.luca import core, spec
+from luca_gym.worlds.luca.spec import DAMPEN, MALFUNCTION_TYPES, N_PHENOTYPES
 
 
 def _box(shape, dtype, low, high) -> spaces.Box:
@@ -36,7 +39,7 @@ def observation_space(params: core.EnvParams) -> spaces.Dict:
 
 
 def action_space(params: core.EnvParams) -> spaces.Dict:
-    """The dict action: every field of :class:`luca_gym.core.Action`."""
+    """The dict action: every field of :class:`luca_gym.worlds.luca.core.Action`."""
     n, s = params.n_genes, params.n_signals
     return spaces.Dict(
         {
@@ -51,42 +54,13 @@ def action_space(params: core.EnvParams) -> spaces.Dict:
     )
 
 
-def to_numpy_observation(obs: dict) -> dict:
-    """Core observation (JAX arrays) -> numpy, bools as int8 (0/1)."""
-    obs = jax.device_get(obs)
-    return {k: (np.asarray(v, np.int8) if np.asarray(v).dtype == np.bool_ else np.asarray(v)) for k, v in obs.items()}
-
-
-def _keys(mapping: dict, what: str, allowed) -> None:
-    """Every key a str among ``allowed`` (mixed-type keys give a ValueError,
-    never a TypeError from sorting them)."""
-    for key in mapping:
-        if not isinstance(key, str) or key not in allowed:
-            raise ValueError(f"{what}: unknown key {spec.short_repr(key)}; allowed {', '.join(repr(a) for a in allowed)}")
-
-
-def parse_action(action: Any, params: core.EnvParams, batch: tuple = ()) -> core.Action:
-    """A dict action (fields with a leading ``batch`` shape) -> :class:`core.Action`.
-
-    Fields a kind does not use may be left out. Raises ValueError naming the
-    field for a non-dict, an unknown field, a missing ``kind``, or a field of
-    the wrong shape, dtype or range (:func:`luca_gym.core.make_action`).
-    """
-    if not isinstance(action, dict):
-        raise ValueError(f"action: expected a dict with fields {', '.join(core.ACTION_FIELDS)}, got {type(action).__name__}")
-    _keys(action, "action", tuple(core.ACTION_FIELDS))
-    if "kind" not in action:
-        raise ValueError(f"action: field 'kind' is required; allowed 0..{core.N_KINDS - 1} ({', '.join(core.ACTION_KINDS)})")
-    return core.make_action(params, **action, batch=tuple(batch))
-
-
 def reset_options(options: Any, allowed: tuple) -> dict:
     """``reset(options=...)``: None or a dict whose keys are among ``allowed``."""
     if options is None:
         return {}
     if not isinstance(options, dict):
         raise ValueError(f"options: expected a dict or None, got {type(options).__name__}")
-    _keys(options, "options", allowed)
+    check_keys(options, "options", allowed)
     return dict(options)
 
 

@@ -25,7 +25,8 @@ import gymnasium as gym
 from gymnasium import spaces
 
 from luca_gym.envs.luca_env import organism_seed_of
-from luca_gym.spec import check_stance
+from luca_gym.worlds.luca.spec import check_stance
+from luca_gym.worlds.luca.session import Session
 from luca_gym.wrappers.llm import MAX_PAYLOAD, ToolSession
 
 OPENING = "A new organism is ready. Begin."
@@ -70,13 +71,11 @@ class LucaToolsEnv(gym.Env):
 
     def __init__(self, tier="medium", mode="healthy", n_genes=20, backwards=False, budget=None, max_steps=None,
                  sealed=None, render_mode=None, vocabulary="invented", stance="suppress"):
-        from luca_gym.envs.luca_env import LucaEnv
-
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode: {render_mode!r} not supported; allowed None or 'ansi'")
-        # One LucaEnv, reused by every episode's ToolSession (it checks the settings).
-        self._env = LucaEnv(tier=tier, mode=mode, n_genes=n_genes, backwards=backwards, budget=budget, max_steps=max_steps,
-                            sealed=sealed, vocabulary=vocabulary)
+        # One Session, reused by every episode's ToolSession (it checks the settings).
+        self._env = Session(tier=tier, mode=mode, n_genes=n_genes, backwards=backwards, budget=budget, max_steps=max_steps,
+                          sealed=sealed, vocabulary=vocabulary)
         self.tier, self.mode, self.n_genes, self.backwards = tier, mode, n_genes, bool(backwards)
         self.vocabulary, self.stance = self._env.vocabulary, check_stance(stance)
         self.render_mode = render_mode

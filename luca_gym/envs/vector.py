@@ -5,7 +5,7 @@ cross to numpy only at the Gymnasium boundary (``numpy=False`` keeps them as
 JAX arrays). Actions are parsed by :mod:`luca_gym.envs.spaces`, the same code
 as :class:`~luca_gym.envs.LucaEnv`'s, with a leading batch axis. Every
 autoreset draws a fresh organism seed and generates that organism with
-:func:`luca_gym.world.generate` (batched, for the finished sub-envs only); it
+:func:`luca_gym.worlds.luca.generator.generate` (batched, for the finished sub-envs only); it
 never replays a cached first state. ``benchmarks/rollout.py`` measures what
 that costs. The pure rollouts live in :mod:`luca_gym.functional`.
 """
@@ -21,7 +21,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from luca_gym import core, spec
+from luca_gym.worlds.luca import core, spec
 from luca_gym.envs.spaces import action_space, observation_space, organism_seeds, parse_action, reset_options, to_numpy_observation
 from luca_gym import seal as seal_mod
 from luca_gym.functional import organism_batch

@@ -1,11 +1,11 @@
 """Language-model agents through the same environment: tools, dispatcher, loop.
 
-:class:`ToolSession` wraps one :class:`~luca_gym.envs.LucaEnv` session and
+:class:`ToolSession` wraps one :class:`~luca_gym.worlds.luca.session.Session` and
 exposes the nine calls of the paper (appendices B and C) as tools. One
 registry (:data:`TOOLS`) produces the JSON Schemas in the OpenAI, Anthropic
 and MCP formats; the dispatcher parses a call's arguments once, checks them
 with those same schemas and translates the call into a core action with
-:func:`luca_gym.calls.action_from_call`. Every rule (cost, phase, refusals,
+:func:`luca_gym.worlds.luca.calls.action_from_call`. Every rule (cost, phase, refusals,
 scoring) stays in the core; nothing here re-implements one. ``luca-gym play``
 and ``luca-gym mcp`` drive a :class:`ToolSession` too.
 
@@ -26,10 +26,10 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from luca_gym import calls, core
+from luca_gym.worlds.luca import calls, core
 from luca_gym import seal as seal_mod
-from luca_gym.envs.luca_env import LucaEnv
-from luca_gym.spec import GENE_TYPES, HEALTHY_RANGE, MALFUNCTION_TYPES, SIGNAL_TYPE, check_stance, check_vocabulary
+from luca_gym.worlds.luca.spec import GENE_TYPES, HEALTHY_RANGE, MALFUNCTION_TYPES, SIGNAL_TYPE, check_stance, check_vocabulary
+from luca_gym.worlds.luca.session import Session
 from luca_gym.wrappers.schema import validate
 
 MAX_PAYLOAD = 64 * 1024  # characters of JSON arguments
@@ -175,8 +175,9 @@ class ToolSession:
             "invented" (G001...) or "real" (real human gene symbols), and the
             system prompt's stance on biological knowledge, "suppress" (the
             default) or "permit" (:func:`system_prompt`).
-        env: a :class:`LucaEnv` built from these same settings, to reuse; by
-            default one is built (both through :func:`luca_gym.calls.open_session`).
+        env: a :class:`~luca_gym.worlds.luca.session.Session` (or a LucaEnv)
+            built from these same settings, to reuse; by
+            default one is built (both through :func:`luca_gym.worlds.luca.calls.open_session`).
         sealed: None (default), a secret, a :class:`luca_gym.seal.Seal` or True
             (``$LUCA_GYM_SECRET``): the organism is generated from its sealed
             seed and ``organism_id`` is opaque, so neither the public seed nor
@@ -193,7 +194,7 @@ class ToolSession:
     """
 
     def __init__(
-        self, seed: int = 0, *, tier="medium", mode="healthy", n_genes=20, backwards=False, env: LucaEnv | None = None,
+        self, seed: int = 0, *, tier="medium", mode="healthy", n_genes=20, backwards=False, env: Session | None = None,
         sealed=None, vocabulary="invented", stance="suppress",
     ):
         self.seal = seal_mod.make_seal(sealed)

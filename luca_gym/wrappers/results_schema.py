@@ -9,7 +9,7 @@ check every result, so a refusal (``isError``) carries conforming structured
 content too. The names are this
 organism's (phenotypes, targetable genes, signals); scores are by name
 (``malfunction_type`` NONE / LOCK_HI / LOCK_LO / PERSIST) and rounded, as
-:func:`luca_gym.calls.describe_scores` writes them. A latent gene's name is
+:func:`luca_gym.worlds.luca.calls.describe_scores` writes them. A latent gene's name is
 never listed: ``malfunction_target`` is any string (or null, healthy mode).
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import copy
 
-from luca_gym.spec import GENE_TYPES, MALFUNCTION_TYPES, N_TASKS
+from luca_gym.worlds.luca.spec import GENE_TYPES, MALFUNCTION_TYPES, N_TASKS
 
 _COUNT = {"type": "integer", "minimum": 0}
 _FRACTION = {"type": "number", "minimum": 0, "maximum": 1}

@@ -16,10 +16,10 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from luca_gym import sim
-from luca_gym.spec import BLOCK, BOOST, N_PHENOTYPES, N_TASKS, NETWORK_SHIFT_THRESHOLD, NO_MALFUNCTION
-from luca_gym.types import OrganismArrays
-from luca_gym.world.tiers import Plan, TierParams
+from luca_gym.worlds.luca import sim
+from luca_gym.worlds.luca.spec import BLOCK, BOOST, N_PHENOTYPES, N_TASKS, NETWORK_SHIFT_THRESHOLD, NO_MALFUNCTION
+from luca_gym.worlds.luca.types import OrganismArrays
+from luca_gym.worlds.luca.generator.tiers import Plan, TierParams
 
 # Readout steepness gamma and readout weight range (ours). gamma = 2 makes a
 # direct readout change clearly visible (a BLOCK moves its phenotype by ~0.1-0.3)

@@ -12,14 +12,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from luca_gym import spec, world
-from luca_gym.spec import DAMPEN, N_PHENOTYPES, NO_MALFUNCTION
-from luca_gym.types import OrganismArrays
+from luca_gym.validate import check_keys
+from luca_gym.worlds.luca import spec, generator as world
+from luca_gym.worlds.luca.spec import DAMPEN, N_PHENOTYPES, NO_MALFUNCTION
+from luca_gym.worlds.luca.types import OrganismArrays
 
 # -- action kinds -------------------------------------------------------------
 EXPERIMENT, REVEAL_TASK, SUBMIT_PREDICTION, SUBMIT_NETWORK, COMMIT_DIAGNOSIS, TEST_RESCUE, END = range(7)
@@ -187,7 +189,7 @@ def make_action(params: EnvParams, kind, gene_codes=None, signal_flags=None, pre
     Raises ValueError naming the field, what it got and what is allowed: a
     value that cannot be represented faithfully (a float code, an integer
     beyond int32, a flag other than 0/1) never reaches the core. Every
-    representable value is judged by :func:`luca_gym.core.step`, which refuses
+    representable value is judged by :func:`luca_gym.worlds.luca.core.step`, which refuses
     an illegal one at no cost.
     """
     given = dict(kind=kind, gene_codes=gene_codes, signal_flags=signal_flags, prediction=prediction,
@@ -282,3 +284,18 @@ class EnvState:
 
 
 assert DAMPEN == len(SINGLE_TYPES)  # single_results columns are codes - 1
+
+
+def parse_action(action: Any, params: EnvParams, batch: tuple = ()) -> Action:
+    """A dict action (fields with a leading ``batch`` shape) -> :class:`Action`.
+
+    Fields a kind does not use may be left out. Raises ValueError naming the
+    field for a non-dict, an unknown field, a missing ``kind``, or a field of
+    the wrong shape, dtype or range (:func:`make_action`).
+    """
+    if not isinstance(action, dict):
+        raise ValueError(f"action: expected a dict with fields {', '.join(ACTION_FIELDS)}, got {type(action).__name__}")
+    check_keys(action, "action", tuple(ACTION_FIELDS))
+    if "kind" not in action:
+        raise ValueError(f"action: field 'kind' is required; allowed 0..{N_KINDS - 1} ({', '.join(ACTION_KINDS)})")
+    return make_action(params, **action, batch=tuple(batch))

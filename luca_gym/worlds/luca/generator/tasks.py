@@ -13,10 +13,10 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from luca_gym.spec import ACCURACY_THRESHOLD, BLOCK, BOOST, N_PHENOTYPES, N_TASKS
-from luca_gym.types import OrganismArrays
-from luca_gym.world.network import FAILED, OK, RUNNING, solve_rows
-from luca_gym.world.tiers import Plan, TierParams
+from luca_gym.worlds.luca.spec import ACCURACY_THRESHOLD, BLOCK, BOOST, N_PHENOTYPES, N_TASKS
+from luca_gym.worlds.luca.types import OrganismArrays
+from luca_gym.worlds.luca.generator.network import FAILED, OK, RUNNING, solve_rows
+from luca_gym.worlds.luca.generator.tiers import Plan, TierParams
 
 TASK_CHUNK = 64  # joint interventions tried per round of the task search
 TYPE_PAIRS = ((BLOCK, BLOCK), (BLOCK, BOOST), (BOOST, BLOCK), (BOOST, BOOST))

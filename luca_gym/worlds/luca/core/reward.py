@@ -3,7 +3,7 @@ episode's undiscounted return equals its composite score (SPEC §3).
 
 Each task's prediction credit is paid when it is submitted; diagnosis and
 rescue credit when the session closes. The metric weights come from
-:func:`luca_gym.scoring.composite_terms`. Optional potential-based shaping
+:func:`luca_gym.worlds.luca.scoring.composite_terms`. Optional potential-based shaping
 pays gamma * Phi(s') - Phi(s) on every accepted call (Phi: gene coverage,
 zero once the session has closed), so at gamma = 1 it telescopes to zero.
 """
@@ -13,9 +13,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from luca_gym import scoring
-from luca_gym.core.types import EnvParams, EnvState
-from luca_gym.spec import N_TASKS
+from luca_gym.worlds.luca import scoring
+from luca_gym.worlds.luca.core.types import EnvParams, EnvState
+from luca_gym.worlds.luca.spec import N_TASKS
 
 
 def prediction_reward(task_score: jax.Array, params: EnvParams) -> jax.Array:

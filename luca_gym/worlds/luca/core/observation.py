@@ -9,10 +9,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from luca_gym import scoring, sim
-from luca_gym.core.rules import current_task, legal_kinds
-from luca_gym.core.types import ERRORS, N_KINDS, SINGLE_TYPES, EnvParams, EnvState
-from luca_gym.spec import BLOCK, BOOST, DAMPEN, HEALTHY_RANGE, N_PHENOTYPES, N_TASKS
+from luca_gym.worlds.luca import scoring, sim
+from luca_gym.worlds.luca.core.rules import current_task, legal_kinds
+from luca_gym.worlds.luca.core.types import ERRORS, N_KINDS, SINGLE_TYPES, EnvParams, EnvState
+from luca_gym.worlds.luca.spec import BLOCK, BOOST, DAMPEN, HEALTHY_RANGE, N_PHENOTYPES, N_TASKS
 
 
 def observe(state: EnvState, params: EnvParams) -> dict:

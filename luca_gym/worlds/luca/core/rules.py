@@ -13,7 +13,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from luca_gym.core.types import (
+from luca_gym.worlds.luca.core.types import (
     COMMIT_DIAGNOSIS,
     END,
     ERROR_CODES,
@@ -27,7 +27,7 @@ from luca_gym.core.types import (
     EnvParams,
     EnvState,
 )
-from luca_gym.spec import DAMPEN, LOCK_HI, LOCK_LO, N_TASKS, PERSIST
+from luca_gym.worlds.luca.spec import DAMPEN, LOCK_HI, LOCK_LO, N_TASKS, PERSIST
 
 
 def current_task(state: EnvState) -> tuple[jax.Array, jax.Array, jax.Array]:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from luca_gym import seal, spec, world
+from luca_gym import seal
+from luca_gym.worlds.luca import spec, generator as world
 
 
 def noise_key(seed: int, tier: str, n_genes: int, sealed=None) -> jax.Array:

@@ -14,7 +14,7 @@ from functools import lru_cache
 import jax
 import numpy as np
 
-from luca_gym.spec import N_PHENOTYPES, N_TASKS, TIER_NAMES, check_n_genes
+from luca_gym.worlds.luca.spec import N_PHENOTYPES, N_TASKS, TIER_NAMES, check_n_genes
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class Tier:
     ``weight_gain`` multiplies the |w| ~ U(0.5, 1.5) edge weights and
     ``state_range`` bounds the drawn healthy gene states;
     ``malfunction_excess`` is how far past the healthy edge a disease
-    phenotype typically sits (see :mod:`luca_gym.world.malfunction`). Hard organisms have
+    phenotype typically sits (see :mod:`luca_gym.worlds.luca.generator.malfunction`). Hard organisms have
     stronger edges and genes nearer saturation: gene-level effects then
     combine non-additively, which is what makes their held-out pairs hard for
     a predictor that adds single effects even in logit space (paper Table 6:

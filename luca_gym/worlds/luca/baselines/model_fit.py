@@ -7,7 +7,7 @@ effects E (S, N) (beta and the readout gain folded into W and R; the
 healthy state sigmoid(u) is the candidate's healthy fixed point by
 construction, so its healthy phenotypes read 0.5 as the world's do). An
 ensemble of candidates is fitted to the measured phenotypes by Adam
-(optax) through the differentiable steady state (:mod:`luca_gym.diffsim`):
+(optax) through the differentiable steady state (:mod:`luca_gym.worlds.luca.diffsim`):
 many fits (members x malfunction hypotheses) in one jitted, vmapped call.
 """
 
@@ -21,9 +21,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from luca_gym import core, diffsim
-from luca_gym.baselines.policies import network_from_singles
-from luca_gym.spec import BLOCK, BOOST, DAMPEN, LOCK_HI, LOCK_LO, N_PHENOTYPES, N_TASKS, PERSIST
+from luca_gym.worlds.luca import core, diffsim
+from luca_gym.worlds.luca.baselines.policies import network_from_singles
+from luca_gym.worlds.luca.spec import BLOCK, BOOST, DAMPEN, LOCK_HI, LOCK_LO, N_PHENOTYPES, N_TASKS, PERSIST
 
 
 @dataclass(frozen=True)
@@ -160,7 +160,7 @@ def ensemble_weights(fit_terms):
 # measured). Its data are the singles of the two genes under BLOCK, BOOST and
 # DAMPEN; the rest of the organism is held at its healthy state. Everything
 # here is pure JAX on fixed shapes, shared by ModelFitPolicy and the batched
-# policy (``luca_gym.baselines.batched``).
+# policy (``luca_gym.worlds.luca.baselines.batched``).
 
 LOCAL_CODES = (BLOCK, BOOST, DAMPEN)
 

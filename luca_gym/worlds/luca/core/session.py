@@ -1,7 +1,7 @@
 """Opening a session and applying one action: pure, jit-compiled, vmappable.
 
 An illegal action returns the state unchanged except ``last_error``, with
-reward 0: the rules in :mod:`luca_gym.core.rules` decide,
+reward 0: the rules in :mod:`luca_gym.worlds.luca.core.rules` decide,
 this module applies.
 """
 
@@ -13,11 +13,11 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 
-from luca_gym import scoring, sim
-from luca_gym.core import reward as rewards
-from luca_gym.core.observation import observe
-from luca_gym.core.rules import current_task, refusal
-from luca_gym.core.types import (
+from luca_gym.worlds.luca import scoring, sim
+from luca_gym.worlds.luca.core import reward as rewards
+from luca_gym.worlds.luca.core.observation import observe
+from luca_gym.worlds.luca.core.rules import current_task, refusal
+from luca_gym.worlds.luca.core.types import (
     COMMIT_DIAGNOSIS,
     END,
     EXPERIMENT,
@@ -30,8 +30,8 @@ from luca_gym.core.types import (
     EnvParams,
     EnvState,
 )
-from luca_gym.spec import N_PHENOTYPES, N_TASKS, NO_MALFUNCTION
-from luca_gym.types import OrganismArrays, SteadyState
+from luca_gym.worlds.luca.spec import N_PHENOTYPES, N_TASKS, NO_MALFUNCTION
+from luca_gym.worlds.luca.types import OrganismArrays, SteadyState
 
 # Counts traces of the step body (tests assert no retrace across organisms).
 TRACE_COUNT = {"step": 0, "reset": 0}

@@ -2,7 +2,7 @@
 policies over the public observation.
 
 A policy sees what an agent sees: the observation dict of :class:`LucaEnv` and
-the public :class:`~luca_gym.core.EnvParams`. None reads an organism's arrays.
+the public :class:`~luca_gym.worlds.luca.core.EnvParams`. None reads an organism's arrays.
 
 * ``random`` -- no experiments; predicts 0.5; a random diagnosis and a random
   single-target rescue.
@@ -20,7 +20,7 @@ the public :class:`~luca_gym.core.EnvParams`. None reads an organism's arrays.
 The rules where the paper is silent (the diagnosis and the rescue) are the
 plainest readings that reproduce its Table 8 (README, "Design decisions");
 :data:`PAPER_RULES` names them, and the batched forms in
-:mod:`luca_gym.baselines.batched` use the same functions.
+:mod:`luca_gym.worlds.luca.baselines.batched` use the same functions.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from luca_gym import analysts, core, scoring
-from luca_gym.spec import BLOCK, BOOST, DAMPEN, LOCK_HI, LOCK_LO, N_PHENOTYPES, NETWORK_SHIFT_THRESHOLD, PERSIST
+from luca_gym.worlds.luca import analysts, core, scoring
+from luca_gym.worlds.luca.spec import BLOCK, BOOST, DAMPEN, LOCK_HI, LOCK_LO, N_PHENOTYPES, NETWORK_SHIFT_THRESHOLD, PERSIST
 
 _COLUMN = {BLOCK: 0, BOOST: 1, DAMPEN: 2}  # columns of obs["single_results"]
 _EPS = 1e-4
@@ -76,7 +76,7 @@ def kind_action(kind: int) -> dict:
 
 
 def network_from_singles(obs: dict) -> np.ndarray:
-    """Gene -> phenotype signs int8 (N, P): :func:`luca_gym.analysts.network_from_singles`."""
+    """Gene -> phenotype signs int8 (N, P): :func:`luca_gym.worlds.luca.analysts.network_from_singles`."""
     return np.asarray(analysts.network_from_singles(obs), np.int8)
 
 
@@ -129,7 +129,7 @@ class RandomPolicy(_Planned):
         return kind_action(core.END)
 
 
-# (predict, diagnose, rescue) of the paper-style sweeps, from luca_gym.analysts.
+# (predict, diagnose, rescue) of the paper-style sweeps, from luca_gym.worlds.luca.analysts.
 PAPER_RULES = {
     "heuristic": (analysts.block_sum_prediction, analysts.largest_block_diagnosis, analysts.reversal_rescue),
     "causal-sweep": (analysts.mirrored_logit_prediction, analysts.restoring_diagnosis, analysts.measured_rescue),

@@ -3,7 +3,7 @@
 Each is ``policy(params) -> act(key, obs) -> core.Action`` over a batch of
 observations, stateless (what a per-session policy remembers is read back
 from the observation), so a sweep over thousands of organisms runs on the
-device. They make the same decisions as :mod:`luca_gym.baselines.policies`
+device. They make the same decisions as :mod:`luca_gym.worlds.luca.baselines.policies`
 (random: in healthy mode; its disease draws come from a JAX key instead).
 """
 
@@ -12,10 +12,10 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from luca_gym import analysts, core
-from luca_gym.baselines import model_fit as mf
-from luca_gym.baselines.policies import PAPER_RULES
-from luca_gym.spec import BLOCK, BOOST
+from luca_gym.worlds.luca import analysts, core
+from luca_gym.worlds.luca.baselines import model_fit as mf
+from luca_gym.worlds.luca.baselines.policies import PAPER_RULES
+from luca_gym.worlds.luca.spec import BLOCK, BOOST
 
 def random_policy(params: core.EnvParams):
     """The random baseline as a jittable batched policy: reveal each task and
@@ -76,7 +76,7 @@ def open_task(obs) -> jax.Array:
 
 
 def network_from_singles(obs) -> jax.Array:
-    """Batched :func:`luca_gym.analysts.network_from_singles`: int32 (B, N, P)."""
+    """Batched :func:`luca_gym.worlds.luca.analysts.network_from_singles`: int32 (B, N, P)."""
     return jax.vmap(analysts.network_from_singles)(obs)
 
 
@@ -89,7 +89,7 @@ def sweep_policy(params: core.EnvParams, codes: tuple[int, ...], predict, diagno
     committed and ``rescue(obs, target, type)`` tested once; then the network
     read from the singles is submitted and the session ended. ``predict``,
     ``diagnose`` and ``rescue`` are per-session functions of
-    :mod:`luca_gym.analysts`."""
+    :mod:`luca_gym.worlds.luca.analysts`."""
     n, s = params.n_genes, params.n_signals
     reserve = params.rescue_cost if params.disease else 0
     code_of = jnp.asarray(codes, jnp.int32)
@@ -134,19 +134,19 @@ def sweep_policy(params: core.EnvParams, codes: tuple[int, ...], predict, diagno
 
 
 def heuristic_policy(params: core.EnvParams):
-    """:class:`~luca_gym.baselines.HeuristicPolicy`, batched (see
-    :data:`luca_gym.baselines.policies.PAPER_RULES`)."""
+    """:class:`~luca_gym.worlds.luca.baselines.HeuristicPolicy`, batched (see
+    :data:`luca_gym.worlds.luca.baselines.policies.PAPER_RULES`)."""
     return sweep_policy(params, (BLOCK,), *PAPER_RULES["heuristic"])
 
 
 def causal_sweep_policy(params: core.EnvParams):
-    """:class:`~luca_gym.baselines.CausalSweepPolicy`, batched (see
-    :data:`luca_gym.baselines.policies.PAPER_RULES`)."""
+    """:class:`~luca_gym.worlds.luca.baselines.CausalSweepPolicy`, batched (see
+    :data:`luca_gym.worlds.luca.baselines.policies.PAPER_RULES`)."""
     return sweep_policy(params, (BLOCK, BOOST), *PAPER_RULES["causal-sweep"])
 
 
 def task_directed_policy(params: core.EnvParams):
-    """:class:`~luca_gym.baselines.TaskDirectedPolicy`, batched: for each task,
+    """:class:`~luca_gym.worlds.luca.baselines.TaskDirectedPolicy`, batched: for each task,
     measure the two singles it combines and predict in logit space; then sweep
     (signals first in disease mode, then BLOCK, then BOOST) keeping the
     rescue's unit; diagnose from lock signatures; rescue with the best measured
@@ -223,17 +223,17 @@ def task_directed_policy(params: core.EnvParams):
 
 
 def model_fit_policy(params: core.EnvParams, config=None):
-    """:class:`~luca_gym.baselines.ModelFitPolicy`'s local family, batched
+    """:class:`~luca_gym.worlds.luca.baselines.ModelFitPolicy`'s local family, batched
     (healthy sessions, any N): for each task, the singles of its two genes
     under BLOCK, BOOST and DAMPEN (the task's own codes first), then the
     weighted mean of an ensemble of local networks fitted to them inside the
-    jit (:func:`~luca_gym.baselines.model_fit.local_prediction`, vmapped over
+    jit (:func:`~luca_gym.worlds.luca.baselines.model_fit.local_prediction`, vmapped over
     the sessions; it runs only on steps where some session predicts); then
     the network read from the singles, then end.
 
     It is stateless, so it sees one result per single (the observation's
     table): the per-session agent's repeats chosen by information gain are
-    not part of it. ``config``: an :class:`~luca_gym.baselines.model_fit.AgentConfig`
+    not part of it. ``config``: an :class:`~luca_gym.worlds.luca.baselines.model_fit.AgentConfig`
     (its ``mediators`` and ``local_fit``). ValueError in disease mode."""
     config = config or mf.AgentConfig()
     if params.disease:
@@ -285,6 +285,6 @@ def model_fit_policy(params: core.EnvParams, config=None):
     return act
 
 
-# The batched baselines by name (the names of :data:`luca_gym.baselines.BASELINES`).
+# The batched baselines by name (the names of :data:`luca_gym.worlds.luca.baselines.BASELINES`).
 POLICIES = {"random": random_policy, "heuristic": heuristic_policy, "causal-sweep": causal_sweep_policy,
             "task-directed": task_directed_policy, "model-fit": model_fit_policy}

@@ -4,7 +4,7 @@ float32 observation vector. Pure JAX, so ``jit`` and ``vmap`` apply.
 
 An agent on the flat space chooses *experiments*; the values it would have to
 write (predictions, the network, a diagnosis) come from a named analyst
-(:mod:`luca_gym.analysts`), a pure function of what was measured. The dict
+(:mod:`luca_gym.worlds.luca.analysts`), a pure function of what was measured. The dict
 action space stays for agents that write values themselves.
 
 Layout of the K actions for N genes and S signals (E = 3N + S single targets,
@@ -39,10 +39,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from luca_gym import analysts
-from luca_gym.core import session
-from luca_gym.core.observation import observe
-from luca_gym.core.types import (
+from luca_gym.worlds.luca import analysts
+from luca_gym.worlds.luca.core import session
+from luca_gym.worlds.luca.core.observation import observe
+from luca_gym.worlds.luca.core.types import (
     COMMIT_DIAGNOSIS,
     END,
     ERRORS,
@@ -55,8 +55,8 @@ from luca_gym.core.types import (
     EnvParams,
     EnvState,
 )
-from luca_gym.spec import DAMPEN, LOCK_HI, LOCK_LO, N_PHENOTYPES, N_TASKS, NO_MALFUNCTION, PERSIST
-from luca_gym.types import OrganismArrays
+from luca_gym.worlds.luca.spec import DAMPEN, LOCK_HI, LOCK_LO, N_PHENOTYPES, N_TASKS, NO_MALFUNCTION, PERSIST
+from luca_gym.worlds.luca.types import OrganismArrays
 
 
 @dataclass(frozen=True)
@@ -181,7 +181,7 @@ def kinds(params: EnvParams) -> np.ndarray:
 def mask(obs: dict, params: EnvParams) -> jax.Array:
     """bool (K,): the flat actions the rules accept now, from the public
     observation alone (so any agent can compute it): a kind the core's action
-    mask allows (:func:`luca_gym.core.legal_kinds`, the rules table), on a
+    mask allows (:func:`luca_gym.worlds.luca.core.legal_kinds`, the rules table), on a
     target the rules accept (a targetable gene; any signal), and the network
     not yet submitted. No single-target action can perturb both genes of a
     held-out pair or carry an unknown code, so these are all the conditions;

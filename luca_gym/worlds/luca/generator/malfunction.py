@@ -16,10 +16,10 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from luca_gym.spec import BLOCK, BOOST, DAMPEN, HEALTHY_RANGE, LOCK_HI, LOCK_LO, PERSIST, n_alt_tolerance
-from luca_gym.types import OrganismArrays
-from luca_gym.world.network import FAILED, OK, RUNNING, single_interventions, solve_rows
-from luca_gym.world.tiers import Plan, TierParams
+from luca_gym.worlds.luca.spec import BLOCK, BOOST, DAMPEN, HEALTHY_RANGE, LOCK_HI, LOCK_LO, PERSIST, n_alt_tolerance
+from luca_gym.worlds.luca.types import OrganismArrays
+from luca_gym.worlds.luca.generator.network import FAILED, OK, RUNNING, single_interventions, solve_rows
+from luca_gym.worlds.luca.generator.tiers import Plan, TierParams
 
 SEVERITY_TIE = 0.01  # excesses this close count as equally near the tier's severity
 

@@ -23,8 +23,8 @@ import numpy as np
 
 from luca_gym import compile_cache
 from luca_gym import seal as seal_mod
-from luca_gym import vocabulary as vocabulary_mod
-from luca_gym.spec import (
+from luca_gym.worlds.luca import vocabulary as vocabulary_mod
+from luca_gym.worlds.luca.spec import (
     BLOCK,
     BOOST,
     HEALTHY_RANGE,
@@ -35,11 +35,11 @@ from luca_gym.spec import (
     check_seed,
     check_vocabulary,
 )
-from luca_gym.types import Organism, OrganismArrays, OrganismMeta
-from luca_gym.world.malfunction import choose_malfunction
-from luca_gym.world.network import FAILED, OK, draw_network, settle, single_interventions, solve_rows
-from luca_gym.world.tasks import choose_tasks
-from luca_gym.world.tiers import TIERS, Plan, TierParams, plan, sizes, tier_params
+from luca_gym.worlds.luca.types import Organism, OrganismArrays, OrganismMeta
+from luca_gym.worlds.luca.generator.malfunction import choose_malfunction
+from luca_gym.worlds.luca.generator.network import FAILED, OK, draw_network, settle, single_interventions, solve_rows
+from luca_gym.worlds.luca.generator.tasks import choose_tasks
+from luca_gym.worlds.luca.generator.tiers import TIERS, Plan, TierParams, plan, sizes, tier_params
 
 ROOT_KEY = 0x1ACA  # the root of every organism key
 MAX_ATTEMPTS = 50
@@ -114,7 +114,7 @@ _ARRAY_TREE = jax.tree_util.tree_structure(OrganismArrays(**{f.name: 0 for f in 
 def _source_digest() -> str:
     if "source" not in _EXPORTS:
         h = hashlib.sha256()
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        root = os.path.dirname(os.path.abspath(compile_cache.__file__))  # the whole package: what the program may depend on
         for folder, dirs, files in sorted(os.walk(root)):
             dirs.sort()
             for name in sorted(f for f in files if f.endswith(".py")):
@@ -231,7 +231,7 @@ def call_sizes(group: int) -> tuple[int, ...]:
 
 def check_seeds(seeds) -> np.ndarray:
     """A batch of organism seeds: a non-empty 1-d sequence, each one a seed by
-    :func:`luca_gym.spec.check_seed`. Returns them as int64 (B,)."""
+    :func:`luca_gym.worlds.luca.spec.check_seed`. Returns them as int64 (B,)."""
     values = np.asarray(seeds)
     if values.ndim != 1 or values.size == 0:
         raise ValueError(f"seeds: shape {values.shape} not allowed; a non-empty 1-d sequence of seeds")

@@ -1,0 +1,50 @@
+"""Old module paths kept for one release: LUCA moved into
+:mod:`luca_gym.worlds.luca` ("Many worlds, one library").
+
+``luca_gym.sim``, ``luca_gym.world``, ``luca_gym.core`` and the rest are now
+*the same module objects* as their new homes (so a monkeypatch or an
+``isinstance`` through either name sees one thing), registered under the old
+name with a :class:`DeprecationWarning` on first import. A package's
+submodules are registered under the old names too, so
+``import luca_gym.world.tiers`` never loads a second copy.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import sys
+import warnings
+
+# old module name -> new module name; a package brings its submodules along.
+MOVED = {
+    "luca_gym.spec": "luca_gym.worlds.luca.spec",
+    "luca_gym.types": "luca_gym.worlds.luca.types",
+    "luca_gym.world": "luca_gym.worlds.luca.generator",
+    "luca_gym.sim": "luca_gym.worlds.luca.sim",
+    "luca_gym.diffsim": "luca_gym.worlds.luca.diffsim",
+    "luca_gym.scoring": "luca_gym.worlds.luca.scoring",
+    "luca_gym.analysts": "luca_gym.worlds.luca.analysts",
+    "luca_gym.fidelity": "luca_gym.worlds.luca.fidelity",
+    "luca_gym.vocabulary": "luca_gym.worlds.luca.vocabulary",
+    "luca_gym.core": "luca_gym.worlds.luca.core",
+    "luca_gym.baselines": "luca_gym.worlds.luca.baselines",
+    "luca_gym.calls": "luca_gym.worlds.luca.calls",
+}
+# A submodule that changed its name on the way (new -> old).
+RENAMED = {"luca_gym.worlds.luca.generator.organisms": "luca_gym.world.generator"}
+
+
+def alias(old: str) -> None:
+    """Make module ``old`` (a key of :data:`MOVED`) its new module, warning once."""
+    new = MOVED[old]
+    warnings.warn(f"{old} is deprecated and will be removed in the next release; import {new}",
+                  DeprecationWarning, stacklevel=3)
+    module = importlib.import_module(new)
+    sys.modules[old] = module
+    for info in pkgutil.iter_modules(getattr(module, "__path__", [])):
+        sub = importlib.import_module(f"{new}.{info.name}")
+        old_sub = RENAMED.get(sub.__name__, f"{old}.{info.name}")
+        sys.modules[old_sub] = sub
+        if not hasattr(module, old_sub.rpartition(".")[2]):  # so `import old.sub as x` finds it
+            setattr(module, old_sub.rpartition(".")[2], sub)

@@ -1,0 +1,103 @@
+"""The world protocol: what the generic layers know of a world.
+
+A world is one folder, ``luca_gym/worlds/<name>/`` (or a package of its own,
+registered through the entry-point group ``luca_gym.worlds``): its config, its
+types, generator, pure ``reset``/``step``, rules, scorer, tools, baselines and
+front ends. This module names only what crosses from a world to the generic
+layers; it imports no world, and no world module is imported until something
+asks for it (entry points are ``"package.module:attribute"`` strings).
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from dataclasses import dataclass, fields
+from typing import Any
+
+from luca_gym.validate import short_repr
+
+_NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
+_STEM = re.compile(r"[A-Z][A-Za-z0-9]{0,31}")
+_ENTRY = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+
+
+def load(entry_point: str) -> Any:
+    """``"package.module:attribute"`` -> the attribute (imported on demand)."""
+    module, _, attribute = entry_point.partition(":")
+    value: Any = importlib.import_module(module)
+    for part in attribute.split("."):
+        value = getattr(value, part)
+    return value
+
+
+@dataclass(frozen=True)
+class World:
+    """A world as the registry holds it.
+
+    Attributes:
+        name: the registry key and ``--world`` value, lower case
+            (``"luca"``); results lines carry it as ``world``.
+        version: the world's rules version, carried by results lines as
+            ``world_version``; a change that moves instances or scores bumps it.
+        gym_stem: the Gymnasium id stem (``"Luca"``): the registry registers
+            ``luca_gym/<Stem>-v0`` and, where the world has them,
+            ``<Stem>Flat-v0`` (a flat codec for learners) and ``<Stem>Tools-v0``
+            (its tools as a text env).
+        summary: one line for ``luca-gym worlds`` and the docs.
+        config: entry point of the world's config class: a frozen value object
+            whose fields are the world's settings, checked on construction.
+        env: entry point of the ``gymnasium.Env`` (keyword arguments: the
+            config's fields and the env's own options).
+        vector_env, flat_env, tools_env: entry points of the vector env, the
+            flat env and the text env, or None where the world has none.
+        baselines: entry point of ``{name: policy class}``, or None.
+        reference: the paper or document the world follows.
+    """
+
+    name: str
+    version: str
+    gym_stem: str
+    summary: str
+    config: str
+    env: str
+    vector_env: str | None = None
+    flat_env: str | None = None
+    tools_env: str | None = None
+    baselines: str | None = None
+    reference: str = ""
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
+            raise ValueError(f"World.name: {short_repr(self.name)} not allowed; lower-case letters, digits and _, "
+                             "starting with a letter, at most 32 characters")
+        if not isinstance(self.version, str) or not self.version:
+            raise ValueError(f"World.version: {short_repr(self.version)} not allowed; a non-empty string")
+        if not isinstance(self.gym_stem, str) or not _STEM.fullmatch(self.gym_stem):
+            raise ValueError(f"World.gym_stem: {short_repr(self.gym_stem)} not allowed; letters and digits, "
+                             "starting with a capital, at most 32 characters")
+        for f in fields(self):
+            if f.name in ("config", "env", "vector_env", "flat_env", "tools_env", "baselines"):
+                value = getattr(self, f.name)
+                if value is None and f.name not in ("config", "env"):
+                    continue
+                if not isinstance(value, str) or not _ENTRY.fullmatch(value):
+                    raise ValueError(f"World.{f.name}: {short_repr(value)} not allowed; an entry point "
+                                     "'package.module:attribute'")
+
+    def gym_ids(self) -> dict[str, str]:
+        """Gymnasium id -> entry point, for every front end the world has."""
+        ids = {f"luca_gym/{self.gym_stem}-v0": self.env}
+        if self.flat_env is not None:
+            ids[f"luca_gym/{self.gym_stem}Flat-v0"] = self.flat_env
+        if self.tools_env is not None:
+            ids[f"luca_gym/{self.gym_stem}Tools-v0"] = self.tools_env
+        return ids
+
+    def make_config(self, **settings):
+        """The world's config from keyword settings (checked by the config itself)."""
+        return load(self.config)(**settings)
+
+    def baseline_policies(self) -> dict:
+        """``{name: policy class}`` (empty where the world ships none)."""
+        return {} if self.baselines is None else dict(load(self.baselines))

@@ -1,0 +1,40 @@
+"""LUCA, the first world: gene-regulatory "organisms" with sigmoid dynamics
+iterated to a fixed point, probed by BLOCK / BOOST / DAMPEN and signal
+activations under a budget, with held-out two-gene predictions and, in disease
+mode, a one-way diagnosis before rescues (``shared/reference/luca-paper.txt``;
+the contract is SPEC.md).
+
+Its parts: :mod:`~luca_gym.worlds.luca.config` (:class:`LucaConfig`),
+:mod:`~luca_gym.worlds.luca.spec` (constants, codes, validators),
+:mod:`~luca_gym.worlds.luca.types` (organism pytrees),
+:mod:`~luca_gym.worlds.luca.generator` (tiers, networks, malfunctions, tasks,
+batched and traced generation), :mod:`~luca_gym.worlds.luca.sim` and
+:mod:`~luca_gym.worlds.luca.diffsim` (the steady state, plain and
+differentiable), :mod:`~luca_gym.worlds.luca.core` (pure ``reset``/``step``,
+rules, observation, reward), :mod:`~luca_gym.worlds.luca.scoring`,
+:mod:`~luca_gym.worlds.luca.analysts`, :mod:`~luca_gym.worlds.luca.calls`
+(the session's calls by name), :mod:`~luca_gym.worlds.luca.baselines`,
+:mod:`~luca_gym.worlds.luca.vocabulary` and
+:mod:`~luca_gym.worlds.luca.fidelity` (the paper's tables against ours).
+
+:data:`WORLD` is what the registry holds; importing this package imports none
+of the parts.
+"""
+
+from luca_gym.protocol import World
+
+WORLD = World(
+    name="luca",
+    version="1",
+    gym_stem="Luca",
+    summary="gene-regulatory organisms: budgeted perturbations, two-gene predictions, diagnosis and rescue",
+    config="luca_gym.worlds.luca.config:LucaConfig",
+    env="luca_gym.envs.luca_env:LucaEnv",
+    vector_env="luca_gym.envs.vector:LucaVectorEnv",
+    flat_env="luca_gym.envs.flat:LucaFlatEnv",
+    tools_env="luca_gym.envs.tools:LucaToolsEnv",
+    baselines="luca_gym.worlds.luca.baselines:BASELINES",
+    reference="LUCA (shared/reference/luca-paper.txt, luca-tables.txt)",
+)
+
+__all__ = ["WORLD"]

@@ -1,0 +1,19 @@
+"""Baseline agents as policies over the public environment."""
+
+from luca_gym.worlds.luca.baselines.policies import (
+    BASELINES,
+    PAPER_BASELINES,
+    CausalSweepPolicy,
+    HeuristicPolicy,
+    Policy,
+    RandomPolicy,
+    SweepPolicy,
+    TaskDirectedPolicy,
+    make_policy,
+)
+from luca_gym.worlds.luca.baselines.model_fit import ModelFitPolicy
+
+# model-fit is not a paper baseline: a model-fitting scientist (issue "Beyond the paper").
+BASELINES[ModelFitPolicy.name] = ModelFitPolicy
+
+__all__ = ["BASELINES", "PAPER_BASELINES", "CausalSweepPolicy", "HeuristicPolicy", "Policy", "RandomPolicy", "SweepPolicy", "TaskDirectedPolicy", "make_policy", "ModelFitPolicy"]

@@ -1,0 +1,159 @@
+"""The layers and the registry: import-linter's contracts hold, and break when
+a generic module imports a world (or a world imports what stands above it);
+the registry registers worlds and their Gymnasium ids; the old module paths
+are the new modules under a deprecation warning."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+
+import luca_gym
+from luca_gym import worlds
+from luca_gym.protocol import World
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def lint(root: Path) -> subprocess.CompletedProcess:
+    """lint-imports over the package at ``root`` (its own pyproject.toml)."""
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    code = "import sys; from importlinter.cli import lint_imports; sys.exit(lint_imports(no_cache=True))"
+    return subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_the_layer_contracts_hold():
+    result = lint(ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 broken" in result.stdout
+
+
+@pytest.fixture
+def tree_copy(tmp_path):
+    """A copy of the package and its pyproject.toml, to break on purpose."""
+    shutil.copytree(ROOT / "luca_gym", tmp_path / "luca_gym", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    return tmp_path
+
+
+@pytest.mark.parametrize("module, line, contract", [
+    ("seal.py", "from luca_gym.worlds.luca import spec", "Generic modules name no world"),
+    ("protocol.py", "import luca_gym.worlds.luca.core.session", "Generic modules name no world"),
+    ("worlds/luca/sim.py", "from luca_gym.envs import luca_env", "A world knows nothing above it"),
+    ("wrappers/llm.py", "from luca_gym.envs.luca_env import LucaEnv", "not through a Gymnasium env"),
+])
+def test_a_forbidden_import_breaks_its_contract(tree_copy, module, line, contract):
+    path = tree_copy / "luca_gym" / module
+    path.write_text(path.read_text() + f"\n{line}\n")
+    result = lint(tree_copy)
+    assert result.returncode != 0
+    broken = [row for row in result.stdout.splitlines() if "BROKEN" in row]
+    assert broken, result.stdout
+    assert contract in " ".join(result.stdout.split("Broken contracts")[1].split()), result.stdout  # names wrap
+
+
+def test_the_registry_holds_luca_and_its_gym_ids():
+    assert "luca" in worlds.names()
+    world = worlds.get("luca")
+    assert world.name == "luca" and world.gym_stem == "Luca"
+    assert set(world.gym_ids()) == {"luca_gym/Luca-v0", "luca_gym/LucaFlat-v0", "luca_gym/LucaTools-v0"}
+    for env_id in world.gym_ids():
+        assert env_id in gym.registry
+    assert gym.registry["luca_gym/Luca-v0"].vector_entry_point == world.vector_env
+    config = world.make_config(tier="easy", n_genes=12)
+    assert (config.tier, config.mode, config.n_genes, config.backwards) == ("easy", "healthy", 12, False)
+    assert "causal-sweep" in world.baseline_policies()
+    assert worlds.get("luca_gym.worlds.luca:WORLD") is world
+
+
+@pytest.mark.parametrize("bad, match", [
+    ("nope", "world: 'nope' unknown; allowed .*luca"),
+    (3, "world: 3 is not a world name"),
+    ("luca_gym.nothing_here:WORLD", "could not be loaded"),
+    ("luca_gym.worlds.luca.config:LucaConfig", "is a type, not a luca_gym.protocol.World"),
+])
+def test_a_bad_world_is_refused_by_name(bad, match):
+    with pytest.raises(ValueError, match=match):
+        worlds.get(bad)
+
+
+def test_a_bad_config_names_the_field():
+    with pytest.raises(ValueError, match="tier: 'impossible' unknown"):
+        worlds.get("luca").make_config(tier="impossible")
+    with pytest.raises(ValueError, match="vocabulary: 'real' has 50 real gene names"):
+        worlds.get("luca").make_config(n_genes=80, vocabulary="real")
+
+
+def test_registering_a_world_registers_its_gym_ids():
+    toy = World(name="layers_toy", version="1", gym_stem="LayersToy", summary="a registry test",
+                config="luca_gym.worlds.luca.config:LucaConfig", env="luca_gym.envs.luca_env:LucaEnv",
+                tools_env="luca_gym.envs.tools:LucaToolsEnv")
+    luca_gym.register_world(toy)
+    assert "layers_toy" in worlds.names() and worlds.get("layers_toy") is toy
+    assert "luca_gym/LayersToy-v0" in gym.registry and "luca_gym/LayersToyTools-v0" in gym.registry
+    assert "luca_gym/LayersToyFlat-v0" not in gym.registry  # no flat codec, no flat id
+    luca_gym.register_world(toy)  # the same world again: nothing changes
+    other = World(name="layers_toy", version="2", gym_stem="LayersToy", summary="another",
+                  config=toy.config, env=toy.env)
+    with pytest.raises(ValueError, match="a world named 'layers_toy' is registered already"):
+        luca_gym.register_world(other)
+    with pytest.raises(TypeError, match="expected a luca_gym.protocol.World"):
+        luca_gym.register_world("layers_toy")
+
+
+@pytest.mark.parametrize("field, value, match", [
+    ("name", "Bad Name", "World.name"),
+    ("gym_stem", "lower", "World.gym_stem"),
+    ("env", "not an entry point", "World.env"),
+    ("version", "", "World.version"),
+])
+def test_a_malformed_world_is_refused(field, value, match):
+    fields = dict(name="ok", version="1", gym_stem="Ok", summary="", config="a.b:C", env="a.b:D")
+    fields[field] = value
+    with pytest.raises(ValueError, match=match):
+        World(**fields)
+
+
+OLD_PATHS = ["spec", "types", "world", "world.tiers", "world.generator", "sim", "diffsim", "scoring", "analysts",
+             "fidelity", "vocabulary", "core", "core.session", "core.flat", "baselines", "baselines.batched", "calls"]
+
+
+def test_old_module_paths_are_the_new_modules_and_warn():
+    code = f"""
+import importlib, warnings
+warnings.simplefilter("error", DeprecationWarning)
+import luca_gym  # the package itself imports no deprecated path
+warnings.simplefilter("always", DeprecationWarning)
+from luca_gym._deprecated import MOVED, RENAMED
+old_of = {{v: k for k, v in RENAMED.items()}}
+for old in {OLD_PATHS!r}:
+    name = "luca_gym." + old
+    with warnings.catch_warnings(record=True) as caught:
+        module = importlib.import_module(name)
+    top = name if name in MOVED else name.rsplit(".", 1)[0]
+    new = MOVED[top] + name[len(top):]
+    new = {{"luca_gym.worlds.luca.generator.generator": "luca_gym.worlds.luca.generator.organisms"}}.get(new, new)
+    assert module is importlib.import_module(new), (name, new)
+    if name in MOVED:
+        assert any(issubclass(w.category, DeprecationWarning) and name in str(w.message) for w in caught), name
+from luca_gym import world, core
+assert world.make_organism is importlib.import_module("luca_gym.worlds.luca.generator").make_organism
+assert core.step is importlib.import_module("luca_gym.worlds.luca.core").step
+print("ok")
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-2000:]
+
+
+def test_the_package_imports_no_deprecated_path():
+    code = ("import warnings; warnings.simplefilter('error', DeprecationWarning); import luca_gym, luca_gym.envs, "
+            "luca_gym.eval, luca_gym.cli, luca_gym.report, luca_gym.play, luca_gym.ablation, luca_gym.wrappers.llm, "
+            "luca_gym.wrappers.mcp_server, luca_gym.agents.ppo, luca_gym.worlds.luca.baselines.batched")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
