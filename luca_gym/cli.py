@@ -3,7 +3,7 @@
 ``info``, ``play`` and ``mcp`` take the same arguments and show the same
 organism (``info`` generates it alone, without compiling a session);
 ``play`` and ``mcp`` drive it through the very dispatcher an LLM agent uses
-(:class:`~luca_gym.wrappers.llm.ToolSession`).
+(:class:`~luca_gym.worlds.luca.tools.ToolSession`).
 
 Bad input (unknown agent, tier or mode, a bad seed range, an unwritable
 folder, a corrupt results line) gets one line on stderr naming the problem and
@@ -197,7 +197,7 @@ class Progress:
 def cmd_eval(args) -> int:
     from luca_gym import ablation
     from luca_gym import eval as ev
-    from luca_gym.wrappers.llm import check_retry
+    from luca_gym.tools.loop import check_retry
 
     agents = _names(args.agents, "agent", ev.AGENTS_ALLOWED)
     tiers = _names(args.tiers, "tier", ", ".join(TIER_NAMES))
@@ -391,9 +391,9 @@ def describe(organism) -> str:
 
 def open_session(args):
     """The session ``info``, ``play`` and ``mcp`` all open: a
-    :class:`~luca_gym.wrappers.llm.ToolSession` from ``--seed``, ``--tier``,
+    :class:`~luca_gym.worlds.luca.tools.ToolSession` from ``--seed``, ``--tier``,
     ``--mode``, ``--n-genes``, ``--backwards``, ``--vocabulary`` and ``--stance``."""
-    from luca_gym.wrappers.llm import ToolSession
+    from luca_gym.worlds.luca.tools import ToolSession
 
     from luca_gym.compile_cache import compile_notice
 
@@ -439,8 +439,8 @@ def cmd_mcp(args) -> int:
     ``initialize``, so a client connects at once."""
     from luca_gym.worlds.luca import core, spec
     from luca_gym import eval as ev
-    from luca_gym.wrappers.llm import system_prompt
-    from luca_gym.wrappers.mcp_server import serve
+    from luca_gym.worlds.luca.tools import ToolSession, system_prompt
+    from luca_gym.tools.mcp_server import serve
 
     if args.out:
         _writable_dir(args.out, "out")
@@ -456,12 +456,10 @@ def cmd_mcp(args) -> int:
                                  seal, params)
 
     def open_it():
-        from luca_gym.wrappers.llm import ToolSession
-
         return ToolSession(seed, tier=tier, mode=mode, n_genes=n_genes, backwards=backwards, sealed=seal,
                            vocabulary=vocabulary, stance=stance)
 
-    serve(open_it, out=args.out, agent=args.agent,
+    serve(open_it, out=args.out, agent=args.agent, title=ToolSession.title,
           instructions=system_prompt(params.disease, params.max_steps, vocabulary=vocabulary, stance=stance))
     return 0
 
@@ -495,7 +493,7 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 def build_parser() -> argparse.ArgumentParser:
     from luca_gym import __version__
-    from luca_gym.wrappers.llm import BACKOFF_S, RETRIES
+    from luca_gym.tools.loop import BACKOFF_S, RETRIES
 
     parser = argparse.ArgumentParser(
         prog="luca-gym", formatter_class=HelpFormatter,
@@ -643,7 +641,7 @@ def _as_flags(message: str, args) -> str:
 
 def main(argv=None) -> int:
     from luca_gym.eval import ResultsError
-    from luca_gym.wrappers.llm import ProviderError
+    from luca_gym.tools.loop import ProviderError
 
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -94,7 +94,7 @@ class SessionSpec:
 
     def settings(self) -> dict:
         """The organism's settings, as :func:`luca_gym.worlds.luca.calls.open_session` and
-        :class:`~luca_gym.wrappers.llm.ToolSession` take them (the stance is
+        :class:`~luca_gym.worlds.luca.tools.ToolSession` take them (the stance is
         the prompt's, not the organism's: ToolSession takes it apart)."""
         return {"seed": self.seed, "tier": self.tier, "mode": self.mode, "n_genes": self.n_genes, "backwards": self.backwards,
                 "vocabulary": self.vocabulary}
@@ -130,7 +130,7 @@ def run_session(
             break
     else:
         raise RuntimeError(f"agent {spec.agent!r} did not end the session within {limit} calls")
-    organism_id = _organism_id(spec.seed, seal)
+    organism_id = seal_mod.instance_id(spec.seed, seal)
     return _record(spec, env, log, info["scores"], total, time.perf_counter() - started, truncated=bool(truncated),
                    end_reason="call_limit" if truncated else "end", organism_id=organism_id, seal=seal)
 
@@ -140,14 +140,15 @@ def run_tool_session(
     retries: int | None = None, backoff: float | None = None, price=None, sleep: Callable[[float], object] = time.sleep,
 ) -> dict:
     """Run one session of a tool-calling (LLM) agent through
-    :class:`~luca_gym.wrappers.llm.ToolSession`; same record format, plus
+    :class:`~luca_gym.worlds.luca.tools.ToolSession`; same record format, plus
     ``usage`` (tokens, provider calls, retries and the failed calls, see
-    :func:`~luca_gym.wrappers.llm.run_agent`), ``price_usd_per_mtok`` and
+    :func:`~luca_gym.tools.loop.run_agent`), ``price_usd_per_mtok`` and
     ``cost_usd`` (None without a ``price``, (input, output) USD per million
     tokens). A failed provider call is retried ``retries`` times, waiting
     ``backoff`` seconds and more (run_agent's defaults when None); if it still
     fails, the ProviderError is raised and nothing is returned to record."""
-    from luca_gym.wrappers.llm import ToolSession, run_agent
+    from luca_gym.worlds.luca.tools import ToolSession
+    from luca_gym.tools.loop import run_agent
 
     price = check_price(price)
     retry = {k: v for k, v in (("retries", retries), ("backoff", backoff)) if v is not None}
@@ -194,7 +195,7 @@ def session_cost(usage: dict | None, price) -> float | None:
 
 
 def record_tool_session(session, out_dir: str, *, agent: str = "mcp-client", wall_s: float = 0.0, wait_s: float = 5.0) -> str:
-    """Append an ended :class:`~luca_gym.wrappers.llm.ToolSession` (driven
+    """Append an ended :class:`~luca_gym.worlds.luca.tools.ToolSession` (driven
     from outside the harness, e.g. over MCP) to ``out_dir/sessions.jsonl`` in
     the harness format, under the folder's lock (waiting up to ``wait_s``
     seconds for it); ``luca-gym report`` reads it. Returns the file's path.
@@ -217,7 +218,7 @@ def check_recordable(session, out_dir: str, *, agent: str = "mcp-client") -> Non
     """Raise ResultsError (file and line) if ``session`` could not be recorded
     in ``out_dir`` under ``agent``: the file written by another configuration
     (build, seal, budget, call limit) or this session already there.
-    ``session``: a :class:`~luca_gym.wrappers.llm.ToolSession`, or a
+    ``session``: a :class:`~luca_gym.worlds.luca.tools.ToolSession`, or a
     :class:`SessionSpec` (``agent`` is then its agent) with ``seal=`` and
     ``params=`` given through :func:`check_recordable_spec`."""
     m = session.meta
@@ -239,10 +240,6 @@ def check_recordable_spec(out_dir: str, spec: SessionSpec, seal, params) -> None
                            f"use another --out folder or agent name")
 
 
-def _organism_id(seed: int, seal) -> str:
-    return f"org_{seed:08d}" if seal is None else seal.organism_id(seed)
-
-
 def _record(spec: SessionSpec, env: Session, log, scores, total, wall, truncated: bool = False, *, end_reason=None,
             organism_id=None, seal=None, base_url=None) -> dict:
     return {
@@ -254,7 +251,7 @@ def _record(spec: SessionSpec, env: Session, log, scores, total, wall, truncated
         "backwards": spec.backwards,
         "vocabulary": spec.vocabulary,
         "stance": spec.stance,
-        "organism_id": organism_id or _organism_id(spec.seed, seal),
+        "organism_id": organism_id or seal_mod.instance_id(spec.seed, seal),
         "budget": env.params.budget,
         "call_limit": env.params.max_steps,
         "calls": log,
@@ -299,7 +296,7 @@ def make_runner(name: str, base_url: str | None = None):
     loaded from ``ppo:RUN_DIR`` or ``sb3:FILE.zip`` (ValueError names a
     missing or corrupt checkpoint, or the missing ``rl`` extra)."""
     if is_llm_agent(name):
-        from luca_gym.wrappers.llm import make_agent
+        from luca_gym.tools.providers import make_agent
 
         return make_agent(name, base_url)
     if is_learned_agent(name):
@@ -598,7 +595,7 @@ def sweep(
     and line, never mixed in or counted as done.
 
     Tool-calling (LLM) agents: a failed provider call is retried ``retries``
-    times with exponential ``backoff`` (:func:`~luca_gym.wrappers.llm.run_agent`),
+    times with exponential ``backoff`` (:func:`~luca_gym.tools.loop.run_agent`),
     and ``price`` ((input, output) USD per million tokens) gives each record its
     ``cost_usd``. ``concurrency`` K > 1 runs up to K of their sessions at once
     (:func:`_run_concurrently`); baseline and learned policies run one at a
@@ -615,7 +612,7 @@ def sweep(
     in a row give up or a non-retryable error (bad key, unknown model, bad
     request: every session would fail alike) stops it. Sessions in flight then
     finish and are recorded; no new one starts."""
-    from luca_gym.wrappers.llm import check_retry
+    from luca_gym.tools.loop import check_retry
 
     specs = list(dict.fromkeys(specs))
     seal = seal_mod.make_seal(sealed)
@@ -685,7 +682,7 @@ def _compile_once(specs, seal) -> None:
     one at a time). Each configuration's first organism
     is opened and ended (no agent, nothing recorded); the session that follows
     reuses the organism and the compiled programs."""
-    from luca_gym.wrappers.llm import ToolSession
+    from luca_gym.worlds.luca.tools import ToolSession
 
     configurations = {(s.tier, s.mode, s.n_genes, s.backwards, s.vocabulary): s for s in reversed(specs)}
     for spec in configurations.values():
@@ -729,7 +726,7 @@ def _run_concurrently(jobs, concurrency: int, write, started) -> tuple[list, int
     session starts and those in flight end, unrecorded, at their next provider
     call or backoff wait: this returns once their calls in flight come back
     (a thread cut off inside the simulator at exit can abort the process)."""
-    from luca_gym.wrappers.llm import ProviderError
+    from luca_gym.tools.loop import ProviderError
 
     stop, threads = threading.Event(), []
 
@@ -820,7 +817,7 @@ def _raise_unrecorded(gave_up: list, not_started: int, concurrency: int) -> None
     """A ProviderError counting the sessions a concurrent sweep left unrecorded, if any."""
     if not gave_up:
         return
-    from luca_gym.wrappers.llm import ProviderError
+    from luca_gym.tools.loop import ProviderError
 
     spec, first = gave_up[0]
     stopped = (f"; the sweep stopped after {concurrency} in a row gave up, {not_started} not started" if not_started else "")

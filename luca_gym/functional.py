@@ -155,7 +155,6 @@ def _fresh_rollout(policy_fn, key, params, t, plan, num_envs, num_steps, group, 
 TRAINING_SEED_START = 10_000
 EVAL_SEEDS = range(20)
 DEFAULT_POOL_SIZE = 1024
-TRACE_COUNT = {"flat_rollout": 0}  # tests assert that new policy weights do not retrace
 
 
 @dataclass(frozen=True)
@@ -380,7 +379,6 @@ def flat_rollout(policy_fn, policy_params, key: jax.Array, env: FlatEnv, pool: P
 
 @partial(jax.jit, static_argnames=("policy_fn", "env", "num_envs", "num_steps", "trajectories"))
 def _flat_rollout(policy_fn, policy_params, key, env, pool, num_envs, num_steps, trajectories):
-    TRACE_COUNT["flat_rollout"] += 1
     reset_key, run_key = jax.random.split(key)
     state, obs, mask = jax.vmap(reset, in_axes=(0, None, None))(jax.random.split(reset_key, num_envs), env, pool)
 

@@ -1,7 +1,7 @@
 """``luca-gym play``: a session at the terminal, through the agents' own dispatcher.
 
 :class:`PlayShell` is a :class:`cmd.Cmd` read-eval-print loop over a
-:class:`~luca_gym.wrappers.llm.ToolSession`: one verb per call of the paper
+:class:`~luca_gym.worlds.luca.tools.ToolSession`: one verb per call of the paper
 (``info``, ``experiment``, ``task``, ``predict``, ``hypothesis``, ``network``,
 ``diagnose``, ``rescue``, ``end``), each typed line translated by
 :func:`parse_call` into the named call an agent would make and sent through
@@ -30,7 +30,7 @@ import numpy as np
 from luca_gym.worlds.luca import calls
 from luca_gym.worlds.luca.spec import GENE_TYPES, MALFUNCTION_TYPES, SIGNAL_TYPE
 from luca_gym.worlds.luca.types import OrganismMeta
-from luca_gym.wrappers.llm import ToolSession
+from luca_gym.worlds.luca.tools import ToolSession
 
 # Typed verb -> the call it makes (the paper's names, luca_gym.worlds.luca.calls.CALLS).
 VERBS = {

@@ -47,10 +47,19 @@ class World:
         summary: one line for ``luca-gym worlds`` and the docs.
         config: entry point of the world's config class: a frozen value object
             whose fields are the world's settings, checked on construction.
+        headline: the name of the headline score in a session's scores: the
+            undiscounted return of every front end equals it.
+        tools: entry point of the world's tool session factory,
+            ``(seed, *, sealed=None, **settings) -> ToolSessionBase``
+            (:mod:`luca_gym.tools.session`), or None: the text env
+            (``<Stem>Tools-v0``), the MCP server and the harness's tool agents
+            drive it.
         env: entry point of the ``gymnasium.Env`` (keyword arguments: the
-            config's fields and the env's own options).
-        vector_env, flat_env, tools_env: entry points of the vector env, the
-            flat env and the text env, or None where the world has none.
+            config's fields and the env's own options), or None.
+        vector_env, flat_env: entry points of the vector env and the flat env
+            (a flat codec for learners), or None where the world has none.
+        tools_env: entry point of a text env of the world's own; by default
+            the generic :class:`luca_gym.envs.tools.ToolsEnv` over ``tools``.
         baselines: entry point of ``{name: policy class}``, or None.
         reference: the paper or document the world follows.
     """
@@ -60,7 +69,9 @@ class World:
     gym_stem: str
     summary: str
     config: str
-    env: str
+    headline: str = "score"
+    tools: str | None = None
+    env: str | None = None
     vector_env: str | None = None
     flat_env: str | None = None
     tools_env: str | None = None
@@ -77,21 +88,25 @@ class World:
             raise ValueError(f"World.gym_stem: {short_repr(self.gym_stem)} not allowed; letters and digits, "
                              "starting with a capital, at most 32 characters")
         for f in fields(self):
-            if f.name in ("config", "env", "vector_env", "flat_env", "tools_env", "baselines"):
+            if f.name in ("config", "tools", "env", "vector_env", "flat_env", "tools_env", "baselines"):
                 value = getattr(self, f.name)
-                if value is None and f.name not in ("config", "env"):
+                if value is None and f.name != "config":
                     continue
                 if not isinstance(value, str) or not _ENTRY.fullmatch(value):
                     raise ValueError(f"World.{f.name}: {short_repr(value)} not allowed; an entry point "
                                      "'package.module:attribute'")
 
-    def gym_ids(self) -> dict[str, str]:
-        """Gymnasium id -> entry point, for every front end the world has."""
-        ids = {f"luca_gym/{self.gym_stem}-v0": self.env}
+    def gym_ids(self) -> dict[str, tuple[str, dict]]:
+        """Gymnasium id -> (entry point, keyword arguments), for every front end the world has."""
+        ids = {}
+        if self.env is not None:
+            ids[f"luca_gym/{self.gym_stem}-v0"] = (self.env, {})
         if self.flat_env is not None:
-            ids[f"luca_gym/{self.gym_stem}Flat-v0"] = self.flat_env
+            ids[f"luca_gym/{self.gym_stem}Flat-v0"] = (self.flat_env, {})
         if self.tools_env is not None:
-            ids[f"luca_gym/{self.gym_stem}Tools-v0"] = self.tools_env
+            ids[f"luca_gym/{self.gym_stem}Tools-v0"] = (self.tools_env, {})
+        elif self.tools is not None:
+            ids[f"luca_gym/{self.gym_stem}Tools-v0"] = ("luca_gym.envs.tools:ToolsEnv", {"world": self.name})
         return ids
 
     def make_config(self, **settings):

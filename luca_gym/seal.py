@@ -66,13 +66,25 @@ class Seal:
         """:meth:`organism_seed` of many public seeds: int64 array."""
         return np.asarray([self.organism_seed(int(s)) for s in np.asarray(seeds).reshape(-1)], np.int64)
 
+    def instance_id(self, seed: int, prefix: str = "org") -> str:
+        """An opaque id for public ``seed``: stable under this secret, unrelated to the seed without it.
+        ``prefix`` names the kind of instance (LUCA's organisms: ``org``)."""
+        purpose = b"organism id" if prefix == "org" else f"{prefix} id".encode()
+        return f"{prefix}_" + self._mac(purpose, int(seed).to_bytes(8, "big")).hex()[:12]
+
     def organism_id(self, seed: int) -> str:
-        """An opaque id for public ``seed``: stable under this secret, unrelated to the seed without it."""
-        return "org_" + self._mac(b"organism id", int(seed).to_bytes(8, "big")).hex()[:12]
+        """LUCA's :meth:`instance_id`."""
+        return self.instance_id(seed)
 
     def sign(self, data: bytes) -> str:
         """An HMAC of ``data`` under the secret (results lines carry one, so an edited line is refused)."""
         return self._mac(b"record", data).hex()
+
+
+def instance_id(seed: int, seal: Seal | None, prefix: str = "org") -> str:
+    """The id a session shows for public ``seed``: ``org_00000007`` unsealed,
+    an opaque :meth:`Seal.instance_id` sealed. The one formula for every front end."""
+    return f"{prefix}_{int(seed):08d}" if seal is None else seal.instance_id(seed, prefix)
 
 
 def make_seal(sealed) -> Seal | None:

@@ -25,8 +25,8 @@ from luca_gym.envs.luca_env import LucaEnv
 from luca_gym.worlds.luca.session import render_text
 from luca_gym.envs.tools import LucaToolsEnv
 from luca_gym.worlds.luca.vocabulary import REAL_GENE_NAMES, REAL_GENE_TIERS
-from luca_gym.wrappers import llm
-from luca_gym.wrappers.llm import ToolSession
+from luca_gym.worlds.luca import tools as luca_tools
+from luca_gym.worlds.luca.tools import ToolSession
 
 from conftest import make
 
@@ -105,7 +105,7 @@ def test_more_genes_than_real_names_is_refused_by_name(build):
         (lambda: LucaEnv(vocabulary="Real"), ["vocabulary", "'Real'", "invented, real"]),
         (lambda: ToolSession(0, tier="easy", stance="allow"), ["stance", "'allow'", "suppress, permit"]),
         (lambda: ev.plan(["random"], ["easy"], ["healthy"], [20], [0], stance=[]), ["stance", "empty"]),
-        (lambda: llm.system_prompt(False, vocabulary=None), ["vocabulary", "None"]),
+        (lambda: luca_tools.system_prompt(False, vocabulary=None), ["vocabulary", "None"]),
     ],
 )
 def test_bad_vocabulary_or_stance_names_the_value_and_what_is_allowed(build, words):
@@ -135,10 +135,10 @@ def test_a_tool_session_speaks_real_names_and_measures_the_same():
 
 # -- the four prompts --------------------------------------------------------------
 def test_the_four_prompts_differ_only_in_the_vocabulary_paragraph_and_tell_the_truth():
-    prompts = {(v, s): llm.system_prompt(False, 100, vocabulary=v, stance=s) for v in spec.VOCABULARIES for s in spec.STANCES}
+    prompts = {(v, s): luca_tools.system_prompt(False, 100, vocabulary=v, stance=s) for v in spec.VOCABULARIES for s in spec.STANCES}
     assert len(set(prompts.values())) == 4
-    assert prompts["invented", "suppress"] == llm.system_prompt(False, 100)  # the default is the paper's prompt
-    rest = {p.replace(llm._VOCABULARY[k], "") for k, p in prompts.items()}
+    assert prompts["invented", "suppress"] == luca_tools.system_prompt(False, 100)  # the default is the paper's prompt
+    rest = {p.replace(luca_tools._VOCABULARY[k], "") for k, p in prompts.items()}
     assert len(rest) == 1  # everything else is the same text
     for (v, s), p in prompts.items():
         says_invented = "every gene name (G001, G002, ...), signal label and phenotype name in this organism is invented" in p
@@ -148,7 +148,7 @@ def test_the_four_prompts_differ_only_in_the_vocabulary_paragraph_and_tell_the_t
         assert ("will not help and may mislead" in p) == (s == "suppress")
     # Every front end states the session's prompt.
     session = ToolSession(0, tier="easy", vocabulary="real", stance="permit")
-    assert session.system_prompt() == llm.system_prompt(False, session.call_limit, vocabulary="real", stance="permit")
+    assert session.system_prompt() == luca_tools.system_prompt(False, session.call_limit, vocabulary="real", stance="permit")
     env = LucaToolsEnv(tier="easy", vocabulary="real", stance="permit")
     obs, _ = env.reset(options={"organism_seed": 0})
     assert obs.startswith("[system]\n" + session.system_prompt())

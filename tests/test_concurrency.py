@@ -1,7 +1,7 @@
 """Evaluation at scale: concurrent sweeps, provider retries, token accounting,
 malformed provider answers, interruption and resume (issue 16, part 2).
 
-Everything runs against :class:`luca_gym.wrappers.mock_provider.MockClient`,
+Everything runs against :class:`luca_gym.tools.mock_provider.MockClient`,
 an OpenAI-compatible fake: no network, backoff 0."""
 
 from __future__ import annotations
@@ -21,9 +21,12 @@ import pytest
 from conftest import signal_after_lines
 from luca_gym import eval as ev
 from luca_gym.cli import main
-from luca_gym.wrappers import llm
-from luca_gym.wrappers.llm import AnthropicAgent, OpenAIChatAgent, ProviderError, ToolSession, run_agent
-from luca_gym.wrappers.mock_provider import MALFORMED, AuthenticationError, MockClient, RateLimitError
+from luca_gym.tools import loop
+from luca_gym.tools import providers
+from luca_gym.tools.providers import AnthropicAgent, OpenAIChatAgent
+from luca_gym.tools.loop import ProviderError, run_agent
+from luca_gym.worlds.luca.tools import ToolSession
+from luca_gym.tools.mock_provider import MALFORMED, AuthenticationError, MockClient, RateLimitError
 
 TIER, MODE, N = "easy", "healthy", 20
 PRICE = (2.5, 10.0)
@@ -242,7 +245,7 @@ def test_retries_back_off_exponentially_with_jitter():
     for attempt, wait in enumerate(waits):
         assert 0.5 * 2**attempt <= wait < 2**attempt
     assert session.transcript == [] and not session.ended  # a failed call changes nothing
-    assert llm.backoff_delay(30, 1.0) <= llm.MAX_BACKOFF_S
+    assert loop.backoff_delay(30, 1.0) <= loop.MAX_BACKOFF_S
 
 
 def test_a_retry_sends_the_same_messages():
@@ -290,7 +293,7 @@ class Overloaded(Exception):
 ])
 def test_provider_errors_say_whether_to_retry(exc, retryable):
     with pytest.raises(ProviderError) as info:
-        with llm.provider_errors("openai:m"):
+        with providers.provider_errors("openai:m"):
             raise exc
     assert info.value.retryable is retryable and info.value.cause is exc
     assert str(info.value).startswith(f"openai:m: {type(exc).__name__}: ")
@@ -299,7 +302,7 @@ def test_provider_errors_say_whether_to_retry(exc, retryable):
 @pytest.mark.parametrize(("retries", "backoff"), [(-1, 0), (1.5, 0), (True, 0), (1, -0.1), (1, float("inf")), (1, "1")])
 def test_bad_retry_settings_are_refused(retries, backoff):
     with pytest.raises(ValueError, match="retries:|backoff:"):
-        run_agent(llm.ScriptedAgent([]), ToolSession(0, tier=TIER), retries=retries, backoff=backoff)
+        run_agent(loop.ScriptedAgent([]), ToolSession(0, tier=TIER), retries=retries, backoff=backoff)
 
 
 # -- sessions that cannot finish ---------------------------------------------------------
@@ -369,8 +372,8 @@ import itertools, signal, sys
 # worker may), and Python then installs no KeyboardInterrupt handler: restore it.
 signal.signal(signal.SIGINT, signal.default_int_handler)
 from luca_gym import eval as ev
-from luca_gym.wrappers.llm import OpenAIChatAgent
-from luca_gym.wrappers.mock_provider import MockClient
+from luca_gym.tools.providers import OpenAIChatAgent
+from luca_gym.tools.mock_provider import MockClient
 
 seeds = itertools.count()
 factory = lambda name: OpenAIChatAgent("mock", client=MockClient(seed=next(seeds), latency=0.1, fail_rate=0.1))

@@ -23,7 +23,7 @@ from luca_gym.worlds.luca import calls, core
 from luca_gym import eval as ev
 from luca_gym.worlds.luca.baselines import make_policy
 from luca_gym.envs.luca_env import LucaEnv
-from luca_gym.wrappers.llm import ScriptedAgent
+from luca_gym.tools.loop import ScriptedAgent
 
 EXPECTED_SCORES = (*ev.SCORE_FIELDS, "network_precision", "network_recall", "network_f1", *ev.STRATEGY_FIELDS, "n_alt")
 

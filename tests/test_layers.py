@@ -46,7 +46,9 @@ def tree_copy(tmp_path):
     ("seal.py", "from luca_gym.worlds.luca import spec", "Generic modules name no world"),
     ("protocol.py", "import luca_gym.worlds.luca.core.session", "Generic modules name no world"),
     ("worlds/luca/sim.py", "from luca_gym.envs import luca_env", "A world knows nothing above it"),
-    ("wrappers/llm.py", "from luca_gym.envs.luca_env import LucaEnv", "not through a Gymnasium env"),
+    ("tools/session.py", "from luca_gym.worlds.luca import tools", "Generic modules name no world"),
+    ("worlds/luca/tools.py", "from luca_gym.tools import mcp_server", "A world knows nothing above it"),
+    ("tools/loop.py", "from luca_gym.envs.luca_env import LucaEnv", "not through a Gymnasium env"),
 ])
 def test_a_forbidden_import_breaks_its_contract(tree_copy, module, line, contract):
     path = tree_copy / "luca_gym" / module
@@ -121,7 +123,8 @@ def test_a_malformed_world_is_refused(field, value, match):
 
 
 OLD_PATHS = ["spec", "types", "world", "world.tiers", "world.generator", "sim", "diffsim", "scoring", "analysts",
-             "fidelity", "vocabulary", "core", "core.session", "core.flat", "baselines", "baselines.batched", "calls"]
+             "fidelity", "vocabulary", "core", "core.session", "core.flat", "baselines", "baselines.batched", "calls",
+             "wrappers.mcp_server", "wrappers.mock_provider", "wrappers.schema", "wrappers.results_schema"]
 
 
 def test_old_module_paths_are_the_new_modules_and_warn():
@@ -153,7 +156,25 @@ print("ok")
 
 def test_the_package_imports_no_deprecated_path():
     code = ("import warnings; warnings.simplefilter('error', DeprecationWarning); import luca_gym, luca_gym.envs, "
-            "luca_gym.eval, luca_gym.cli, luca_gym.report, luca_gym.play, luca_gym.ablation, luca_gym.wrappers.llm, "
-            "luca_gym.wrappers.mcp_server, luca_gym.agents.ppo, luca_gym.worlds.luca.baselines.batched")
+            "luca_gym.eval, luca_gym.cli, luca_gym.report, luca_gym.play, luca_gym.ablation, luca_gym.tools.loop, "
+            "luca_gym.tools.providers, luca_gym.tools.mcp_server, luca_gym.tools.mock_provider, luca_gym.worlds.luca.tools, "
+            "luca_gym.agents.ppo, luca_gym.worlds.luca.baselines.batched")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_the_old_llm_module_reexports_the_split_tool_layer():
+    code = """
+import warnings
+warnings.simplefilter("always", DeprecationWarning)
+with warnings.catch_warnings(record=True) as caught:
+    from luca_gym.wrappers.llm import ToolSession, run_agent, OpenAIChatAgent, MAX_PAYLOAD, system_prompt
+from luca_gym.worlds.luca import tools
+from luca_gym.tools import loop, providers, session
+assert ToolSession is tools.ToolSession and run_agent is loop.run_agent and OpenAIChatAgent is providers.OpenAIChatAgent
+assert MAX_PAYLOAD == session.MAX_PAYLOAD and system_prompt is tools.system_prompt
+assert any(issubclass(w.category, DeprecationWarning) and "luca_gym.wrappers.llm" in str(w.message) for w in caught)
+print("ok")
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-2000:]

@@ -1,4 +1,4 @@
-"""The LLM tool interface (``luca_gym.wrappers.llm``): a replay of the paper's
+"""The LLM tool interface (``luca_gym.tools`` and LUCA's ``luca_gym.worlds.luca.tools``): a replay of the paper's
 worked session (appendix C) checked against the Gymnasium env, the tool
 schemas checked both ways against the reference ``jsonschema`` library, the
 prompts, the agent loop and the OpenAI / Anthropic adapters with fake clients
@@ -23,14 +23,19 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from luca_gym.envs.spaces import action_space
 from luca_gym.worlds.luca import calls, core
 from luca_gym import eval as ev
 from luca_gym import report
 from luca_gym.worlds.luca.baselines import make_policy
 from luca_gym.envs.luca_env import LucaEnv
 from luca_gym.worlds.luca.spec import GENE_TYPES, LOCK_HI, LOCK_LO, MALFUNCTION_TYPES
-from luca_gym.wrappers import llm
-from luca_gym.wrappers.llm import AgentTurn, AnthropicAgent, OpenAIChatAgent, ScriptedAgent, ToolSession, run_agent
+from luca_gym.tools import loop
+from luca_gym.worlds.luca import tools as luca_tools
+from luca_gym.tools import providers
+from luca_gym.tools.loop import AgentTurn, ScriptedAgent, run_agent
+from luca_gym.tools.providers import AnthropicAgent, OpenAIChatAgent
+from luca_gym.worlds.luca.tools import ToolSession
 
 SEED, TIER, MODE = 2, "easy", "disease"
 GENES = [f"G{i:03d}" for i in range(1, 21)]
@@ -265,8 +270,8 @@ def test_three_formats_carry_the_same_valid_schema(tier, mode):
 
 def test_tool_specs_match_the_registry():
     session = new_session()
-    assert tuple(s["name"] for s in session.tool_specs()) == llm.TOOL_NAMES
-    assert set(llm.TOOL_NAMES) == NINE_TOOLS == set(calls.CALLS)
+    assert tuple(s["name"] for s in session.tool_specs()) == luca_tools.TOOL_NAMES
+    assert set(luca_tools.TOOL_NAMES) == NINE_TOOLS == set(calls.CALLS)
 
 
 JSON_SCALARS = st.one_of(
@@ -454,7 +459,7 @@ REAL_BIOLOGY = (
 
 @pytest.mark.parametrize("disease", [False, True])
 def test_prompts_state_the_rules_and_name_no_real_biology(disease):
-    prompt = llm.system_prompt(disease, 188)
+    prompt = luca_tools.system_prompt(disease, 188)
     low = prompt.lower()
     # The call limit, and that refused calls do not count toward it.
     assert "at most 188 calls" in prompt and "refused calls do not count" in low
@@ -480,7 +485,7 @@ def test_prompts_state_the_rules_and_name_no_real_biology(disease):
 
 
 def test_prompts_differ_by_mode_and_name_no_organism():
-    healthy, disease = llm.system_prompt(False), llm.system_prompt(True)
+    healthy, disease = luca_tools.system_prompt(False), luca_tools.system_prompt(True)
     assert healthy != disease
     session = new_session()
     for name in (*session.meta.phenotype_names, *session.meta.signal_labels):
@@ -577,7 +582,7 @@ def test_openai_agent_drives_a_full_session_in_openai_format():
         assert request["model"] == "gpt-test" and request["temperature"] == 0
         assert request["tools"] == tools
         msgs = request["messages"]
-        assert msgs[0] == {"role": "system", "content": llm.system_prompt(True, 188)}
+        assert msgs[0] == {"role": "system", "content": luca_tools.system_prompt(True, 188)}
         assert msgs[1]["role"] == "user"
         json.dumps(msgs, allow_nan=False)
     msgs = client.requests[-1]["messages"]
@@ -610,7 +615,7 @@ def test_anthropic_agent_drives_a_full_session_in_anthropic_format():
     tools = session.tools_anthropic()
     for request in client.requests:
         assert request["model"] == "claude-test" and request["max_tokens"] == 512
-        assert request["system"] == llm.system_prompt(True, 188)
+        assert request["system"] == luca_tools.system_prompt(True, 188)
         assert request["tools"] == tools
         msgs = request["messages"]
         assert all(m["role"] in ("user", "assistant") for m in msgs)
@@ -667,7 +672,7 @@ def fake_provider_modules(monkeypatch):
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_api_keys_never_reach_a_log(fake_provider_modules, provider):
-    agent = llm.make_agent(f"{provider}:model-x")
+    agent = providers.make_agent(f"{provider}:model-x")
     sentinel = SENTINEL_OPENAI if provider == "openai" else SENTINEL_ANTHROPIC
     session = new_session()
     record = run_agent(agent, session)
@@ -684,7 +689,7 @@ def test_api_keys_never_reach_a_log(fake_provider_modules, provider):
     }
     spec = ev.SessionSpec(f"{provider}:model-x", TIER, MODE, 20, SEED)
     fake_provider_modules.clear()
-    logs["eval"] = json.dumps(ev.run_tool_session(llm.make_agent(spec.agent), spec))
+    logs["eval"] = json.dumps(ev.run_tool_session(providers.make_agent(spec.agent), spec))
     for where, text in logs.items():
         assert SENTINEL_OPENAI not in text and SENTINEL_ANTHROPIC not in text, where
         assert "SENTINEL" not in text, where
@@ -716,7 +721,7 @@ def test_max_turns_ends_the_session():
     session = new_session()
 
     def chatty(messages, tools):
-        return AgentTurn(tool_calls=[llm.ToolCall("get_organism_info", {})])
+        return AgentTurn(tool_calls=[loop.ToolCall("get_organism_info", {})])
 
     record = run_agent(chatty, session, max_turns=5)
     assert session.ended and [c["call"] for c in record["calls"]] == ["get_organism_info"] * 5 + ["end"]
@@ -928,6 +933,7 @@ def test_named_calls_and_env_actions_translate_both_ways(hard_session, seed, nam
     """action_from_call inverts describe_action (the harness's log of a baseline's
     action), and its actions lie in the env's action space."""
     env, meta = hard_session.env, hard_session.meta
+    space = action_space(env.params)  # the Gymnasium env's action space for these settings
     rng = np.random.default_rng(seed)
     n, s, p = meta.n_genes, len(meta.signal_labels), len(meta.phenotype_names)
     full = {
@@ -945,7 +951,7 @@ def test_named_calls_and_env_actions_translate_both_ways(hard_session, seed, nam
     assert set(action) == {"kind", *FIELDS[name]}
     assert action["kind"] == calls.CALLS[name]
     for field, value in action.items():
-        assert env.action_space[field].contains(value), field
+        assert space[field].contains(value), field
         if field != "kind":
             np.testing.assert_array_equal(value, full[field])
 

@@ -29,7 +29,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from luca_gym.wrappers.llm import MAX_HYPOTHESIS, MAX_PAYLOAD, TOOL_NAMES, ToolSession
+from luca_gym.worlds.luca.tools import MAX_HYPOTHESIS, TOOL_NAMES, ToolSession
+from luca_gym.tools.session import MAX_PAYLOAD
 
 SKIP_LEAVES = {"last_error"}
 NO_ARG_TOOLS = ("get_organism_info", "get_next_prediction_task", "end")

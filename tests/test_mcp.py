@@ -24,9 +24,9 @@ from luca_gym import cli
 from luca_gym import eval as ev
 from luca_gym.report import write_report
 from luca_gym.worlds.luca.spec import MALFUNCTION_TYPES
-from luca_gym.wrappers import mcp_server
-from luca_gym.wrappers.llm import TOOL_NAMES, ToolSession
-from luca_gym.wrappers.results_schema import output_schema
+from luca_gym.tools import mcp_server
+from luca_gym.worlds.luca.tools import ANNOTATIONS, TOOL_NAMES, ToolSession
+from luca_gym.worlds.luca.results_schema import output_schema
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SERVER_ARGS = ["-m", "luca_gym.cli", "mcp", "--seed", "0", "--tier", "easy", "--mode", "disease"]
@@ -127,10 +127,10 @@ def test_initialize_sends_the_rules_and_lists_the_nine_tools(served, local):
 
 
 def test_every_tool_has_annotations_and_they_reach_the_client(served):
-    assert set(mcp_server.ANNOTATIONS) == set(TOOL_NAMES)
+    assert set(ANNOTATIONS) == set(TOOL_NAMES)
     for t in served["tools"]:
         dumped = t.model_dump(by_alias=True, exclude_none=True, mode="json")["annotations"]
-        assert dumped == {**mcp_server.ANNOTATIONS[t.name], "openWorldHint": False}, t.name
+        assert dumped == {**ANNOTATIONS[t.name], "openWorldHint": False}, t.name
         assert dumped["title"]
     by_name = {t.name: t.annotations for t in served["tools"]}
     assert by_name["get_organism_info"].read_only_hint is True

@@ -15,7 +15,7 @@ import pytest
 from luca_gym import compile_cache
 from luca_gym import eval as ev
 from luca_gym.cli import Progress, build_parser, main
-from luca_gym.wrappers import llm
+from luca_gym.tools import providers
 
 
 def run_python(code: str, env: dict) -> str:
@@ -103,7 +103,7 @@ APIConnectionError.__module__ = "openai"
 def test_an_unreachable_provider_is_one_line_and_completed_sessions_are_kept(monkeypatch, tmp_path, capsys):
     class Unreachable:
         def __call__(self, messages, tools):
-            with llm.provider_errors("openai:some-model at http://127.0.0.1:9/v1"):
+            with providers.provider_errors("openai:some-model at http://127.0.0.1:9/v1"):
                 raise APIConnectionError("Connection error.\nsecond line of a long traceback text")
 
     monkeypatch.setattr(ev, "make_runner", lambda name, base_url=None: Unreachable() if name.startswith("openai:") else ev.make_policy(name))
@@ -120,7 +120,7 @@ def test_an_unreachable_provider_is_one_line_and_completed_sessions_are_kept(mon
 
 def test_other_exceptions_are_not_disguised_as_provider_errors():
     with pytest.raises(KeyError):
-        with llm.provider_errors("openai:m"):
+        with providers.provider_errors("openai:m"):
             raise KeyError("a bug of ours")
 
 

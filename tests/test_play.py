@@ -25,7 +25,7 @@ from luca_gym.worlds.luca import calls
 from luca_gym.cli import build_parser, cmd_play, main
 from luca_gym.play import VERBS, PlayShell, format_scores, parse_call
 from luca_gym.worlds.luca.spec import GENE_TYPES, MALFUNCTION_TYPES
-from luca_gym.wrappers.llm import ToolSession
+from luca_gym.worlds.luca.tools import ToolSession
 
 SETTINGS = {"tier": "easy", "mode": "disease", "n_genes": 20}
 OPTIONS = ["--seed", "0", "--tier", "easy", "--mode", "disease", "--n-genes", "20"]

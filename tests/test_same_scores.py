@@ -1,5 +1,5 @@
 """One scripted sequence of calls, three front ends, the same results and scores
-(issue 16): :meth:`ToolSession.call <luca_gym.wrappers.llm.ToolSession.call>`,
+(issue 16): :meth:`ToolSession.call <luca_gym.worlds.luca.tools.ToolSession.call>`,
 the Gymnasium text env ``luca_gym/LucaTools-v0``, and the real MCP server
 (``luca-gym mcp`` as a subprocess, driven over stdio by the official ``mcp``
 SDK client), which also records its session with ``--out DIR --agent scripted``.
@@ -55,7 +55,7 @@ from mcp.client.stdio import stdio_client
 from luca_gym.worlds.luca import calls
 from luca_gym import eval as ev
 from luca_gym.worlds.luca.spec import MALFUNCTION_TYPES
-from luca_gym.wrappers.llm import ToolSession
+from luca_gym.worlds.luca.tools import ToolSession
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 # The server computes on this process's backend: "identical" is bit for bit, which holds on one backend

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
 
-from luca_gym.worlds.luca import core
+from luca_gym.testing import count_traces
 from luca_gym import eval as harness
 from luca_gym.agents import FlatPolicy
 from luca_gym.agents.sb3 import CURVE_FIELDS, load_policy, train_maskable_ppo
@@ -87,13 +87,13 @@ def test_same_step_autoreset_opens_a_fresh_organism(venv):
     assert venv.action_masks()[0, lay.reveal] and not venv.action_masks()[1, lay.reveal]
 
     # Further episodes on further fresh organisms compile nothing new.
-    traces = dict(core.TRACE_COUNT)
     seen = set(venv.organism_seeds)
-    for _ in range(3):
-        _, _, dones, _ = venv.step(np.full(B, lay.end))
-        assert dones.all() and not seen & set(venv.organism_seeds)
-        seen |= set(venv.organism_seeds)
-    assert core.TRACE_COUNT == traces
+    with count_traces() as traced:
+        for _ in range(3):
+            _, _, dones, _ = venv.step(np.full(B, lay.end))
+            assert dones.all() and not seen & set(venv.organism_seeds)
+            seen |= set(venv.organism_seeds)
+    assert not {"step", "reset"} & set(traced)
 
 
 @pytest.mark.parametrize("actions", [np.zeros(B, np.float32), np.zeros(B + 1, np.int64), np.full(B, -1), [0, 1, 2, 10**6]])

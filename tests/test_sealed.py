@@ -24,7 +24,8 @@ from luca_gym.worlds.luca import generator as world
 from luca_gym.cli import main
 from luca_gym.envs import LucaEnv, LucaVectorEnv
 from luca_gym.functional import organism_batch
-from luca_gym.wrappers.llm import ScriptedAgent, ToolSession
+from luca_gym.tools.loop import ScriptedAgent
+from luca_gym.worlds.luca.tools import ToolSession
 
 SECRET = "correct horse battery staple 42"
 OTHER = "an entirely different secret!!"
@@ -324,7 +325,7 @@ def test_a_valid_astral_character_is_kept():
 
 def test_hypotheses_are_bounded():
     session = ToolSession(0, tier=TIER, mode="healthy", n_genes=N)
-    from luca_gym.wrappers.llm import MAX_HYPOTHESES
+    from luca_gym.worlds.luca.tools import MAX_HYPOTHESES
 
     for i in range(MAX_HYPOTHESES):
         assert session.call("submit_hypothesis", {"text": f"h{i}"})["stored"]

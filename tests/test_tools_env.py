@@ -13,7 +13,8 @@ from luca_gym.worlds.luca import calls
 from luca_gym import eval as ev
 from luca_gym.worlds.luca.baselines import make_policy
 from luca_gym.envs.tools import LucaToolsEnv, parse_tool_call
-from luca_gym.wrappers.llm import ReplayAgent, ScriptedAgent, ToolSession, run_agent
+from luca_gym.tools.loop import ReplayAgent, ScriptedAgent, run_agent
+from luca_gym.worlds.luca.tools import ToolSession
 
 TIER, MODE, SEED = "easy", "disease", 2
 
@@ -164,12 +165,13 @@ def test_gymnasium_env_checker_passes():
     assert not [str(w.message) for w in caught]
 
 
-@pytest.mark.parametrize("first", ["luca_gym.wrappers.llm", "luca_gym.envs.tools", "luca_gym.envs", "luca_gym.worlds.luca.calls"])
+@pytest.mark.parametrize("first", ["luca_gym.worlds.luca.tools", "luca_gym.tools.mcp_server", "luca_gym.envs.tools", "luca_gym.envs",
+                                   "luca_gym.worlds.luca.calls"])
 def test_every_import_order_works(first):
-    """The text env sits on the LLM tools, which import the envs package: no cycle, whatever is imported first."""
+    """The text env sits on the tools, which sit on the world: no cycle, whatever is imported first."""
     import subprocess
     import sys
 
-    code = f"import {first}; from luca_gym.envs import LucaToolsEnv; from luca_gym.wrappers.llm import ToolSession; print('ok')"
+    code = f"import {first}; from luca_gym.envs import LucaToolsEnv; from luca_gym.worlds.luca.tools import ToolSession; print('ok')"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env={"JAX_PLATFORMS": "cpu", "PATH": ""})
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import jax
 import numpy as np
 from gymnasium import spaces
 

@@ -1,19 +1,21 @@
-"""``LucaToolsEnv`` (``luca_gym/LucaTools-v0``): the language-model tool
-interface as a Gymnasium env, for LLM-for-RL frameworks that drive text
-environments.
+"""A world's tools as a Gymnasium text env: :class:`ToolsEnv` (registered
+as ``luca_gym/<Stem>Tools-v0`` for every world with tools), and LUCA's
+:class:`LucaToolsEnv` (``luca_gym/LucaTools-v0``), for LLM-for-RL frameworks
+that drive text environments.
 
 The observation is the conversation so far as text: the system prompt, the
 tool specs (JSON), then each tool call and its result (JSON). The action is
 one tool call as text, ``{"name": ..., "arguments": {...}}``. The env is a
-thin layer over :class:`~luca_gym.wrappers.llm.ToolSession`: the same
-registry, schemas, dispatcher and rules, so a scripted sequence of calls
-scores the same through either (tested). The reward is the change in the
-session's return, so the undiscounted return equals the composite score, as
-in every other env. A malformed action gets the session's clear error as its
-tool result, costs nothing and changes nothing; like every refused call, it
-never ends the episode (bound episodes of refusals with
-``gymnasium.wrappers.TimeLimit``). ``terminated`` when the agent ends the
-session; ``truncated`` when the call limit ends it.
+thin layer over the world's tool session (a
+:class:`~luca_gym.tools.session.ToolSessionBase`): the same registry, schemas,
+dispatcher and rules, so a scripted sequence of calls scores the same through
+either (tested). The reward is the change in the session's return, so the
+undiscounted return equals the world's headline score, as in every other env.
+A malformed action gets the session's clear error as its tool result, costs
+nothing and changes nothing; like every refused call, it never ends the
+episode (bound episodes of refusals with ``gymnasium.wrappers.TimeLimit``).
+``terminated`` when the agent ends the session; ``truncated`` when a limit
+ends it.
 """
 
 from __future__ import annotations
@@ -24,12 +26,15 @@ import string
 import gymnasium as gym
 from gymnasium import spaces
 
-from luca_gym.envs.luca_env import organism_seed_of
-from luca_gym.worlds.luca.spec import check_stance
+from luca_gym import worlds
+from luca_gym.envs.spaces import reset_options
+from luca_gym.protocol import load
+from luca_gym.tools.session import MAX_PAYLOAD, ToolSessionBase
+from luca_gym.validate import DRAWN_SEED_LIMIT, check_seed
 from luca_gym.worlds.luca.session import Session
-from luca_gym.wrappers.llm import MAX_PAYLOAD, ToolSession
+from luca_gym.worlds.luca.spec import check_stance
+from luca_gym.worlds.luca.tools import ToolSession
 
-OPENING = "A new organism is ready. Begin."
 MAX_TEXT = 1 << 24  # characters of the conversation (the space's bound; a whole session is far below it)
 CHARSET = frozenset(string.printable)  # JSON is written with ASCII escapes
 
@@ -50,52 +55,61 @@ def parse_tool_call(text) -> tuple[object, object]:
     return call["name"], call.get("arguments", {})
 
 
-class LucaToolsEnv(gym.Env):
-    """One LUCA session per episode, driven by tool calls as text.
+class ToolsEnv(gym.Env):
+    """One session of a world's tools per episode, driven by tool calls as text.
 
     Args:
-        tier, mode, n_genes, backwards, budget, max_steps, sealed, vocabulary: as
-            :class:`~luca_gym.envs.LucaEnv` (``max_steps`` is the session's
-            call limit, stated in the prompt).
-        stance: the prompt's stance on biological knowledge, "suppress" or
-            "permit" (:class:`~luca_gym.wrappers.llm.ToolSession`).
+        world: a registered world's name (or a :class:`~luca_gym.protocol.World`).
         render_mode: None or "ansi" (the conversation).
+        sealed: None, a secret, a :class:`luca_gym.seal.Seal` or True.
+        **settings: the world's settings (its config's fields, checked here)
+            and its tool session's options, passed to the world's ``tools``
+            factory at every reset.
 
-    ``reset(seed=...)`` seeds the draw of organism seeds; ``options={
-    "organism_seed": k}`` pins organism k. ``info`` holds the last call's
-    ``result`` (a dict) and, once the session has ended, ``scores`` (names,
-    4 decimals, as the agent is shown) and ``end_reason``.
+    ``reset(seed=...)`` seeds the draw of instance seeds; ``options={
+    SEED_OPTION: k}`` pins instance k. ``info`` holds the last call's
+    ``result`` (a dict) and, once the session has ended, ``scores`` and
+    ``end_reason`` (as the agent is shown them).
     """
 
     metadata = {"render_modes": ["ansi"]}
+    seed_option = "seed"
 
-    def __init__(self, tier="medium", mode="healthy", n_genes=20, backwards=False, budget=None, max_steps=None,
-                 sealed=None, render_mode=None, vocabulary="invented", stance="suppress"):
+    def __init__(self, world="luca", render_mode=None, sealed=None, **settings):
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode: {render_mode!r} not supported; allowed None or 'ansi'")
-        # One Session, reused by every episode's ToolSession (it checks the settings).
-        self._env = Session(tier=tier, mode=mode, n_genes=n_genes, backwards=backwards, budget=budget, max_steps=max_steps,
-                          sealed=sealed, vocabulary=vocabulary)
-        self.tier, self.mode, self.n_genes, self.backwards = tier, mode, n_genes, bool(backwards)
-        self.vocabulary, self.stance = self._env.vocabulary, check_stance(stance)
+        self.world = worlds.get(world)
+        if self.world.tools is None:
+            raise ValueError(f"world {self.world.name!r} has no tools")
+        config_fields = set(load(self.world.config).__dataclass_fields__)
+        self.world.make_config(**{k: v for k, v in settings.items() if k in config_fields})  # checks them now
+        self._open_tools = load(self.world.tools)
+        self.settings, self.sealed = settings, sealed
         self.render_mode = render_mode
         self.observation_space = spaces.Text(MAX_TEXT, min_length=0, charset=CHARSET)
         self.action_space = spaces.Text(MAX_PAYLOAD + 1024, min_length=0, charset=CHARSET)
-        self.session: ToolSession | None = None
+        self.session: ToolSessionBase | None = None
         self._parts: list[str] = []
+
+    def _new_session(self, seed: int) -> ToolSessionBase:
+        return self._open_tools(seed, sealed=self.sealed, **self.settings)
+
+    def _seed_of(self, options) -> int:
+        options = reset_options(options, (self.seed_option,))
+        if self.seed_option in options:
+            return check_seed(options[self.seed_option], f"options[{self.seed_option!r}]")
+        return int(self.np_random.integers(0, DRAWN_SEED_LIMIT))
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
-        organism_seed = organism_seed_of(self, options)  # as every single env draws or pins it
-        self.session = ToolSession(organism_seed, tier=self.tier, mode=self.mode, n_genes=self.n_genes,
-                                   backwards=self.backwards, env=self._env, sealed=self._env.seal,
-                                   vocabulary=self.vocabulary, stance=self.stance)
+        instance_seed = self._seed_of(options)  # as every single env draws or pins it
+        self.session = self._new_session(instance_seed)
         self._parts = [
             "[system]\n" + self.session.system_prompt(),
             "[tools]\n" + json.dumps(self.session.tool_specs()),
-            "[user]\n" + OPENING,
+            "[user]\n" + self.session.opening,
         ]
-        return self._observation(), {"organism_seed": organism_seed, "organism_id": self.session.organism_id}
+        return self._observation(), {self.seed_option: instance_seed, "instance_id": self.session.instance_id}
 
     def step(self, action):
         if self.session is None:
@@ -104,7 +118,7 @@ class LucaToolsEnv(gym.Env):
         try:
             name, arguments = parse_tool_call(action)
         except ValueError as exc:
-            result = {"error": str(exc), "budget_remaining": int(self.session.obs["budget_left"])}
+            result = self.session.error(str(exc))
             shown = {"name": None, "raw": action if isinstance(action, str) else repr(action)}
         else:
             result = self.session.call(name, arguments)  # never raises; checks and rules live there
@@ -125,6 +139,44 @@ class LucaToolsEnv(gym.Env):
 
     def render(self):
         return self._observation() if self.render_mode == "ansi" and self.session is not None else None
+
+
+class LucaToolsEnv(ToolsEnv):
+    """LUCA's tools as a text env, one organism per episode.
+
+    Args:
+        tier, mode, n_genes, backwards, budget, max_steps, sealed, vocabulary: as
+            :class:`~luca_gym.envs.LucaEnv` (``max_steps`` is the session's
+            call limit, stated in the prompt).
+        stance: the prompt's stance on biological knowledge, "suppress" or
+            "permit" (:class:`~luca_gym.worlds.luca.tools.ToolSession`).
+        render_mode: None or "ansi" (the conversation).
+
+    ``options={"organism_seed": k}`` pins organism k; ``info`` at reset also
+    carries ``organism_id``.
+    """
+
+    seed_option = "organism_seed"
+
+    def __init__(self, tier="medium", mode="healthy", n_genes=20, backwards=False, budget=None, max_steps=None,
+                 sealed=None, render_mode=None, vocabulary="invented", stance="suppress"):
+        if render_mode not in (None, "ansi"):
+            raise ValueError(f"render_mode: {render_mode!r} not supported; allowed None or 'ansi'")
+        # One Session, reused by every episode's ToolSession (it checks the settings).
+        self._env = Session(tier=tier, mode=mode, n_genes=n_genes, backwards=backwards, budget=budget, max_steps=max_steps,
+                            sealed=sealed, vocabulary=vocabulary)
+        super().__init__("luca", render_mode=render_mode, sealed=self._env.seal, tier=tier, mode=mode, n_genes=n_genes,
+                         backwards=backwards, vocabulary=vocabulary)
+        self.tier, self.mode, self.n_genes, self.backwards = tier, mode, n_genes, bool(backwards)
+        self.vocabulary, self.stance = self._env.vocabulary, check_stance(stance)
+
+    def _new_session(self, seed: int) -> ToolSession:
+        return ToolSession(seed, tier=self.tier, mode=self.mode, n_genes=self.n_genes, backwards=self.backwards,
+                           env=self._env, sealed=self._env.seal, vocabulary=self.vocabulary, stance=self.stance)
+
+    def reset(self, *, seed=None, options=None):
+        obs, info = super().reset(seed=seed, options=options)
+        return obs, {"organism_seed": info["organism_seed"], "organism_id": self.session.organism_id}
 
 
 def _ascii_json(value, limit: int | None = None) -> str:

@@ -47,11 +47,11 @@ def register_world(world: World, *, replace: bool = False) -> World:
 def _register_gym_ids(world: World, replace: bool) -> None:
     import gymnasium
 
-    for env_id, entry_point in world.gym_ids().items():
+    for env_id, (entry_point, kwargs) in world.gym_ids().items():
         if env_id in gymnasium.registry and not replace:
             continue
-        kwargs = {"vector_entry_point": world.vector_env} if env_id.endswith(f"/{world.gym_stem}-v0") and world.vector_env else {}
-        gymnasium.register(id=env_id, entry_point=entry_point, **kwargs)
+        vector = world.vector_env if env_id.endswith(f"/{world.gym_stem}-v0") else None
+        gymnasium.register(id=env_id, entry_point=entry_point, vector_entry_point=vector, kwargs=kwargs)
 
 
 def _load_builtin() -> None:

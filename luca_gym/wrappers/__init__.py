@@ -1,3 +1,3 @@
-"""Adapters over the session core: LLM tool calls (``llm``), an MCP server
-(``mcp_server``), an OpenAI-compatible fake provider for runs without a
-network (``mock_provider``). Imported on demand."""
+"""Deprecated: the tool layer moved to :mod:`luca_gym.tools` and LUCA's tools
+to :mod:`luca_gym.worlds.luca.tools`; these module names stay importable for
+one release."""

@@ -8,7 +8,7 @@ is the one translation of a named call into an env action, and
 :func:`describe_action` / :func:`describe_result` translate back for logs.
 Nothing here decides a rule: legality, cost and scoring stay in the core, and
 the arguments of a call are checked by the schema the tools publish
-(:class:`~luca_gym.wrappers.llm.ToolSession`) before they get here.
+(:class:`~luca_gym.worlds.luca.tools.ToolSession`) before they get here.
 """
 
 from __future__ import annotations

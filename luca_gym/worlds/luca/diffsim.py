@@ -44,7 +44,7 @@ NEWTON_STEPS = 8
 def clamps(gene_codes: jax.Array, gene_lock: jax.Array) -> tuple[jax.Array, jax.Array]:
     """(m, a) float32 (N,) of the discrete intervention ``gene_codes`` on an
     organism whose lock is ``gene_lock``: the simulator's own rule."""
-    return sim._clamps(gene_codes, gene_lock)
+    return sim.clamps(gene_codes, gene_lock)
 
 
 def update(arrays: OrganismArrays, m: jax.Array, a: jax.Array, activity: jax.Array):

@@ -51,12 +51,8 @@ MAX_UPDATES = MAX_STEPS + NEWTON_STEPS  # the most ``steps`` a polished solve re
 # polish's stability check and the generator's baseline check alike.
 STABILITY_SQUARINGS = 16
 
-# Counts how many times the solver body has been traced (tests assert that a
-# new seed or tier never triggers a recompile).
-TRACE_COUNT = {"solve": 0}
 
-
-def _clamps(codes: jax.Array, gene_lock: jax.Array) -> tuple[jax.Array, jax.Array]:
+def clamps(codes: jax.Array, gene_lock: jax.Array) -> tuple[jax.Array, jax.Array]:
     """Per-gene (m, a) of the update m * f + a. An intervention overrides a lock;
     DAMPEN on a locked gene halves the locked value."""
     lock_value = jnp.where(gene_lock == LOCK_HI, 1.0, 0.0)
@@ -126,8 +122,7 @@ def fixed_point(
     generator's rule, which pins the published organisms) the damped loop is
     all there is.
     """
-    TRACE_COUNT["solve"] += 1
-    m, a = _clamps(gene_codes, arrays.gene_lock)
+    m, a = clamps(gene_codes, arrays.gene_lock)
     active = (signal_flags | arrays.signal_persist).astype(jnp.float32)
     drive = arrays.baseline_input + active @ arrays.signal_effects
     clamped = m == 0.0

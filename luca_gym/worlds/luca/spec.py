@@ -8,7 +8,6 @@ every world shares (seeds, bools, short reprs of hostile input) live in
 
 from __future__ import annotations
 
-import numpy as np
 
 from luca_gym.validate import (  # noqa: F401  (re-exported: LUCA's validators in one place)
     DRAWN_SEED_LIMIT,

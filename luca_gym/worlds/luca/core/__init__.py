@@ -22,7 +22,7 @@ and two repeats of one experiment differ. ``step`` therefore takes no key.
 from luca_gym.worlds.luca.core.keys import noise_key, noise_keys, traced_noise_keys
 from luca_gym.worlds.luca.core.observation import observation_shapes, observe, session_scores
 from luca_gym.worlds.luca.core.rules import current_task, legal_kinds, refusal
-from luca_gym.worlds.luca.core.session import TRACE_COUNT, measure, reset, step
+from luca_gym.worlds.luca.core.session import measure, reset, step
 from luca_gym.worlds.luca.core.types import (
     ACTION_FIELDS,
     ACTION_KINDS,
@@ -50,7 +50,7 @@ from luca_gym.worlds.luca.core.types import (
 __all__ = [
     "ACTION_FIELDS", "ACTION_KINDS", "COMMIT_DIAGNOSIS", "END", "ERRORS", "ERROR_CODES", "ERROR_MESSAGES",
     "EXPERIMENT", "N_KINDS", "REVEAL_TASK", "SINGLE_TYPES", "SUBMIT_NETWORK", "SUBMIT_PREDICTION",
-    "TEST_RESCUE", "TRACE_COUNT", "Action", "EnvParams", "EnvState", "action_shapes", "current_task",
+    "TEST_RESCUE", "Action", "EnvParams", "EnvState", "action_shapes", "current_task",
     "legal_kinds", "make_action", "make_params", "measure", "noise_key", "noise_keys", "observation_shapes",
     "observe", "parse_action", "refusal", "reset", "session_scores", "step", "traced_noise_keys",
 ]

@@ -33,8 +33,6 @@ from luca_gym.worlds.luca.core.types import (
 from luca_gym.worlds.luca.spec import N_PHENOTYPES, N_TASKS, NO_MALFUNCTION
 from luca_gym.worlds.luca.types import OrganismArrays, SteadyState
 
-# Counts traces of the step body (tests assert no retrace across organisms).
-TRACE_COUNT = {"step": 0, "reset": 0}
 
 
 def measure(noise_key, count, organism: OrganismArrays, codes, flags) -> tuple[SteadyState, jax.Array]:
@@ -49,7 +47,6 @@ def measure(noise_key, count, organism: OrganismArrays, codes, flags) -> tuple[S
 def reset(key: jax.Array, organism: OrganismArrays, params: EnvParams) -> tuple[dict, EnvState]:
     """Open a session on ``organism``; ``key`` seeds its measurement noise.
     Returns (observation, state). The baseline is measurement number 0."""
-    TRACE_COUNT["reset"] += 1
     n, s, p, h = params.n_genes, params.n_signals, N_PHENOTYPES, params.budget
     if organism.n_genes != n or organism.n_signals != s:
         raise ValueError(f"organism: size ({organism.n_genes} genes, {organism.n_signals} signals) does not match params ({n}, {s})")
@@ -132,7 +129,6 @@ def step(state: EnvState, action: Action, params: EnvParams):
     reward 0: it costs nothing, counts toward nothing and never closes the
     session.
     """
-    TRACE_COUNT["step"] += 1
     o = state.organism
     kind = action.kind
     error = refusal(state, action, params)

@@ -1,0 +1,226 @@
+"""The one API test every world passes: :func:`check_world`.
+
+In the spirit of pgx's ``api_test`` and jumanji's env checks, and public so
+that a world written outside the package can run it on itself. It uses only
+what the world declares to the registry (:class:`luca_gym.protocol.World`)
+and its tool session's generic surface
+(:class:`luca_gym.tools.session.ToolSessionBase` plus ``demo_calls()``, a
+short legal session that ends), so it names no world.
+
+What it checks (each failure raises AssertionError naming the check):
+
+* ``registry`` -- the world is registered, its config checks its settings,
+  its Gymnasium ids are registered;
+* ``return-equals-headline`` -- a played session's undiscounted return equals
+  its headline score;
+* ``refusals`` -- hostile calls (an unknown tool, non-JSON text, a list, an
+  unknown argument, NaN, a name that is not a string) are refused with the
+  session's status unchanged, and a session with refusals between its calls
+  gives the same results and scores as one without: they changed nothing and
+  cost nothing;
+* ``schemas`` -- the published JSON Schemas accept exactly what the dispatcher
+  accepts (jsonschema's verdict equals the session's on every call made);
+* ``replay`` -- a recorded session replays exactly;
+* ``sealed`` -- a sealed instance is another instance (its id and its results
+  differ);
+* ``no-retrace`` -- after one session, a session on another instance of the
+  same config traces no JAX function;
+* ``text-env`` and ``mcp`` -- the text env and the MCP server (in process)
+  give the same results and return as the tool session;
+* ``check_env`` -- Gymnasium's ``check_env`` passes on each registered id.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+
+from luca_gym import worlds
+from luca_gym.protocol import World, load
+from luca_gym.tools.loop import ReplayAgent, run_agent
+
+SECRET = "luca-gym check_world secret"
+# Hostile calls: (name, arguments). None as a name stands for "the first tool".
+HOSTILE = (
+    ("__no_such_tool__", {}),
+    (None, "{not json"),
+    (None, [1, 2]),
+    (None, {"__unknown_argument__": 1}),
+    (None, {"__unknown_argument__": math.nan}),
+    (7, {}),
+)
+
+
+@contextlib.contextmanager
+def count_traces():
+    """Count the JAX functions traced for jit inside the block (a list of
+    their names), from JAX's own monitoring events: no counter in production code."""
+    from jax import monitoring
+    from jax._src import dispatch
+
+    traced: list[str] = []
+
+    def listener(event, duration, **kwargs):
+        if event == dispatch.JAXPR_TRACE_EVENT:
+            traced.append(kwargs.get("fun_name", "?"))
+
+    monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield traced
+    finally:
+        monitoring.unregister_event_duration_listener(listener)
+
+
+def _play(session, calls) -> list[dict]:
+    return [session.call(name, arguments) for name, arguments in calls]
+
+
+def _check(condition, check: str, message: str) -> None:
+    if not condition:
+        raise AssertionError(f"check_world [{check}]: {message}")
+
+
+def check_world(world, *, settings: dict | None = None, seeds=(0, 1), gym_ids: bool = True, mcp: bool = True) -> list[str]:
+    """Run the API test on ``world`` (a name, an entry point or a
+    :class:`~luca_gym.protocol.World`), with ``settings`` (the world's config
+    fields and tool options) on instances ``seeds[0]`` and ``seeds[1]``.
+    Returns the names of the checks that ran; raises AssertionError naming
+    the first that failed."""
+    world = worlds.get(world)
+    settings = dict(settings or {})
+    ran: list[str] = []
+
+    _check(isinstance(world, World) and world.name in worlds.names(), "registry", f"{world.name!r} is not registered")
+    config_fields = set(load(world.config).__dataclass_fields__)
+    world.make_config(**{k: v for k, v in settings.items() if k in config_fields})
+    import gymnasium
+
+    for env_id in world.gym_ids():
+        _check(env_id in gymnasium.registry, "registry", f"{env_id} is not registered with Gymnasium")
+    ran.append("registry")
+
+    if world.tools is not None:
+        ran += _check_tools(world, load(world.tools), settings, seeds, mcp)
+    if gym_ids:
+        ran += _check_gym_ids(world, settings, config_fields)
+    return ran
+
+
+def _check_tools(world: World, open_tools, settings: dict, seeds, mcp: bool) -> list[str]:
+    ran = []
+    first = open_tools(seeds[0], **settings)
+    script = first.demo_calls()
+    _check(len(script) > 0, "return-equals-headline", "demo_calls() is empty")
+    results = _play(first, script)
+    _check(first.ended, "return-equals-headline", "the demo calls did not end the session")
+    headline = first.scores[world.headline]
+    _check(abs(first.total_reward - headline) <= 1e-5, "return-equals-headline",
+           f"return {first.total_reward} != {world.headline} {headline}")
+    ran.append("return-equals-headline")
+
+    hostile_session = open_tools(seeds[0], **settings)
+    hostile_results = []
+    made = []  # (name, arguments, accepted) of every call, for the schema check
+    for name, arguments in script:
+        for bad_name, bad_arguments in HOSTILE:
+            bad_name = name if bad_name is None else bad_name
+            before = hostile_session.status()
+            answer = hostile_session.call(bad_name, bad_arguments)
+            _check("error" in answer, "refusals", f"{bad_name!r}({str(bad_arguments)[:40]}) was not refused: {answer}")
+            _check(hostile_session.status() == before, "refusals", f"a refusal changed the status {before} -> {hostile_session.status()}")
+            made.append((bad_name, bad_arguments))
+        hostile_results.append(hostile_session.call(name, arguments))
+        made.append((name, arguments))
+    _check(hostile_results == results, "refusals", "refusals between the calls changed their results")
+    _check(hostile_session.scores == first.scores and hostile_session.total_reward == first.total_reward, "refusals",
+           "refusals between the calls changed the scores")
+    ran.append("refusals")
+
+    with contextlib.suppress(ImportError):
+        import jsonschema
+
+        schemas = {s["name"]: s["input_schema"] for s in first.tool_specs()}
+        fresh = open_tools(seeds[0], **settings)
+        for name, arguments in made:
+            if not isinstance(name, str) or name not in schemas or not isinstance(arguments, dict):
+                continue
+            if any(isinstance(v, float) and not math.isfinite(v) for v in arguments.values()):
+                continue  # not JSON: refused before any schema (tested above)
+            published = jsonschema.Draft202012Validator(schemas[name]).is_valid(arguments)
+            _check(published == (fresh.validate(name, arguments) is None), "schemas",
+                   f"{name}({json.dumps(arguments)[:80]}): the schema says {published}, the dispatcher the opposite")
+        ran.append("schemas")
+
+    replayed = open_tools(seeds[0], **settings)
+    record = first.record()
+    run_agent(ReplayAgent(record), replayed, retries=0)
+    _check([c["result"] for c in replayed.transcript] == results, "replay", "the replayed results differ")
+    _check(replayed.scores == first.scores, "replay", "the replayed scores differ")
+    ran.append("replay")
+
+    sealed = open_tools(seeds[0], sealed=SECRET, **settings)
+    _check(sealed.instance_id != first.instance_id, "sealed", "a sealed instance shows the unsealed id")
+    _check(_play(sealed, sealed.demo_calls()) != results, "sealed", "a sealed instance gives the unsealed results")
+    ran.append("sealed")
+
+    with count_traces() as traced:
+        other = open_tools(seeds[1], **settings)
+        _play(other, other.demo_calls())
+    _check(not traced, "no-retrace", f"a second instance of the same config traced {sorted(set(traced))}")
+    ran.append("no-retrace")
+
+    from luca_gym.envs.tools import ToolsEnv
+
+    env = ToolsEnv(world, **settings)
+    env.reset(options={env.seed_option: seeds[0]})
+    env_results, total = [], 0.0
+    for name, arguments in script:
+        _, reward, terminated, truncated, info = env.step(json.dumps({"name": name, "arguments": arguments}))
+        env_results.append(info["result"])
+        total += reward
+    _check(env_results == results, "text-env", "the text env's results differ from the tool session's")
+    _check(abs(total - first.total_reward) <= 1e-5 and (terminated or truncated), "text-env",
+           "the text env's return differs, or it did not end")
+    ran.append("text-env")
+
+    if mcp:
+        with contextlib.suppress(ImportError):
+            ran += _check_mcp(open_tools(seeds[0], **settings), script, results)
+    return ran
+
+
+def _check_mcp(session, script, results) -> list[str]:
+    import anyio
+    from mcp import Client
+
+    from luca_gym.tools.mcp_server import build_server
+
+    server = build_server(session)
+
+    async def drive():
+        async with Client(server, mode="legacy") as client:
+            return [(await client.call_tool(name, arguments)).structured_content for name, arguments in script]
+
+    _check(anyio.run(drive) == json.loads(json.dumps(results)), "mcp", "the MCP server's results differ")
+    return ["mcp"]
+
+
+def _check_gym_ids(world: World, settings: dict, config_fields: set) -> list[str]:
+    import gymnasium
+    from gymnasium.utils.env_checker import check_env
+
+    config_settings = {k: v for k, v in settings.items() if k in config_fields}
+    for env_id, (_, kwargs) in world.gym_ids().items():
+        extra = settings if env_id.endswith("Tools-v0") else config_settings
+        env = gymnasium.make(env_id, **{**kwargs, **extra})
+        try:
+            check_env(env.unwrapped, skip_render_check=True)
+        except Exception as exc:
+            raise AssertionError(f"check_world [check_env]: {env_id}: {type(exc).__name__}: {exc}") from exc
+        finally:
+            env.close()
+    return ["check_env"]
+
+
+__all__ = ["check_world", "count_traces"]

@@ -1,0 +1,260 @@
+"""One dispatcher over a world's tool specs: :class:`ToolSessionBase`.
+
+A world's tool session (LUCA's :class:`~luca_gym.worlds.luca.tools.ToolSession`,
+a toy world's in the tests) subclasses it and supplies what only the world
+knows: its tool specs (name, description, JSON Schema of the arguments), how a
+checked call runs (:meth:`~ToolSessionBase.dispatch`), its status fields (what
+every answer, a refusal included, reports: LUCA's ``budget_remaining``), its
+system prompt and its record. Everything an agent's input crosses first lives
+here, once, for every world:
+
+- the arguments are parsed once (a dict, or JSON text of at most
+  :data:`MAX_PAYLOAD` characters; NaN, Infinity, lone surrogates and
+  non-objects refused) and checked against the published schema, so the
+  schemas accept exactly what the dispatcher accepts;
+- ``call`` never raises: a malformed or refused call comes back as
+  ``{"error": ..., **status}``, changes nothing and is logged (abbreviated
+  when it failed the check, in full when it passed, so a replay is exact);
+- the specs in the OpenAI, Anthropic and MCP formats are copies: editing one
+  cannot change what the session accepts.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from luca_gym.tools.schema import validate
+from luca_gym.validate import short_repr
+
+MAX_PAYLOAD = 64 * 1024  # characters of JSON arguments
+
+
+class ToolSessionBase:
+    """The generic half of a world's tool session.
+
+    A subclass calls ``super().__init__()``, then :meth:`set_specs` with its
+    tools, and implements :meth:`dispatch`, :meth:`status`,
+    :meth:`system_prompt` and :meth:`record`. Class attributes:
+
+    * ``opening``: the first user message of an agent loop;
+    * ``end_tool``: the tool that ends the session (the loop calls it for an
+      agent that stops);
+    * ``status_keys``: the keys of :meth:`status`, copied from every answer
+      into its transcript entry;
+    * ``title``: the server title (MCP).
+    """
+
+    opening = "Begin."
+    end_tool = "end"
+    status_keys: tuple[str, ...] = ()
+    title = "luca-gym"
+
+    def __init__(self):
+        self.instance_id: str | None = None  # what the session calls its instance (sealed: opaque)
+        self.transcript: list[dict] = []
+        self.ended = False
+        self.truncated = False
+        self.end_reason: str | None = None
+        self.scores: dict | None = None
+        self.total_reward = 0.0
+        self._specs: list[dict] = []
+        self._schemas: dict[str, dict] = {}
+
+    # -- what a world supplies ---------------------------------------------------------
+    def set_specs(self, specs: list[dict]) -> None:
+        """The session's tools: ``[{"name", "description", "input_schema"}]``
+        (kept as copies)."""
+        self._specs = copy.deepcopy(list(specs))
+        self._schemas = {s["name"]: s["input_schema"] for s in self._specs}
+
+    def dispatch(self, name: str, args: dict) -> dict:
+        """Run a call whose arguments passed its schema; return the answer."""
+        raise NotImplementedError
+
+    def status(self) -> dict:
+        """What every answer reports (a refusal too), e.g. the budget left."""
+        return {}
+
+    def system_prompt(self) -> str:
+        raise NotImplementedError
+
+    def record(self) -> dict:
+        """The session as one JSON-ready record."""
+        return {"calls": self.transcript, "scores": self.scores, "return": self.total_reward, "end_reason": self.end_reason}
+
+    def demo_calls(self) -> list[tuple[str, dict]]:
+        """A short legal session that ends: ``[(tool name, arguments)]``
+        (:func:`luca_gym.testing.check_world` plays it, refused calls between)."""
+        raise NotImplementedError
+
+    def annotations(self, name: str) -> dict | None:
+        """MCP ToolAnnotations fields of a tool (title, readOnlyHint, ...), or None."""
+        return None
+
+    def output_schema(self, name: str) -> dict | None:
+        """JSON Schema of what a tool returns (MCP ``outputSchema``), or None."""
+        return None
+
+    # -- specs -------------------------------------------------------------------------
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        return tuple(s["name"] for s in self._specs)
+
+    def tool_specs(self) -> list[dict]:
+        """Neutral specs: ``{"name", "description", "input_schema"}`` (copies:
+        editing one cannot change what the session accepts)."""
+        return copy.deepcopy(self._specs)
+
+    def tools_openai(self) -> list[dict]:
+        return to_openai_tools(self.tool_specs())
+
+    def tools_anthropic(self) -> list[dict]:
+        return to_anthropic_tools(self.tool_specs())
+
+    def tools_mcp(self) -> list[dict]:
+        return [{"name": s["name"], "description": s["description"], "inputSchema": s["input_schema"]} for s in self.tool_specs()]
+
+    # -- dispatch ----------------------------------------------------------------------
+    def call(self, name: Any, arguments: Any = None) -> dict:
+        """Dispatch one call. Never raises; errors come back as ``{"error": ...}``.
+
+        The arguments are parsed and checked once; what was checked is what
+        runs and what the transcript logs, in full (so a replay is exact);
+        arguments that failed the check are logged abbreviated."""
+        logged, checked = arguments, False
+        try:
+            try:
+                args = self._checked(name, arguments)
+            except ValueError as exc:
+                result = self.error(str(exc))
+            else:
+                logged, checked = args, True
+                result = self.dispatch(name, args)
+        except Exception as exc:  # noqa: BLE001 -- hostile input must never escape
+            result = self.error(f"internal error while handling the call ({type(exc).__name__}); the session is unchanged")
+        self.transcript.append(
+            {
+                "call": name[:64] if isinstance(name, str) and is_unicode(name) else f"<{type(name).__name__}>",
+                "arguments": self._loggable(logged, abbreviate=not checked),
+                "result": result,
+                **{key: result.get(key) for key in self.status_keys},
+            }
+        )
+        return result
+
+    def error(self, message: str) -> dict:
+        """A refusal: the message and the session's status."""
+        return {"error": message, **self.status()}
+
+    def finish(self, reason: str) -> None:
+        """End the session for an agent that stopped (``end_reason`` says why)."""
+        if not self.ended:
+            self.call(self.end_tool, {})
+            self.end_reason = reason
+
+    @staticmethod
+    def _loggable(arguments, abbreviate: bool = True):
+        """A copy of the arguments fit for the transcript (later changes by the
+        caller cannot alter the log); non-JSON ones, and long ones when
+        ``abbreviate`` (checked arguments are at most MAX_PAYLOAD), are abbreviated."""
+        try:
+            text = arguments if isinstance(arguments, str) else json.dumps(arguments, allow_nan=False)
+        except (TypeError, ValueError, RecursionError, OverflowError):
+            return "<not JSON-serialisable>"
+        if not is_unicode(text if isinstance(arguments, str) else json.loads(text)):
+            return "<not valid Unicode>"
+        if abbreviate and len(text) > 2048:
+            return text[:2048] + "...<truncated>"
+        return text if isinstance(arguments, str) else json.loads(text)
+
+    def parse_arguments(self, arguments: Any) -> dict:
+        """Arguments as a dict, from a dict or a JSON string. Raises ValueError."""
+        return parse_arguments(arguments)
+
+    def validate(self, name: Any, arguments: Any) -> str | None:
+        """None if the call's arguments pass its schema, else the message."""
+        try:
+            self._checked(name, arguments)
+        except ValueError as exc:
+            return str(exc)
+        return None
+
+    def _checked(self, name: Any, arguments: Any) -> dict:
+        """The call's arguments parsed (once) and checked against its schema.
+        Raises ValueError naming the tool or argument, the problem and what is allowed."""
+        allowed = ", ".join(self.tool_names)
+        if not isinstance(name, str):
+            raise ValueError(f"unknown tool: the name must be a string, got {type(name).__name__}; allowed {allowed}")
+        if name not in self._schemas:
+            raise ValueError(f"unknown tool {short_repr(name)}; allowed {allowed}")
+        args = self.parse_arguments(arguments)
+        error = validate(args, self._schemas[name])
+        if error:
+            raise ValueError(f"invalid arguments for {name}: {error}")
+        return args
+
+
+def parse_arguments(arguments: Any) -> dict:
+    """A call's arguments as a dict, from a dict or a JSON string (at most
+    :data:`MAX_PAYLOAD` characters; NaN, Infinity and lone surrogates refused).
+    Raises ValueError."""
+    if arguments is None:
+        return {}
+    if isinstance(arguments, str):
+        if len(arguments) > MAX_PAYLOAD:
+            raise ValueError(f"arguments: {len(arguments)} characters; at most {MAX_PAYLOAD}")
+        try:
+            parsed = json.loads(arguments, parse_constant=_reject_constant)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"arguments: not valid JSON ({exc.msg})") from None
+        except RecursionError:
+            raise ValueError("arguments: JSON nested too deeply") from None
+        except ValueError as exc:
+            if str(exc).startswith("arguments:"):
+                raise
+            raise ValueError("arguments: not valid JSON (a number is too large)") from None
+    elif isinstance(arguments, dict):
+        try:
+            text = json.dumps(arguments, allow_nan=False, ensure_ascii=False)
+        except ValueError as exc:
+            message = str(exc)
+            hint = "NaN and Infinity are not allowed" if "float" in message else message[:80]
+            raise ValueError(f"arguments: not JSON data ({hint})") from None
+        except (TypeError, RecursionError, OverflowError) as exc:
+            raise ValueError(f"arguments: not JSON data ({type(exc).__name__}: {str(exc)[:80]})") from None
+        if len(text) > MAX_PAYLOAD:
+            raise ValueError(f"arguments: {len(text)} characters of JSON; at most {MAX_PAYLOAD}")
+        parsed = json.loads(text)
+    else:
+        raise ValueError(f"arguments: expected a JSON object or a dict, got {type(arguments).__name__}")
+    if not isinstance(parsed, dict):
+        raise ValueError(f"arguments: expected a JSON object, got {type(parsed).__name__}")
+    if not is_unicode(parsed):
+        raise ValueError("arguments: a string holds a lone surrogate (e.g. \\ud800), which is not valid Unicode text")
+    return parsed
+
+
+def is_unicode(value) -> bool:
+    """Whether every string in ``value`` (JSON data) is valid Unicode text (no lone surrogates)."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"arguments: {name} is not allowed")
+
+
+def to_openai_tools(specs: list[dict]) -> list[dict]:
+    return [
+        {"type": "function", "function": {"name": s["name"], "description": s["description"], "parameters": s["input_schema"]}}
+        for s in specs
+    ]
+
+
+def to_anthropic_tools(specs: list[dict]) -> list[dict]:
+    return [{"name": s["name"], "description": s["description"], "input_schema": s["input_schema"]} for s in specs]
