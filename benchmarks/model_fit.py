@@ -1,7 +1,7 @@
 """model-fit beside the repository's baselines, with each sub-score and the
 seconds per session, from one results folder.
 
-The sessions run through the harness (``luca_gym.eval.sweep``, as
+The sessions run through the harness (``luca_gym.harness.sweep``, as
 ``luca-gym eval`` does); a rerun on the same folder resumes. model-fit was
 developed on seeds 300-309; report it on seeds it never saw (200-219 in
 BENCHMARKS.md).
@@ -36,7 +36,7 @@ import jax
 import numpy as np
 
 from luca_gym.worlds.luca import core, scoring, generator as world
-from luca_gym import eval as ev
+from luca_gym import harness as ev
 from luca_gym.cli import parse_seeds
 
 AGENTS = ("model-fit", "task-directed", "causal-sweep", "heuristic")

@@ -15,7 +15,7 @@ Prints, at N=20:
   * a ``train_maskable_ppo`` run (64 envs): steps per second and the learning
     curve;
   * the trained policy on the evaluation seeds 0-19 through the harness
-    (``luca_gym.eval.run_session`` over ``load_policy``, its most likely
+    (``luca_gym.harness.run_session`` over ``load_policy``, its most likely
     action and a sample from its masked distribution), beside the
     harness's ``random`` baseline, a uniform masked-random flat policy with
     the same analyst, and ``causal-sweep``.
@@ -37,7 +37,7 @@ from sb3_contrib.common.maskable.utils import get_action_masks
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 import luca_gym  # noqa: F401  (registers luca_gym/LucaFlat-v0)
-from luca_gym import eval as harness
+from luca_gym import harness
 from luca_gym.agents import FlatPolicy
 from luca_gym.agents.sb3 import PPO_SETTINGS, load_policy, train_maskable_ppo
 from luca_gym.worlds.luca.baselines import make_policy

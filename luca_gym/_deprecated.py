@@ -30,6 +30,7 @@ MOVED = {
     "luca_gym.core": "luca_gym.worlds.luca.core",
     "luca_gym.baselines": "luca_gym.worlds.luca.baselines",
     "luca_gym.calls": "luca_gym.worlds.luca.calls",
+    "luca_gym.eval": "luca_gym.harness",
     "luca_gym.wrappers.mcp_server": "luca_gym.tools.mcp_server",
     "luca_gym.wrappers.mock_provider": "luca_gym.tools.mock_provider",
     "luca_gym.wrappers.schema": "luca_gym.tools.schema",

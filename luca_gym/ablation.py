@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from luca_gym.eval import KEY_DEFAULTS, SCORE_FIELDS, agents_in
+from luca_gym.harness import KEY_DEFAULTS, SCORE_FIELDS, agents_in
 from luca_gym.worlds.luca.spec import MODES, TIER_NAMES
 
 CONDITION_FIELDS = ("backwards", "vocabulary", "stance")

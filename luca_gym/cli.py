@@ -140,7 +140,7 @@ def _ablation_arguments(p) -> None:
 
 
 def conditions(args) -> dict:
-    """``backwards``, ``vocabulary`` and ``stance`` for :func:`luca_gym.eval.plan`
+    """``backwards``, ``vocabulary`` and ``stance`` for :func:`luca_gym.harness.plan`
     from ``--backwards``, ``--vocabulary``, ``--stance`` and ``--ablation``
     (which plans both arms of each contrast it names)."""
     from luca_gym.ablation import CONTRASTS
@@ -196,7 +196,7 @@ class Progress:
 
 def cmd_eval(args) -> int:
     from luca_gym import ablation
-    from luca_gym import eval as ev
+    from luca_gym import harness as ev
     from luca_gym.tools.loop import check_retry
 
     agents = _names(args.agents, "agent", ev.AGENTS_ALLOWED)
@@ -307,7 +307,7 @@ def cmd_train(args) -> int:
 @contextlib.contextmanager
 def _results_notes():
     """Print what reading a results file noted (e.g. duplicate lines dropped) as one ``note:`` line each on stderr."""
-    from luca_gym.eval import ResultsWarning
+    from luca_gym.harness import ResultsWarning
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ResultsWarning)
@@ -336,7 +336,7 @@ def cmd_report(args) -> int:
 def cmd_show(args) -> int:
     """Draw one recorded session as a timeline PNG and print its path (one
     line); when several sessions match, a note on stderr names the one drawn."""
-    from luca_gym import eval as ev
+    from luca_gym import harness as ev
     from luca_gym import report
 
     with _results_notes():
@@ -438,7 +438,7 @@ def cmd_mcp(args) -> int:
     is then generated in the background while the server already answers
     ``initialize``, so a client connects at once."""
     from luca_gym.worlds.luca import core, spec
-    from luca_gym import eval as ev
+    from luca_gym import harness as ev
     from luca_gym.worlds.luca.tools import ToolSession, system_prompt
     from luca_gym.tools.mcp_server import serve
 
@@ -640,7 +640,7 @@ def _as_flags(message: str, args) -> str:
 
 
 def main(argv=None) -> int:
-    from luca_gym.eval import ResultsError
+    from luca_gym.harness import ResultsError
     from luca_gym.tools.loop import ProviderError
 
     parser = build_parser()

@@ -20,7 +20,7 @@ import numpy as np
 
 from luca_gym import __version__, ablation
 from luca_gym.worlds.luca import calls, generator as world
-from luca_gym import eval as ev
+from luca_gym import harness as ev
 from luca_gym.worlds.luca.fidelity import PAPER_TABLE8
 from luca_gym.worlds.luca.spec import (
     ACCURACY_THRESHOLD,

@@ -18,7 +18,7 @@ from scipy import stats
 
 from luca_gym import ablation
 from luca_gym.worlds.luca import spec, generator as world
-from luca_gym import eval as ev
+from luca_gym import harness as ev
 from luca_gym.worlds.luca.baselines import PAPER_BASELINES, make_policy
 from luca_gym.cli import UsageError, build_parser, conditions, main
 from luca_gym.envs.luca_env import LucaEnv
@@ -202,7 +202,7 @@ def test_records_written_before_the_fields_read_as_invented_and_suppress(tmp_pat
     record = ev.run_session(make_policy("random"), ev.SessionSpec("random", "easy", "healthy", 20, 0))
     old = {k: v for k, v in record.items() if k not in ("vocabulary", "stance")}
     with open(tmp_path / ev.SESSIONS_FILE, "w", encoding="utf-8") as f:
-        ev._append(f, old)
+        ev.append_record(f, old)
     read = ev.read_results(str(tmp_path))
     assert (read.records[0]["vocabulary"], read.records[0]["stance"]) == ("invented", "suppress")
     assert list(read.keys()) == [ev.SessionSpec("random", "easy", "healthy", 20, 0).key()]

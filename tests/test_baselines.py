@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from luca_gym.worlds.luca import core
-from luca_gym import eval as ev
+from luca_gym import harness as ev
 from luca_gym.worlds.luca.baselines import BASELINES, RandomPolicy, make_policy
 from luca_gym.envs.luca_env import LucaEnv
 from luca_gym.worlds.luca.session import cached_organism

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from luca_gym import eval as ev
+from luca_gym import harness as ev
 from luca_gym.worlds.luca import generator as world
 from luca_gym.cli import build_parser, cmd_play, main, parse_seeds
 

@@ -19,7 +19,7 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import signal_after_lines
-from luca_gym import eval as ev
+from luca_gym import harness as ev
 from luca_gym.cli import main
 from luca_gym.tools import loop
 from luca_gym.tools import providers
@@ -371,7 +371,7 @@ import itertools, signal, sys
 # A child inherits an ignored SIGINT from a parent that ignores it (a test
 # worker may), and Python then installs no KeyboardInterrupt handler: restore it.
 signal.signal(signal.SIGINT, signal.default_int_handler)
-from luca_gym import eval as ev
+from luca_gym import harness as ev
 from luca_gym.tools.providers import OpenAIChatAgent
 from luca_gym.tools.mock_provider import MockClient
 

@@ -20,7 +20,7 @@ import pytest
 from conftest import signal_after_lines
 from luca_gym import report
 from luca_gym.worlds.luca import calls, core
-from luca_gym import eval as ev
+from luca_gym import harness as ev
 from luca_gym.worlds.luca.baselines import make_policy
 from luca_gym.envs.luca_env import LucaEnv
 from luca_gym.tools.loop import ScriptedAgent

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from luca_gym import eval as ev
+from luca_gym import harness as ev
 from luca_gym.worlds.luca.baselines import make_policy
 from conftest import make
 

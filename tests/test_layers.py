@@ -124,7 +124,7 @@ def test_a_malformed_world_is_refused(field, value, match):
 
 OLD_PATHS = ["spec", "types", "world", "world.tiers", "world.generator", "sim", "diffsim", "scoring", "analysts",
              "fidelity", "vocabulary", "core", "core.session", "core.flat", "baselines", "baselines.batched", "calls",
-             "wrappers.mcp_server", "wrappers.mock_provider", "wrappers.schema", "wrappers.results_schema"]
+             "wrappers.mcp_server", "wrappers.mock_provider", "wrappers.schema", "wrappers.results_schema", "eval"]
 
 
 def test_old_module_paths_are_the_new_modules_and_warn():
@@ -156,7 +156,7 @@ print("ok")
 
 def test_the_package_imports_no_deprecated_path():
     code = ("import warnings; warnings.simplefilter('error', DeprecationWarning); import luca_gym, luca_gym.envs, "
-            "luca_gym.eval, luca_gym.cli, luca_gym.report, luca_gym.play, luca_gym.ablation, luca_gym.tools.loop, "
+            "luca_gym.harness, luca_gym.cli, luca_gym.report, luca_gym.play, luca_gym.ablation, luca_gym.tools.loop, "
             "luca_gym.tools.providers, luca_gym.tools.mcp_server, luca_gym.tools.mock_provider, luca_gym.worlds.luca.tools, "
             "luca_gym.agents.ppo, luca_gym.worlds.luca.baselines.batched")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

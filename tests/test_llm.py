@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from luca_gym.envs.spaces import action_space
 from luca_gym.worlds.luca import calls, core
-from luca_gym import eval as ev
+from luca_gym import harness as ev
 from luca_gym import report
 from luca_gym.worlds.luca.baselines import make_policy
 from luca_gym.envs.luca_env import LucaEnv

@@ -21,7 +21,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from luca_gym import cli
-from luca_gym import eval as ev
+from luca_gym import harness as ev
 from luca_gym.report import write_report
 from luca_gym.worlds.luca.spec import MALFUNCTION_TYPES
 from luca_gym.tools import mcp_server

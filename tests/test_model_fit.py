@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from luca_gym import eval as ev
+from luca_gym import harness as ev
 from luca_gym.worlds.luca.baselines import BASELINES, make_policy
 from luca_gym.worlds.luca.baselines import model_fit as mf
 from luca_gym.worlds.luca.spec import BLOCK, BOOST

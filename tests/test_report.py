@@ -19,7 +19,7 @@ from matplotlib.collections import LineCollection
 from matplotlib.container import BarContainer, ErrorbarContainer
 from matplotlib.patches import Circle, FancyArrowPatch
 
-from luca_gym import eval as ev
+from luca_gym import harness as ev
 from luca_gym import report
 from luca_gym.worlds.luca import generator as world
 from luca_gym.cli import main

@@ -30,7 +30,7 @@ What "identical" means, leg by leg:
   that is like for like. The raw scores (float32 noise, codes for the
   malfunction) never cross MCP as a tool result; they are in the line the
   server records, compared with leg a's ``ToolSession.record()`` and with the
-  line :func:`luca_gym.eval.record_tool_session` writes for leg a's session.
+  line :func:`luca_gym.harness.record_tool_session` writes for leg a's session.
 
 One server start per scenario, all started at once (each compiles JAX).
 Every wait is bounded."""
@@ -53,7 +53,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from luca_gym.worlds.luca import calls
-from luca_gym import eval as ev
+from luca_gym import harness as ev
 from luca_gym.worlds.luca.spec import MALFUNCTION_TYPES
 from luca_gym.worlds.luca.tools import ToolSession
 

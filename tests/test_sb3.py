@@ -12,7 +12,7 @@ import pytest
 from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
 
 from luca_gym.testing import count_traces
-from luca_gym import eval as harness
+from luca_gym import harness
 from luca_gym.agents import FlatPolicy
 from luca_gym.agents.sb3 import CURVE_FIELDS, load_policy, train_maskable_ppo
 from luca_gym.worlds.luca.core import flat

@@ -18,7 +18,7 @@ import warnings
 import numpy as np
 import pytest
 
-from luca_gym import eval as ev
+from luca_gym import harness as ev
 from luca_gym import seal as seal_mod
 from luca_gym.worlds.luca import generator as world
 from luca_gym.cli import main

@@ -10,7 +10,7 @@ import gymnasium as gym
 import pytest
 
 from luca_gym.worlds.luca import calls
-from luca_gym import eval as ev
+from luca_gym import harness as ev
 from luca_gym.worlds.luca.baselines import make_policy
 from luca_gym.envs.tools import LucaToolsEnv, parse_tool_call
 from luca_gym.tools.loop import ReplayAgent, ScriptedAgent, run_agent

@@ -11,7 +11,7 @@ from luca_gym.worlds.luca.baselines import make_policy
 from luca_gym.worlds.luca.baselines.batched import causal_sweep_policy, heuristic_policy, random_policy, task_directed_policy
 from luca_gym.envs import LucaEnv, LucaVectorEnv
 from luca_gym.functional import organism_batch, rollout
-from luca_gym.eval import SessionSpec, run_session
+from luca_gym.harness import SessionSpec, run_session
 
 B = 6
 

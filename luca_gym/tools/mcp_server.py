@@ -15,7 +15,7 @@ every answer come from the world's tool session (a
   refused call is ``isError`` and still conforms to the output schema. Names,
   not indices, and figures rounded by the session: nothing here adds a number.
 - With ``out``, the session is appended to ``out/sessions.jsonl`` in the
-  harness's format (:func:`luca_gym.eval.record_tool_session`) when it ends
+  harness's format (:func:`luca_gym.harness.record_tool_session`) when it ends
   (``end``, or the call limit), or when the client disconnects after at least
   one tool call (the server then ends it, ``end_reason: "disconnected"``, as
   the harness ends a session for an agent that stops), so ``luca-gym report``
@@ -109,7 +109,7 @@ def _source(session) -> OpeningSession | None:
 
 class SessionRecorder:
     """Appends ``session`` to ``out/sessions.jsonl`` once it has ended
-    (:func:`luca_gym.eval.record_tool_session`), once; reports on stderr. A
+    (:func:`luca_gym.harness.record_tool_session`), once; reports on stderr. A
     failed attempt (e.g. the folder locked by a sweep) is tried again on the
     next call and when the client goes."""
 
@@ -127,7 +127,7 @@ class SessionRecorder:
     def check(self) -> None:
         """Raise (ResultsError, before any call is served) if the session could not be recorded:
         the file written by another build or seal, or this session already there."""
-        from luca_gym import eval as ev
+        from luca_gym import harness as ev
 
         ev.check_recordable(self.session, self.out, agent=self.agent)
 
@@ -135,7 +135,7 @@ class SessionRecorder:
         """Record the session if it has ended and is not recorded yet."""
         if self.done or not self.session.ended:
             return
-        from luca_gym.eval import record_tool_session
+        from luca_gym.harness import record_tool_session
 
         try:
             self.path = record_tool_session(self.session, self.out, agent=self.agent,
@@ -387,7 +387,7 @@ def serve(session, *, out: str | None = None, agent: str = "mcp-client", stdin=N
     (required then), so a client never waits on the instance's generation to
     connect. (With
     ``out``, check first that the session can be recorded:
-    :func:`luca_gym.eval.check_recordable`.)"""
+    :func:`luca_gym.harness.check_recordable`.)"""
     import anyio
     from mcp.server.stdio import stdio_server
 

@@ -1,0 +1,87 @@
+"""Agents by name: baselines, ``openai:MODEL`` / ``anthropic:MODEL`` tool
+agents, and learned agents (``ppo:RUN_DIR``, ``sb3:FILE.zip``):
+:func:`check_agent` and :func:`make_runner`; token prices and session cost."""
+
+from __future__ import annotations
+
+import os
+
+from luca_gym.worlds.luca.baselines import BASELINES, make_policy
+
+
+AGENTS_ALLOWED = f"{', '.join(BASELINES)}, openai:MODEL, anthropic:MODEL, ppo:RUN_DIR or sb3:FILE.zip"
+
+
+RL_EXTRA = 'pip install -e ".[rl]"'
+
+
+def check_price(price) -> tuple[float, float] | None:
+    """None, or ``(input, output)`` USD per million tokens, each a number >= 0;
+    ValueError naming the bad value otherwise."""
+    if price is None:
+        return None
+    try:
+        values = tuple(price)
+    except TypeError:
+        values = ()
+    ok = len(values) == 2 and all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < float("inf") for v in values)
+    if not ok:
+        raise ValueError(f"price: {price!r}; allowed (input, output) USD per million tokens, two numbers >= 0, e.g. 2.5,10")
+    return float(values[0]), float(values[1])
+
+
+def session_cost(usage: dict | None, price) -> float | None:
+    """USD for a session's tokens at ``price`` (input, output) USD per million
+    tokens; None without a price or when no call reported its tokens."""
+    if price is None or not usage or (usage.get("input_tokens") is None and usage.get("output_tokens") is None):
+        return None
+    tokens = (usage.get("input_tokens") or 0, usage.get("output_tokens") or 0)
+    return round((tokens[0] * price[0] + tokens[1] * price[1]) / 1e6, 6)
+
+
+def is_llm_agent(name: str) -> bool:
+    return str(name).startswith(("openai:", "anthropic:"))
+
+
+def is_learned_agent(name: str) -> bool:
+    """``ppo:RUN_DIR`` (a run folder of ``luca-gym train --algo ppo``) or
+    ``sb3:FILE.zip`` (the model.zip, or its run folder, of ``--algo maskable-ppo``)."""
+    return str(name).startswith(("ppo:", "sb3:"))
+
+
+def check_agent(name) -> str:
+    """A baseline's name, ``openai:MODEL``, ``anthropic:MODEL``, ``ppo:RUN_DIR``
+    (an existing folder) or ``sb3:FILE.zip`` (an existing file or run folder); ValueError
+    otherwise."""
+    if not isinstance(name, str) or not (name in BASELINES or ((is_llm_agent(name) or is_learned_agent(name)) and name.partition(":")[2])):
+        raise ValueError(f"agent: {name!r} unknown; allowed {AGENTS_ALLOWED}")
+    algo, _, path = name.partition(":")
+    if algo == "ppo" and not os.path.isdir(path):
+        raise ValueError(f"agent {name!r}: no such run folder {path!r}; write one with `luca-gym train --algo ppo --out {path}`")
+    if algo == "sb3" and not os.path.exists(path):
+        raise ValueError(f"agent {name!r}: no such file {path!r}; write one with `luca-gym train --algo maskable-ppo --out DIR` "
+                         f"(DIR/model.zip)")
+    return name
+
+
+def make_runner(name: str, base_url: str | None = None):
+    """A baseline policy; an LLM agent callable for ``openai:MODEL`` /
+    ``anthropic:MODEL``; or a learned agent's :class:`~luca_gym.agents.FlatPolicy`
+    loaded from ``ppo:RUN_DIR`` or ``sb3:FILE.zip`` (ValueError names a
+    missing or corrupt checkpoint, or the missing ``rl`` extra)."""
+    if is_llm_agent(name):
+        from luca_gym.tools.providers import make_agent
+
+        return make_agent(name, base_url)
+    if is_learned_agent(name):
+        algo, _, path = check_agent(name).partition(":")
+        if algo == "ppo":
+            from luca_gym.agents import ppo
+
+            return ppo.load(path)
+        try:
+            from luca_gym.agents.sb3 import load_policy
+        except ImportError as exc:
+            raise ValueError(f"agent {name!r}: needs the rl extra ({exc}); {RL_EXTRA}") from None
+        return load_policy(path)
+    return make_policy(name)

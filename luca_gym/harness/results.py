@@ -1,0 +1,246 @@
+"""The results file: one JSON line per session in ``<out>/sessions.jsonl``,
+each with the configuration it ran under and a digest of its content (a
+signature too when sealed), appended under a folder lock; :func:`read_results`
+refuses a line from another build, seal or model server, or one edited by
+hand, by name, instead of mixing it into the tables."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import hmac
+import json
+import os
+import time
+import warnings
+from dataclasses import dataclass
+
+from luca_gym import __version__
+from luca_gym.harness.spec import KEY_DEFAULTS, KEY_FIELDS, REQUIRED_KEY_FIELDS, ResultsError, SCORE_FIELDS, STRATEGY_FIELDS
+
+
+SESSIONS_FILE = "sessions.jsonl"
+
+
+# -- the results file --------------------------------------------------------------
+# Every line carries the configuration it was run under (CONFIG_FIELDS) and a
+# digest of its content (a signature too when sealed), so a line from another
+# build, model server or seal, or a line edited by hand, is refused by name
+# instead of being mixed into the tables.
+CONFIG_FIELDS = ("version", "sealed", "base_url", "budget", "call_limit")
+
+
+def run_config(agent: str, seal=None, base_url: str | None = None) -> dict:
+    """The configuration a session line records beside its key: the package
+    version, the seal's fingerprint (None unsealed) and, for ``openai:``
+    agents, the model server's base URL. (The agent spec names the model.)"""
+    return {
+        "version": __version__,
+        "sealed": None if seal is None else seal.fingerprint,
+        "base_url": base_url if str(agent).startswith("openai:") else None,
+    }
+
+
+def _canonical(record: dict) -> bytes:
+    body = {k: v for k, v in record.items() if k not in ("digest", "signature")}
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def append_record(f, record: dict, seal=None) -> None:
+    """Write ``record`` as one line with its digest (and signature under a seal), then sync."""
+    record = dict(record)
+    data = _canonical(record)
+    record["digest"] = hashlib.sha256(data).hexdigest()
+    if seal is not None:
+        record["signature"] = seal.sign(data)
+    f.write(json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n")
+    f.flush()
+    os.fsync(f.fileno())
+
+
+def describe_key(key) -> str:
+    return ", ".join(f"{k}={v}" for k, v in zip(KEY_FIELDS, key))
+
+
+def _parse_line(path: str, lineno: int, raw: bytes, seal=None) -> dict:
+    where = f"{path}:{lineno}"
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ResultsError(f"{where}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); fix or remove that line") from None
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ResultsError(f"{where}: corrupt line ({exc.msg}); fix or remove that line") from None
+    except RecursionError:
+        raise ResultsError(f"{where}: corrupt line (nested too deeply); fix or remove that line") from None
+    missing = [k for k in (*REQUIRED_KEY_FIELDS, "scores") if not isinstance(record, dict) or k not in record]
+    if not missing:
+        scores = record["scores"]
+        missing = [f"scores.{k}" for k in (*SCORE_FIELDS, *STRATEGY_FIELDS, "n_alt") if not isinstance(scores, dict) or k not in scores]
+    if missing:
+        raise ResultsError(f"{where}: corrupt line (missing {', '.join(missing)}); fix or remove that line")
+    if "digest" in record:
+        data = _canonical(record)
+        if record["digest"] != hashlib.sha256(data).hexdigest():
+            raise ResultsError(f"{where}: the line was changed after it was written (its digest does not match); "
+                               f"remove it to run that session again")
+        if seal is not None and record.get("sealed") == seal.fingerprint:
+            if not hmac.compare_digest(str(record.get("signature", "")), seal.sign(data)):
+                raise ResultsError(f"{where}: the line's signature does not match this seal; it was not written by a "
+                                   f"sealed sweep with this secret, or was changed since; remove it")
+    for field, default in KEY_DEFAULTS.items():  # after the digest check: a line written before the field existed
+        record.setdefault(field, default)
+    return record
+
+
+def _complete(text: str) -> bool:
+    """Whether a last line without its newline is nonetheless a whole record."""
+    try:
+        record = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return False
+    return isinstance(record, dict) and all(k in record for k in (*REQUIRED_KEY_FIELDS, "scores"))
+
+
+@dataclass
+class Results:
+    """A results file as read: the records (duplicates dropped), the line
+    each came from, and the duplicate lines dropped (line, line kept)."""
+
+    path: str
+    records: list
+    lines: list
+    duplicates: list
+
+    def keys(self) -> dict:
+        """{session key: line number}."""
+        return {tuple(r[k] for k in KEY_FIELDS): n for r, n in zip(self.records, self.lines)}
+
+    def notes(self) -> list[str]:
+        """What reading did beyond parsing (one line each), e.g. duplicates dropped."""
+        if not self.duplicates:
+            return []
+        shown = ", ".join(f"line {d} (same session as line {k})" for d, k in self.duplicates[:5])
+        more = f" and {len(self.duplicates) - 5} more" if len(self.duplicates) > 5 else ""
+        return [f"{self.path}: {len(self.duplicates)} duplicate session line(s) ignored: {shown}{more}"]
+
+    def check_config(self, config: dict, expected: dict | None = None, agents=None) -> None:
+        """Refuse (ResultsError naming file and line) a line whose configuration
+        differs from ``config`` or from ``expected`` ({key: {field: value}})
+        for its session. The base URL is compared on ``openai:`` lines only
+        (of ``agents``, when given: the agents this run uses)."""
+        for record, lineno in zip(self.records, self.lines):
+            for field, ours in config.items():
+                agent = str(record["agent"])
+                if field == "base_url" and not (agent.startswith("openai:") and (agents is None or agent in agents)):
+                    continue
+                theirs = record.get(field)
+                if theirs != ours:
+                    raise ResultsError(
+                        f"{self.path}:{lineno}: written with {field}={theirs!r}; this run has {field}={ours!r}. "
+                        f"Results of different configurations are never mixed: use another --out folder, or remove that line"
+                    )
+            want = (expected or {}).get(tuple(record[k] for k in KEY_FIELDS), {})
+            for field, ours in want.items():
+                if record.get(field) != ours:
+                    raise ResultsError(
+                        f"{self.path}:{lineno}: written with {field}={record.get(field)!r}; this run has {field}={ours!r} "
+                        f"for that session. Use another --out folder, or remove that line"
+                    )
+
+
+def read_results(path: str, seal=None) -> Results:
+    """A results file or folder, checked line by line (ResultsError names the
+    file and line of the first problem): every line whole JSON in UTF-8 with
+    the key and score fields, its digest intact (and its signature, for lines
+    sealed with ``seal``), and the whole file from one build and one seal.
+    A line cut short by an interrupted write (the last line, without its
+    newline) is ignored; a repeated session keeps its first line."""
+    if os.path.isdir(path):
+        path = os.path.join(path, SESSIONS_FILE)
+    if not os.path.exists(path):
+        raise ResultsError(f"{path}: no such results file")
+    with open(path, "rb") as f:
+        data = f.read()
+    lines = data.split(b"\n")
+    last = lines[-1].decode("utf-8", errors="replace")
+    complete = lines if _complete(last) else lines[:-1]
+    records, linenos, duplicates, seen = [], [], [], {}
+    first_config = None
+    for lineno, raw in enumerate(complete, 1):
+        if not raw.strip():
+            continue
+        record = _parse_line(path, lineno, raw, seal)
+        config = {k: record.get(k) for k in ("version", "sealed")}
+        if first_config is None:
+            first_config = (config, lineno)
+        elif config != first_config[0]:
+            field = next(k for k in config if config[k] != first_config[0][k])
+            raise ResultsError(
+                f"{path}:{lineno}: written with {field}={config[field]!r}, but line {first_config[1]} with "
+                f"{field}={first_config[0][field]!r}; a results file holds one build and one seal. Move those lines to another folder"
+            )
+        key = tuple(record[k] for k in KEY_FIELDS)
+        if key in seen:
+            duplicates.append((lineno, seen[key]))
+            continue
+        seen[key] = lineno
+        records.append(record)
+        linenos.append(lineno)
+    return Results(path, records, linenos, duplicates)
+
+
+def load_sessions(path: str) -> list[dict]:
+    """Every session record of a results file or folder (see :func:`read_results`);
+    duplicate lines are dropped with a :class:`ResultsWarning` saying which."""
+    results = read_results(path)
+    for note in results.notes():
+        warnings.warn(note, ResultsWarning, stacklevel=2)
+    return results.records
+
+
+class ResultsWarning(UserWarning):
+    """Something a reader of a results file should know (e.g. duplicate lines dropped)."""
+
+
+@contextlib.contextmanager
+def folder_lock(out_dir: str, wait_s: float = 0.0):
+    """Hold ``out_dir``'s lock (an advisory ``flock`` on its sessions file,
+    created empty if absent) while writing: two sweeps, or a sweep and an MCP
+    recording, never write one folder at once. Waits up to ``wait_s``
+    seconds, then raises ResultsError naming the folder."""
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, SESSIONS_FILE)
+    f = open(path, "ab")
+    try:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise ResultsError(
+                        f"{out_dir}: another luca-gym run is writing this folder (it holds the lock on {path}); "
+                        f"wait for it to finish or use another --out folder"
+                    ) from None
+                time.sleep(0.05)
+        yield
+    finally:
+        f.close()  # closing releases the lock
+
+
+def trim_unfinished(path: str) -> None:
+    """Cut an unfinished last line (a write killed half-way) so appends start
+    clean; a whole record that only lacks its newline gets the newline."""
+    with open(path, "rb+") as f:
+        data = f.read()
+        end = data.rfind(b"\n") + 1
+        if end == len(data):
+            return
+        if _complete(data[end:].decode("utf-8", errors="replace")):
+            f.write(b"\n")
+        else:
+            f.truncate(end)
