@@ -126,7 +126,7 @@ def fresh_rollout(policy_fn, key: jax.Array, params: core.EnvParams, tier: str, 
     ``world.MAX_ATTEMPTS`` attempts; its session is then meaningless).
     """
     num_envs = spec.check_positive_int(num_envs, "num_envs")
-    mode = "disease" if params.disease else "healthy"
+    mode = params.mode
     tier, n_genes, mode, backwards = spec.check_organism(tier, params.n_genes, mode, backwards)
     plan = world.plan(n_genes, mode, backwards)
     t = world.tier_params(tier, n_genes)
@@ -184,7 +184,7 @@ class FlatEnv:
 
     @property
     def mode(self) -> str:
-        return "disease" if self.params.disease else "healthy"
+        return self.params.mode
 
     @property
     def num_actions(self) -> int:

@@ -50,6 +50,13 @@ def short_repr(value) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+def check_render_mode(render_mode, allowed=("ansi",)):
+    """A Gymnasium ``render_mode``: None or one of ``allowed``."""
+    if render_mode is not None and render_mode not in allowed:
+        raise ValueError(f"render_mode: {render_mode!r} not supported; allowed None or {', '.join(map(repr, allowed))}")
+    return render_mode
+
+
 def check_keys(mapping: dict, what: str, allowed) -> None:
     """Every key of ``mapping`` a str among ``allowed`` (mixed-type keys give a
     ValueError, never a TypeError from sorting them)."""

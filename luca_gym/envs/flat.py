@@ -20,6 +20,7 @@ import jax
 import numpy as np
 from gymnasium import spaces
 
+from luca_gym.validate import check_render_mode
 from luca_gym.worlds.luca import analysts, core, spec
 from luca_gym.worlds.luca.core import flat
 from luca_gym import seal as seal_mod
@@ -112,8 +113,7 @@ class LucaFlatEnv(gym.Env):
         )
         analysts.get(analyst)
         backwards = spec.check_bool(backwards, "backwards")
-        if render_mode not in (None, "ansi"):
-            raise ValueError(f"render_mode: {render_mode!r} not supported; allowed None or 'ansi'")
+        check_render_mode(render_mode)
         self.tier, self.mode, self.n_genes, self.backwards, self.analyst = tier, mode, n_genes, backwards, analyst
         self.render_mode = render_mode
         self.layout = flat.layout(self.params)

@@ -15,7 +15,7 @@ import gymnasium as gym
 import jax
 
 from luca_gym.envs.spaces import action_space, observation_space, reset_options
-from luca_gym.validate import DRAWN_SEED_LIMIT
+from luca_gym.validate import DRAWN_SEED_LIMIT, check_render_mode
 from luca_gym.worlds.luca import core, spec
 from luca_gym.worlds.luca.session import Session, cached_organism, ended_scores, render_text  # noqa: F401  (ended_scores: re-exported)
 from luca_gym.worlds.luca.types import Organism
@@ -97,8 +97,7 @@ class LucaEnv(Session, gym.Env):
         super().__init__(tier, mode, n_genes, backwards, max_steps=max_steps, dense_shaping=dense_shaping,
                          shaping_scale=shaping_scale, shaping_gamma=shaping_gamma, budget=budget, sealed=sealed,
                          vocabulary=vocabulary)
-        if render_mode not in (None, "ansi"):
-            raise ValueError(f"render_mode: {render_mode!r} not supported; allowed None or 'ansi'")
+        check_render_mode(render_mode)
         self.render_mode = render_mode
         self.action_space = action_space(self.params)
         self.observation_space = observation_space(self.params)

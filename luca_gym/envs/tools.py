@@ -30,7 +30,7 @@ from luca_gym import worlds
 from luca_gym.envs.spaces import reset_options
 from luca_gym.protocol import load
 from luca_gym.tools.session import MAX_PAYLOAD, ToolSessionBase
-from luca_gym.validate import DRAWN_SEED_LIMIT, check_seed
+from luca_gym.validate import DRAWN_SEED_LIMIT, check_render_mode, check_seed
 from luca_gym.worlds.luca.session import Session
 from luca_gym.worlds.luca.spec import check_stance
 from luca_gym.worlds.luca.tools import ToolSession
@@ -76,8 +76,7 @@ class ToolsEnv(gym.Env):
     seed_option = "seed"
 
     def __init__(self, world="luca", render_mode=None, sealed=None, **settings):
-        if render_mode not in (None, "ansi"):
-            raise ValueError(f"render_mode: {render_mode!r} not supported; allowed None or 'ansi'")
+        check_render_mode(render_mode)
         self.world = worlds.get(world)
         if self.world.tools is None:
             raise ValueError(f"world {self.world.name!r} has no tools")
@@ -160,8 +159,7 @@ class LucaToolsEnv(ToolsEnv):
 
     def __init__(self, tier="medium", mode="healthy", n_genes=20, backwards=False, budget=None, max_steps=None,
                  sealed=None, render_mode=None, vocabulary="invented", stance="suppress"):
-        if render_mode not in (None, "ansi"):
-            raise ValueError(f"render_mode: {render_mode!r} not supported; allowed None or 'ansi'")
+        check_render_mode(render_mode)
         # One Session, reused by every episode's ToolSession (it checks the settings).
         self._env = Session(tier=tier, mode=mode, n_genes=n_genes, backwards=backwards, budget=budget, max_steps=max_steps,
                             sealed=sealed, vocabulary=vocabulary)

@@ -2,11 +2,13 @@
 
 The session state stays on the device as one batched pytree; observations
 cross to numpy only at the Gymnasium boundary (``numpy=False`` keeps them as
-JAX arrays). Actions are parsed by :mod:`luca_gym.envs.spaces`, the same code
-as :class:`~luca_gym.envs.LucaEnv`'s, with a leading batch axis. Every
-autoreset draws a fresh organism seed and generates that organism with
-:func:`luca_gym.worlds.luca.generator.generate` (batched, for the finished sub-envs only); it
-never replays a cached first state. ``benchmarks/rollout.py`` measures what
+JAX arrays). Actions are parsed by :func:`luca_gym.worlds.luca.core.parse_action`,
+the same code as :class:`~luca_gym.envs.LucaEnv`'s, with a leading batch axis.
+Every autoreset draws a fresh organism seed and generates that organism with
+:func:`luca_gym.worlds.luca.generator.generate` (batched, for the finished
+sub-envs only); it never replays a cached first state. An explicit reset to
+the seeds of the last explicit reset reuses their organisms (a pure function
+of the seed: the same sessions, without generating them again). ``benchmarks/rollout.py`` measures what
 that costs. The pure rollouts live in :mod:`luca_gym.functional`.
 """
 

@@ -351,7 +351,7 @@ class ModelFitPolicy:
         self.config = config or AgentConfig()
 
     def reset(self, params: core.EnvParams, seed: int) -> None:
-        check_session("disease" if params.disease else "healthy", params.n_genes, self.config)
+        check_session(params.mode, params.n_genes, self.config)
         self.params = params
         self.local = self.config.uses_local(params.n_genes)
         self.key = jax.random.PRNGKey(self.config.seed * 1_000_003 + int(seed))

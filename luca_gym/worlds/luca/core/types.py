@@ -97,6 +97,11 @@ class EnvParams:
     shaping_scale: float = 0.1
     shaping_gamma: float = 1.0
 
+    @property
+    def mode(self) -> str:
+        """"disease" or "healthy"."""
+        return "disease" if self.disease else "healthy"
+
 
 def make_params(
     tier: str = "medium",
