@@ -219,7 +219,7 @@ def cmd_eval(args) -> int:
     results = ev.read_results(path, seal=seal)
     for note in results.notes():
         print(f"note: {note}", file=sys.stderr)
-    records = [r for r in results.records if tuple(r[k] for k in ev.KEY_FIELDS) in wanted]
+    records = [r for r in results.records if ev.record_key(r) in wanted]
     main, note = ablation.main_records(records)
     for n in n_genes:
         print(f"\nComposite score, N={n} ({len(seeds)} seeds; mean ± population std; paper figures in brackets)")

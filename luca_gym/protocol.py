@@ -62,6 +62,12 @@ class World:
             the generic :class:`luca_gym.envs.tools.ToolsEnv` over ``tools``.
         baselines: entry point of ``{name: policy class}``, or None.
         reference: the paper or document the world follows.
+        session_keys: the fields of a results line that, with ``world`` and
+            ``agent``, name a session (``seed`` among them, in key order).
+        key_defaults: the value a key field takes on a line written before
+            the field existed.
+        required_scores: the score fields every results line must hold
+            (default: the headline).
     """
 
     name: str
@@ -77,6 +83,9 @@ class World:
     tools_env: str | None = None
     baselines: str | None = None
     reference: str = ""
+    session_keys: tuple[str, ...] = ("seed",)
+    key_defaults: tuple[tuple[str, object], ...] = ()
+    required_scores: tuple[str, ...] = ()
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
@@ -87,6 +96,8 @@ class World:
         if not isinstance(self.gym_stem, str) or not _STEM.fullmatch(self.gym_stem):
             raise ValueError(f"World.gym_stem: {short_repr(self.gym_stem)} not allowed; letters and digits, "
                              "starting with a capital, at most 32 characters")
+        if "seed" not in self.session_keys:
+            raise ValueError(f"World.session_keys: {self.session_keys!r} must name 'seed'")
         for f in fields(self):
             if f.name in ("config", "tools", "env", "vector_env", "flat_env", "tools_env", "baselines"):
                 value = getattr(self, f.name)
@@ -95,6 +106,10 @@ class World:
                 if not isinstance(value, str) or not _ENTRY.fullmatch(value):
                     raise ValueError(f"World.{f.name}: {short_repr(value)} not allowed; an entry point "
                                      "'package.module:attribute'")
+
+    def key_fields(self) -> tuple[str, ...]:
+        """The fields of a results line that name a session: world, agent, then :attr:`session_keys`."""
+        return ("world", "agent", *self.session_keys)
 
     def gym_ids(self) -> dict[str, tuple[str, dict]]:
         """Gymnasium id -> (entry point, keyword arguments), for every front end the world has."""

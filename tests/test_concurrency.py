@@ -69,7 +69,7 @@ def refused(call: dict) -> bool:
 
 
 def key_of(record) -> tuple:
-    return tuple(record[k] for k in ev.KEY_FIELDS)
+    return ev.record_key(record)
 
 
 def by_key(records) -> dict:

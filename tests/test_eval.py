@@ -38,7 +38,7 @@ def strict_json(line):
 
 
 def key_of(record) -> tuple:
-    return tuple(record[k] for k in ev.KEY_FIELDS)
+    return ev.record_key(record)
 
 
 class CountingFactory:
@@ -280,7 +280,7 @@ def test_resume_after_killed_sweep(tmp_path):
         "eval", "--agents", "random,heuristic", "--tiers", "easy", "--modes", "healthy,disease",
         "--seeds", "0-9", "--out", str(out), "--quiet",
     ]
-    expected = {(a, "easy", m, 20, s, False, "invented", "suppress") for a in ("random", "heuristic") for m in ("healthy", "disease")
+    expected = {("luca", a, "easy", m, 20, s, False, "invented", "suppress") for a in ("random", "heuristic") for m in ("healthy", "disease")
                 for s in range(10)}
     path = out / ev.SESSIONS_FILE
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

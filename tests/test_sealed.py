@@ -137,7 +137,7 @@ def test_a_sealed_rerun_resumes_and_a_fresh_one_reproduces(sealed_sweep, seal, t
     ev.sweep(SPECS, str(out), sealed=SECRET)  # the same secret: everything is done already
     assert open(path, "rb").read() == before
     fresh = ev.sweep(SPECS, str(tmp_path), sealed=SECRET)
-    scores = lambda p: {tuple(r[k] for k in ev.KEY_FIELDS): r["scores"] for r in ev.load_sessions(p)}  # noqa: E731
+    scores = lambda p: {ev.record_key(r): r["scores"] for r in ev.load_sessions(p)}  # noqa: E731
     assert scores(fresh) == scores(path)
     unsealed = ev.sweep(SPECS, str(tmp_path / "public"))
     assert scores(unsealed) != scores(path)

@@ -6,6 +6,7 @@ generic dispatcher, and registration: nothing generic knows it exists."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from functools import partial
 
@@ -16,6 +17,7 @@ import numpy as np
 from luca_gym import register_world
 from luca_gym import seal as seal_mod
 from luca_gym.protocol import World
+from luca_gym.tools.loop import AgentTurn, ToolCall
 from luca_gym.tools.session import ToolSessionBase
 from luca_gym.validate import check_positive_int, check_seed
 
@@ -121,7 +123,20 @@ class ToyToolSession(ToolSessionBase):
         return [("probe", {"index": i}) for i in range(self.config.budget)] + [("submit", {"bits": [1] * self.config.n_bits})]
 
 
+class ProbeThenGuess:
+    """A baseline as a tool agent: probe while the budget lasts, guess 1 for the rest."""
+
+    def __call__(self, messages, tools) -> AgentTurn:
+        seen = [json.loads(m["content"]) for m in messages if m["role"] == "tool"]
+        n = next(t for t in tools if t["name"] == "submit")["input_schema"]["properties"]["bits"]["minItems"]
+        if not seen or seen[-1]["budget_remaining"] > 0:
+            return AgentTurn(tool_calls=[ToolCall("probe", {"index": len(seen)})])
+        return AgentTurn(tool_calls=[ToolCall("submit", {"bits": [r["bit"] for r in seen] + [1] * (n - len(seen))})])
+
+
+BASELINES = {"probe-then-guess": ProbeThenGuess}
 WORLD = register_world(World(
     name="toy", version="1", gym_stem="Toy", summary="hidden switches, probed under a budget",
     config="toy_world:ToyConfig", headline="accuracy", tools="toy_world:ToyToolSession",
+    baselines="toy_world:BASELINES", session_keys=("n_bits", "seed"),
 ))

@@ -13,6 +13,7 @@ sweep again and it resumes: a session already on file is skipped.
 (Formerly ``luca_gym.eval``, kept as a deprecated alias for one release.)
 """
 from luca_gym.harness.spec import (  # noqa: F401
+    record_key,
     KEY_FIELDS,
     KEY_DEFAULTS,
     REQUIRED_KEY_FIELDS,
@@ -104,6 +105,7 @@ __all__ = [
     "make_runner",
     "plan",
     "read_results",
+    "record_key",
     "record_tool_session",
     "run_config",
     "run_session",

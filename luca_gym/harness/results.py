@@ -17,7 +17,8 @@ import warnings
 from dataclasses import dataclass
 
 from luca_gym import __version__
-from luca_gym.harness.spec import KEY_DEFAULTS, KEY_FIELDS, REQUIRED_KEY_FIELDS, ResultsError, SCORE_FIELDS, STRATEGY_FIELDS
+from luca_gym import worlds
+from luca_gym.harness.spec import LUCA, ResultsError, record_key
 
 
 SESSIONS_FILE = "sessions.jsonl"
@@ -60,7 +61,24 @@ def append_record(f, record: dict, seal=None) -> None:
 
 
 def describe_key(key) -> str:
-    return ", ".join(f"{k}={v}" for k, v in zip(KEY_FIELDS, key))
+    """``agent=..., tier=..., ...`` for a :func:`record_key` (the world named when not LUCA)."""
+    world = worlds.get(key[0])
+    fields = zip(world.key_fields(), key)
+    return ", ".join(f"{k}={v}" for k, v in fields if k != "world" or v != LUCA.name)
+
+
+def _line_world(record):
+    """The world a parsed line names (LUCA's for a line written before worlds
+    existed), or None when it names none that is registered."""
+    name = record.get("world", LUCA.name) if isinstance(record, dict) else None
+    return worlds.get(name) if isinstance(name, str) and name in worlds.names() else None
+
+
+def _required(world) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(top-level fields, score fields) every line of ``world`` holds."""
+    defaults = dict(world.key_defaults)
+    keys = tuple(k for k in world.key_fields()[1:] if k not in defaults)
+    return (*keys, "scores"), (world.required_scores or (world.headline,))
 
 
 def _parse_line(path: str, lineno: int, raw: bytes, seal=None) -> dict:
@@ -75,10 +93,15 @@ def _parse_line(path: str, lineno: int, raw: bytes, seal=None) -> dict:
         raise ResultsError(f"{where}: corrupt line ({exc.msg}); fix or remove that line") from None
     except RecursionError:
         raise ResultsError(f"{where}: corrupt line (nested too deeply); fix or remove that line") from None
-    missing = [k for k in (*REQUIRED_KEY_FIELDS, "scores") if not isinstance(record, dict) or k not in record]
+    world = _line_world(record)
+    if isinstance(record, dict) and world is None:
+        raise ResultsError(f"{where}: the line names world {str(record.get('world'))[:40]!r}, which is not registered "
+                           f"(registered: {', '.join(worlds.names())}); register it, or remove that line")
+    top, score_fields = _required(world) if world is not None else (("scores",), ())
+    missing = [k for k in top if not isinstance(record, dict) or k not in record]
     if not missing:
         scores = record["scores"]
-        missing = [f"scores.{k}" for k in (*SCORE_FIELDS, *STRATEGY_FIELDS, "n_alt") if not isinstance(scores, dict) or k not in scores]
+        missing = [f"scores.{k}" for k in score_fields if not isinstance(scores, dict) or k not in scores]
     if missing:
         raise ResultsError(f"{where}: corrupt line (missing {', '.join(missing)}); fix or remove that line")
     if "digest" in record:
@@ -90,7 +113,10 @@ def _parse_line(path: str, lineno: int, raw: bytes, seal=None) -> dict:
             if not hmac.compare_digest(str(record.get("signature", "")), seal.sign(data)):
                 raise ResultsError(f"{where}: the line's signature does not match this seal; it was not written by a "
                                    f"sealed sweep with this secret, or was changed since; remove it")
-    for field, default in KEY_DEFAULTS.items():  # after the digest check: a line written before the field existed
+    # After the digest check: a line written before a field existed reads as its default.
+    record.setdefault("world", world.name)
+    record.setdefault("world_version", "1")
+    for field, default in world.key_defaults:
         record.setdefault(field, default)
     return record
 
@@ -101,7 +127,8 @@ def _complete(text: str) -> bool:
         record = json.loads(text)
     except (json.JSONDecodeError, RecursionError):
         return False
-    return isinstance(record, dict) and all(k in record for k in (*REQUIRED_KEY_FIELDS, "scores"))
+    world = _line_world(record)
+    return world is not None and all(k in record for k in _required(world)[0])
 
 
 @dataclass
@@ -116,7 +143,7 @@ class Results:
 
     def keys(self) -> dict:
         """{session key: line number}."""
-        return {tuple(r[k] for k in KEY_FIELDS): n for r, n in zip(self.records, self.lines)}
+        return {record_key(r): n for r, n in zip(self.records, self.lines)}
 
     def notes(self) -> list[str]:
         """What reading did beyond parsing (one line each), e.g. duplicates dropped."""
@@ -142,7 +169,7 @@ class Results:
                         f"{self.path}:{lineno}: written with {field}={theirs!r}; this run has {field}={ours!r}. "
                         f"Results of different configurations are never mixed: use another --out folder, or remove that line"
                     )
-            want = (expected or {}).get(tuple(record[k] for k in KEY_FIELDS), {})
+            want = (expected or {}).get(record_key(record), {})
             for field, ours in want.items():
                 if record.get(field) != ours:
                     raise ResultsError(
@@ -182,7 +209,7 @@ def read_results(path: str, seal=None) -> Results:
                 f"{path}:{lineno}: written with {field}={config[field]!r}, but line {first_config[1]} with "
                 f"{field}={first_config[0][field]!r}; a results file holds one build and one seal. Move those lines to another folder"
             )
-        key = tuple(record[k] for k in KEY_FIELDS)
+        key = record_key(record)
         if key in seen:
             duplicates.append((lineno, seen[key]))
             continue

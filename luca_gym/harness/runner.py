@@ -11,6 +11,7 @@ from typing import Callable
 
 from luca_gym.worlds.luca import calls
 from luca_gym import seal as seal_mod
+from luca_gym import worlds
 from luca_gym.worlds.luca.baselines import Policy
 from luca_gym.worlds.luca.session import Session
 from luca_gym.harness.agents import check_price, session_cost
@@ -137,6 +138,8 @@ def check_recordable_spec(out_dir: str, spec: SessionSpec, seal, params) -> None
 def _record(spec: SessionSpec, env: Session, log, scores, total, wall, truncated: bool = False, *, end_reason=None,
             organism_id=None, seal=None, base_url=None) -> dict:
     return {
+        "world": spec.world,
+        "world_version": worlds.get(spec.world).version,
         "agent": spec.agent,
         "tier": spec.tier,
         "mode": spec.mode,

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from luca_gym import worlds
+from luca_gym.worlds.luca import WORLD as LUCA
 from luca_gym.worlds.luca.baselines import BASELINES
 from luca_gym.worlds.luca.spec import (
     check_bool,
@@ -19,21 +21,24 @@ from luca_gym.worlds.luca.spec import (
 from luca_gym.harness.agents import check_agent
 
 
-KEY_FIELDS = ("agent", "tier", "mode", "n_genes", "seed", "backwards", "vocabulary", "stance")
-
-
+# A results line names its world (``world``; a line written before worlds
+# existed reads as LUCA's) and its session by the world's key fields
+# (:meth:`luca_gym.protocol.World.key_fields`). LUCA's, for the code that
+# speaks of LUCA's sessions:
+KEY_FIELDS = ("agent", *LUCA.session_keys)
 # Key fields added after records were first written: a line without one reads
 # as this value (a session of the default condition).
-KEY_DEFAULTS = {"vocabulary": "invented", "stance": "suppress"}
-
-
+KEY_DEFAULTS = dict(LUCA.key_defaults)
 REQUIRED_KEY_FIELDS = tuple(k for k in KEY_FIELDS if k not in KEY_DEFAULTS)
-
-
 SCORE_FIELDS = ("composite", "prediction", "diagnosis", "rescue")
-
-
 STRATEGY_FIELDS = ("budget_fraction", "single_gene_fraction", "gene_coverage", "block_fraction", "redundancy", "commit_point")
+
+
+def record_key(record: dict) -> tuple:
+    """The key a results line is found by: its world, then the world's key fields."""
+    world = worlds.get(record.get("world", LUCA.name))
+    return (world.name, *(record[k] for k in world.key_fields()[1:]))
+
 
 
 class ResultsError(ValueError):
@@ -50,9 +55,11 @@ class SessionSpec:
     backwards: bool = False
     vocabulary: str = "invented"  # gene names, invented or real (appendix E.2)
     stance: str = "suppress"  # the prompt's stance on biological knowledge (tool-calling agents; appendix E.2)
+    world: str = LUCA.name
 
     def key(self) -> tuple:
-        return (self.agent, self.tier, self.mode, self.n_genes, self.seed, self.backwards, self.vocabulary, self.stance)
+        """:func:`record_key` of the line this session writes."""
+        return (self.world, *(getattr(self, k) for k in KEY_FIELDS))
 
     def settings(self) -> dict:
         """The organism's settings, as :func:`luca_gym.worlds.luca.calls.open_session` and

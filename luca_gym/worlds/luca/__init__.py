@@ -37,6 +37,11 @@ WORLD = World(
     tools_env="luca_gym.envs.tools:LucaToolsEnv",
     baselines="luca_gym.worlds.luca.baselines:BASELINES",
     reference="LUCA (shared/reference/luca-paper.txt, luca-tables.txt)",
+    session_keys=("tier", "mode", "n_genes", "seed", "backwards", "vocabulary", "stance"),
+    # Added after the first results were written: older lines are of the default condition.
+    key_defaults=(("vocabulary", "invented"), ("stance", "suppress")),
+    required_scores=("composite", "prediction", "diagnosis", "rescue", "budget_fraction", "single_gene_fraction",
+                     "gene_coverage", "block_fraction", "redundancy", "commit_point", "n_alt"),
 )
 
 __all__ = ["WORLD"]
