@@ -85,7 +85,7 @@ def ppo_steps_per_second(threads: int, tier: str, mode: str, steps: int = 8192) 
 
 def evaluate(policy, tier: str, mode: str) -> float:
     """Mean composite of ``policy`` on the evaluation seeds through the harness."""
-    return float(np.mean([harness.run_session(policy, harness.SessionSpec(policy.name, tier, mode, N, s))["scores"]["composite"]
+    return float(np.mean([harness.run_session(policy, harness.luca_spec(policy.name, tier, mode, N, s))["scores"]["composite"]
                           for s in EVAL_SEEDS]))
 
 

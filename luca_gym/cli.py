@@ -181,9 +181,12 @@ class Progress:
             self.bar.set_postfix_str("done")
             self.bar.close()
             return
-        arms = [a for a, on in (("backwards", spec.backwards), (spec.vocabulary, spec.vocabulary != "invented"),
-                                (spec.stance, spec.stance != "suppress")) if on]
-        what = f"{spec.agent} {spec.tier} {spec.mode} N={spec.n_genes}{''.join(' ' + a for a in arms)} seed {spec.seed}"
+        if spec.world == "luca":
+            arms = [a for a, on in (("backwards", spec.backwards), (spec.vocabulary, spec.vocabulary != "invented"),
+                                    (spec.stance, spec.stance != "suppress")) if on]
+            what = f"{spec.agent} {spec.tier} {spec.mode} N={spec.n_genes}{''.join(' ' + a for a in arms)} seed {spec.seed}"
+        else:
+            what = f"{spec.agent} {spec.world} {' '.join(f'{k}={v}' for k, v in spec.settings)} seed {spec.seed}"
         self.bar.set_postfix_str(what)
         if i == 0:
             from luca_gym.compile_cache import cache_dir
@@ -195,10 +198,15 @@ class Progress:
 
 
 def cmd_eval(args) -> int:
-    from luca_gym import ablation
+    from luca_gym import ablation, worlds
     from luca_gym import harness as ev
     from luca_gym.tools.loop import check_retry
 
+    world = worlds.get(args.world)
+    if world.name != "luca":
+        return _eval_world(args, world)
+    if args.set:
+        raise UsageError("set: LUCA's settings are --tiers, --modes, --n-genes, --backwards, --vocabulary and --stance")
     agents = _names(args.agents, "agent", ev.AGENTS_ALLOWED)
     tiers = _names(args.tiers, "tier", ", ".join(TIER_NAMES))
     modes = _names(args.modes, "mode", ", ".join(MODES))
@@ -232,6 +240,51 @@ def cmd_eval(args) -> int:
     usage = [r["usage"] for r in records if r.get("usage")]
     if usage:
         print(f"\n{usage_line(usage, [r.get('cost_usd') for r in records if r.get('usage')])}")
+    print(f"\nsessions: {path}")
+    return 0
+
+
+def _setting_values(text: str) -> tuple[str, list]:
+    """``KEY=V1,V2`` -> (KEY, [values]): each a JSON number, bool or null when it reads as one, else a string."""
+    import json
+
+    key, sep, values = text.partition("=")
+    if not sep or not key.strip() or not values.strip():
+        raise UsageError(f"set: {text!r}; write KEY=VALUE or KEY=V1,V2")
+
+    def value(v):
+        try:
+            return json.loads(v)
+        except ValueError:
+            return v
+
+    return key.strip(), [value(v.strip()) for v in values.split(",") if v.strip()]
+
+
+def _eval_world(args, world) -> int:
+    """``luca-gym eval --world NAME``: the world's baselines or tool agents over
+    its settings (``--set``) and seeds, through the same sweep and results file."""
+    from luca_gym import harness as ev
+    from luca_gym.tools.loop import check_retry
+
+    default_agents = args.agents == ",".join(PAPER_BASELINES)  # LUCA's default: the world's own baselines instead
+    agents = list(world.baseline_policies()) if default_agents else _names(args.agents, "agent", "the world's baselines")
+    if not agents:
+        raise UsageError(f"agents: world {world.name!r} has no baselines; give --agents openai:MODEL or anthropic:MODEL")
+    settings = dict(_setting_values(text) for text in args.set)
+    specs = ev.plan_world(world, agents, parse_seeds(args.seeds), **settings)
+    price, concurrency = _price(args.price), ev.check_concurrency(args.concurrency)
+    check_retry(args.retries, args.backoff)
+    _writable_dir(args.out)
+    seal = seal_of(args, out=args.out)
+    path = ev.sweep(specs, args.out, policy_factory=lambda name: ev.make_runner(name, args.base_url, world=world.name),
+                    progress=Progress(args.quiet), sealed=seal, base_url=args.base_url, concurrency=concurrency,
+                    retries=args.retries, backoff=args.backoff, price=price)
+    wanted = {spec.key() for spec in specs}
+    results = ev.read_results(path, seal=seal)
+    records = [r for r in results.records if ev.record_key(r) in wanted]
+    print(f"\n{world.name}: {world.headline} ({len({s.seed for s in specs})} seeds; mean ± population std)")
+    print(ev.world_table(records, world))
     print(f"\nsessions: {path}")
     return 0
 
@@ -452,7 +505,7 @@ def cmd_mcp(args) -> int:
     seal = seal_of(args)
     params = core.make_params(tier, n_genes, mode)
     if args.out:
-        ev.check_recordable_spec(args.out, ev.SessionSpec(args.agent, tier, mode, n_genes, seed, backwards, vocabulary, stance),
+        ev.check_recordable_spec(args.out, ev.luca_spec(args.agent, tier, mode, n_genes, seed, backwards, vocabulary, stance),
                                  seal, params)
 
     def open_it():
@@ -527,6 +580,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--n-genes", default="20", help="organism sizes N (4..4096), comma-separated, e.g. 20,40,80")
     p.add_argument("--backwards", action="store_true", help="sign-inverted organisms (appendix E.1)")
     _ablation_arguments(p)
+    p.add_argument("--world", default="luca",
+                   help="the world: luca (the default; its settings are the options above), another registered world's "
+                        "name, or package.module:WORLD")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUES",
+                   help="a setting of a world other than luca, one value or a comma-separated list, e.g. --set n_bits=6,8 "
+                        "(repeatable; a setting left out takes its default)")
     p.add_argument("--out", default="results", help="results folder (sessions.jsonl is appended)")
     _sealed_arguments(p, eval_=True)
     p.add_argument("--quiet", action="store_true", help="no progress bar")

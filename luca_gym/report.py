@@ -292,14 +292,28 @@ def write_report(results: str, out_dir: str | None = None) -> str:
     (:mod:`luca_gym.ablation`); the other tables then show the default arm.
     Returns the markdown text."""
     read = ev.read_results(results)
-    every = read.records
-    if not every:
+    if not read.records:
         raise ev.ResultsError(f"{results}: no sessions to report")
-    records, arms_note = ablation.main_records(every)  # the main tables never average over ablation arms
     for note in read.notes():  # e.g. duplicate lines dropped: said, and kept in the report
         warnings.warn(note, ev.ResultsWarning, stacklevel=2)
     out_dir = out_dir or results_folder(results)
     os.makedirs(out_dir, exist_ok=True)
+    every = [r for r in read.records if r["world"] == "luca"]
+    others = sorted({r["world"] for r in read.records} - {"luca"})
+    parts = [] if every else ["# Results", f"{len(read.records)} sessions from `{results}`; mean ± population std."]
+    if every:
+        parts += _luca_sections(read, every, results, out_dir)
+    for name in others:  # every other world: its headline score by agent and settings
+        parts += [f"## {name}", ev.world_table(read.records, name)]
+    text = "\n\n".join(parts) + "\n"
+    with open(os.path.join(out_dir, "report.md"), "w", encoding="utf-8") as f:
+        f.write(text)
+    return text
+
+
+def _luca_sections(read, every: list, results: str, out_dir: str) -> list[str]:
+    """The report's LUCA sections and figures (from LUCA's lines)."""
+    records, arms_note = ablation.main_records(every)  # the main tables never average over ablation arms
     ns = sorted({r["n_genes"] for r in records})
     n0 = 20 if 20 in ns else ns[0]
     parts = [
@@ -326,10 +340,7 @@ def write_report(results: str, out_dir: str | None = None) -> str:
     ablations = ablation.section(every)
     if ablations:
         parts.append(ablations)
-    text = "\n\n".join(parts) + "\n"
-    with open(os.path.join(out_dir, "report.md"), "w", encoding="utf-8") as f:
-        f.write(text)
-    return text
+    return parts
 
 
 # -- the true network ----------------------------------------------------------------------------

@@ -161,7 +161,7 @@ def test_baselines_score_the_same_under_every_vocabulary_and_stance():
     for agent in PAPER_BASELINES:
         runs = {}
         for v, s in itertools.product(spec.VOCABULARIES, spec.STANCES):
-            record = ev.run_session(make_policy(agent), ev.SessionSpec(agent, "medium", "healthy", 20, 1, False, v, s))
+            record = ev.run_session(make_policy(agent), ev.luca_spec(agent, "medium", "healthy", 20, 1, False, v, s))
             assert (record["vocabulary"], record["stance"]) == (v, s)
             runs[v, s] = record
         base = runs["invented", "suppress"]
@@ -180,7 +180,7 @@ def test_plan_crosses_the_arms_and_keys_them_apart():
     assert len(specs) == len({s.key() for s in specs}) == 2 * 2 * 2
     assert {(s.backwards, s.vocabulary, s.stance) for s in specs} == {
         (b, "real", st) for b in (False, True) for st in ("suppress", "permit")}
-    assert ev.plan(["random"], ["easy"], ["healthy"], [20], [0]) == [ev.SessionSpec("random", "easy", "healthy", 20, 0)]
+    assert ev.plan(["random"], ["easy"], ["healthy"], [20], [0]) == [ev.luca_spec("random", "easy", "healthy", 20, 0)]
 
 
 def test_cli_conditions_from_flags_and_ablations():
@@ -199,13 +199,13 @@ def test_cli_conditions_from_flags_and_ablations():
 def test_records_written_before_the_fields_read_as_invented_and_suppress(tmp_path):
     """An old line (no vocabulary, no stance, its digest over what it had)
     reads as the default condition: its key, the resume and the config check."""
-    record = ev.run_session(make_policy("random"), ev.SessionSpec("random", "easy", "healthy", 20, 0))
+    record = ev.run_session(make_policy("random"), ev.luca_spec("random", "easy", "healthy", 20, 0))
     old = {k: v for k, v in record.items() if k not in ("vocabulary", "stance")}
     with open(tmp_path / ev.SESSIONS_FILE, "w", encoding="utf-8") as f:
         ev.append_record(f, old)
     read = ev.read_results(str(tmp_path))
     assert (read.records[0]["vocabulary"], read.records[0]["stance"]) == ("invented", "suppress")
-    assert list(read.keys()) == [ev.SessionSpec("random", "easy", "healthy", 20, 0).key()]
+    assert list(read.keys()) == [ev.luca_spec("random", "easy", "healthy", 20, 0).key()]
     # A sweep of both stances runs only the new arm; the old line counts as done.
     made = []
     specs = ev.plan(["random"], ["easy"], ["healthy"], [20], [0], stance=["suppress", "permit"])

@@ -50,7 +50,7 @@ def env_for():
 
 
 def session(env_for, agent, tier, mode, seed, n=20, policy=None) -> dict:
-    spec = ev.SessionSpec(agent, tier, mode, n, seed)
+    spec = ev.luca_spec(agent, tier, mode, n, seed)
     return ev.run_session(policy or make_policy(agent), spec, env_for(tier, mode, n))
 
 

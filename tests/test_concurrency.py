@@ -198,7 +198,7 @@ def test_at_most_k_sessions_wait_on_the_provider_at_once(tmp_path):
 # -- usage and cost ---------------------------------------------------------------------
 def test_usage_and_cost_add_up():
     client = MockClient(fail_rate=0.2, malformed_rate=0.2, seed=7)
-    spec = ev.SessionSpec("openai:mock", TIER, MODE, N, 3)
+    spec = ev.luca_spec("openai:mock", TIER, MODE, N, 3)
     record = ev.run_tool_session(OpenAIChatAgent("mock", client=client), spec, retries=10, backoff=0, price=PRICE)
     u = record["usage"]
     answered = [usage for usage in client.reported if usage is not None]  # a malformed answer's tokens count too

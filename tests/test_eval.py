@@ -115,12 +115,12 @@ def first_baseline(backwards: bool) -> list:
 def test_run_session_plays_the_spec_organism(backwards):
     assert first_baseline(True) != first_baseline(False)
     policy = BaselineSpy()
-    record = ev.run_session(policy, ev.SessionSpec("spy", "easy", "healthy", 20, 0, backwards))
+    record = ev.run_session(policy, ev.luca_spec("spy", "easy", "healthy", 20, 0, backwards))
     assert policy.seen == [first_baseline(backwards)] and record["backwards"] is backwards
 
 
 def test_run_session_refuses_an_env_built_for_other_settings():
-    spec = ev.SessionSpec("spy", "easy", "healthy", 20, 0, True)
+    spec = ev.luca_spec("spy", "easy", "healthy", 20, 0, True)
     with pytest.raises(ValueError, match="backwards"):
         ev.run_session(BaselineSpy(), spec, LucaEnv(tier="easy"))
     with pytest.raises(ValueError, match="backwards"):
@@ -131,7 +131,7 @@ def test_run_session_refuses_an_env_built_for_other_settings():
 @pytest.mark.parametrize("backwards", [False, True])
 def test_tool_sessions_and_sweeps_play_the_spec_organism(tmp_path, backwards):
     script = [("get_organism_info", {}), ("end", {})]
-    spec = ev.SessionSpec("scripted", "easy", "healthy", 20, 0, backwards)
+    spec = ev.luca_spec("scripted", "easy", "healthy", 20, 0, backwards)
     modes = {"inhibits" if backwards else "activates"}
     record = ev.run_tool_session(ScriptedAgent(script), spec)
     assert {s["mode"] for s in record["calls"][0]["result"]["signals"]} == modes
@@ -260,7 +260,7 @@ def test_corrupt_middle_line_is_refused_and_kept(tmp_path, swept):
 
 
 def test_sweep_runs_a_repeated_spec_once(tmp_path):
-    spec = ev.SessionSpec("random", "easy", "healthy", 20, 0)
+    spec = ev.luca_spec("random", "easy", "healthy", 20, 0)
     ev.sweep([spec, spec], str(tmp_path))
     lines = (tmp_path / ev.SESSIONS_FILE).read_text().splitlines()
     assert len(lines) == 1

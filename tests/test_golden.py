@@ -95,6 +95,6 @@ def test_organisms_are_bitwise_the_golden_ones(key):
 @pytest.mark.parametrize("key", sorted(SESSIONS))
 def test_baseline_sessions_score_exactly_the_golden_values(key):
     agent, tier, mode, seed = key.split("/")
-    record = ev.run_session(make_policy(agent), ev.SessionSpec(agent, tier, mode, 20, int(seed)))
+    record = ev.run_session(make_policy(agent), ev.luca_spec(agent, tier, mode, 20, int(seed)))
     scores = record["scores"]
     assert (scores["composite"], scores["network_f1"], record["return"]) == SESSIONS[key]

@@ -86,7 +86,7 @@ def test_plays_whole_sessions_through_the_harness(tier, mode, seed):
     """A whole session through eval.run_session: it spends the budget on
     accepted experiments, answers both tasks, commits a diagnosis and tests
     rescues in disease mode, ends by itself, and replays exactly."""
-    spec = ev.SessionSpec("model-fit", tier, mode, 20, seed)
+    spec = ev.luca_spec("model-fit", tier, mode, 20, seed)
     record = ev.run_session(mf.ModelFitPolicy(SMALL), spec)
     calls = [c["call"] for c in record["calls"]]
     assert record["end_reason"] == "end" and calls[-1] == "end"
@@ -196,7 +196,7 @@ def test_local_family_plays_a_large_organism_through_the_harness():
     the task's own first, then repeats of them; nothing else is measured;
     each task keeps to its share of the budget; both tasks answered well;
     the session replays exactly."""
-    spec = ev.SessionSpec("model-fit", "medium", "healthy", 48, 3)
+    spec = ev.luca_spec("model-fit", "medium", "healthy", 48, 3)
     record = ev.run_session(mf.ModelFitPolicy(mf.AgentConfig(local_rounds=2, local_fit=LOCAL.local_fit,
                                                                local_refit=LOCAL.local_refit)), spec)
     calls = record["calls"]

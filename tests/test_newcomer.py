@@ -130,7 +130,7 @@ def test_the_progress_bar_counts_and_estimates(monkeypatch):
     monkeypatch.setattr(sys, "stderr", stream)
     monkeypatch.setattr(stream, "isatty", lambda: True, raising=False)
     progress = Progress()
-    spec = ev.SessionSpec("random", "easy", "healthy", 20, 0)
+    spec = ev.luca_spec("random", "easy", "healthy", 20, 0)
     for i in range(3):
         progress(i, 3, spec)
     progress(3, 3, None)

@@ -146,7 +146,7 @@ def test_maskable_ppo_trains_saves_and_runs_in_the_harness(tmp_path):
     for path in (str(tmp_path), str(tmp_path / "model.zip")):
         policy = load_policy(path)
         assert isinstance(policy, FlatPolicy) and policy.analyst == "logit-additive" and policy.name == f"sb3:{path}"
-    session = harness.SessionSpec(policy.name, "easy", "healthy", N, seed=0)
+    session = harness.luca_spec(policy.name, "easy", "healthy", N, seed=0)
     record = harness.run_session(policy, session)
     assert not record["truncated"] and 0.0 <= record["scores"]["composite"] <= 1.0
     assert record["return"] == pytest.approx(record["scores"]["composite"], abs=1e-5)

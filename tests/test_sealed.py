@@ -206,7 +206,7 @@ def test_lines_of_two_builds_in_one_file_are_refused(public_results):
 
 
 def test_the_model_server_is_part_of_the_configuration(tmp_path):
-    spec = ev.SessionSpec("openai:some-model", TIER, MODE, N, 0)
+    spec = ev.luca_spec("openai:some-model", TIER, MODE, N, 0)
     factory = lambda name: ScriptedAgent([("end", {})])  # noqa: E731 -- no network
     path = ev.sweep([spec], str(tmp_path), policy_factory=factory, base_url="http://localhost:8000/v1")
     (record,) = ev.load_sessions(path)
@@ -215,7 +215,7 @@ def test_the_model_server_is_part_of_the_configuration(tmp_path):
         ev.sweep([spec], str(tmp_path), policy_factory=factory, base_url="http://elsewhere/v1")
     ev.sweep([spec], str(tmp_path), policy_factory=factory, base_url="http://localhost:8000/v1")  # same server: resumes
     # A baseline sweep into the same folder does not care about the server.
-    ev.sweep([ev.SessionSpec("random", TIER, MODE, N, 0)], str(tmp_path), policy_factory=lambda n: ev.make_runner(n))
+    ev.sweep([ev.luca_spec("random", TIER, MODE, N, 0)], str(tmp_path), policy_factory=lambda n: ev.make_runner(n))
 
 
 def test_reading_drops_duplicate_lines_and_says_so(public_results):

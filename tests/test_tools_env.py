@@ -120,7 +120,7 @@ def test_sealed_text_env_plays_the_sealed_organism():
 
 # -- replay ---------------------------------------------------------------------------
 def test_a_replayed_baseline_session_scores_exactly_as_recorded():
-    spec = ev.SessionSpec("heuristic", TIER, MODE, 20, SEED)
+    spec = ev.luca_spec("heuristic", TIER, MODE, 20, SEED)
     record = ev.run_session(make_policy("heuristic"), spec)
     replayed = run_agent(ReplayAgent(record), ToolSession(SEED, tier=TIER, mode=MODE))
     assert replayed["scores"] == record["scores"]
@@ -130,7 +130,7 @@ def test_a_replayed_baseline_session_scores_exactly_as_recorded():
 def test_a_replayed_tool_session_from_a_results_file_scores_exactly(tmp_path):
     session = ToolSession(SEED, tier=TIER, mode=MODE)
     script = script_for(session)
-    spec = ev.SessionSpec("scripted", TIER, MODE, 20, SEED)
+    spec = ev.luca_spec("scripted", TIER, MODE, 20, SEED)
     path = ev.sweep([spec], str(tmp_path), policy_factory=lambda name: ScriptedAgent(script))
     (record,) = ev.load_sessions(path)
     again = run_agent(ReplayAgent(record), ToolSession(SEED, tier=TIER, mode=MODE))

@@ -11,7 +11,7 @@ from luca_gym.worlds.luca.baselines import make_policy
 from luca_gym.worlds.luca.baselines.batched import causal_sweep_policy, heuristic_policy, random_policy, task_directed_policy
 from luca_gym.envs import LucaEnv, LucaVectorEnv
 from luca_gym.functional import organism_batch, rollout
-from luca_gym.harness import SessionSpec, run_session
+from luca_gym.harness import luca_spec, run_session
 
 B = 6
 
@@ -72,7 +72,7 @@ def test_rollout_random_matches_the_single_env_harness_in_healthy_mode():
     total, composite, ended = rollout(random_policy(params), jax.random.PRNGKey(0), organisms, keys, params, 8)
     assert np.asarray(ended).all()
     env = LucaEnv("easy", "healthy")
-    harness = [run_session(make_policy("random"), SessionSpec("random", "easy", "healthy", 20, s), env)["scores"]["composite"] for s in seeds]
+    harness = [run_session(make_policy("random"), luca_spec("random", "easy", "healthy", 20, s), env)["scores"]["composite"] for s in seeds]
     np.testing.assert_allclose(np.asarray(composite), harness, atol=1e-6)
     np.testing.assert_allclose(np.asarray(total), np.asarray(composite), atol=1e-6)
 
@@ -166,7 +166,7 @@ def test_batched_baseline_matches_the_single_env_harness_score_for_score(agent, 
     total, composite, ended = rollout(policies[agent](params), jax.random.PRNGKey(0), organisms, keys, params, 48)
     assert np.asarray(ended).all()
     env = LucaEnv(tier, mode)
-    records = [run_session(make_policy(agent), SessionSpec(agent, tier, mode, 20, s), env) for s in seeds]
+    records = [run_session(make_policy(agent), luca_spec(agent, tier, mode, 20, s), env) for s in seeds]
     np.testing.assert_allclose(np.asarray(composite), [r["scores"]["composite"] for r in records], atol=1e-6)
     np.testing.assert_allclose(np.asarray(total), np.asarray(composite), atol=1e-5)
 

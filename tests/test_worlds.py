@@ -90,3 +90,46 @@ def test_check_world_fails_when_a_rule_breaks(cls, check):
                    config="toy_world:ToyConfig", headline="accuracy", tools=f"test_worlds:{cls}")
     with pytest.raises(AssertionError, match=rf"check_world \[{check}\]"):
         check_world(broken, gym_ids=False, mcp=False)
+
+
+def test_the_toy_world_runs_through_eval_and_report(tmp_path, capsys):
+    """luca-gym eval --world toy and luca-gym report, with no generic file naming the toy."""
+    from luca_gym import cli
+    from luca_gym import harness as ev
+
+    out = str(tmp_path)
+    argv = ["eval", "--world", "toy", "--seeds", "0-2", "--set", "n_bits=6,8", "--out", out, "--quiet"]
+    assert cli.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "toy: accuracy (3 seeds" in printed and "| probe-then-guess | 6 |" in printed and "| probe-then-guess | 8 |" in printed
+    records = ev.load_sessions(out)
+    assert len(records) == 6
+    for r in records:
+        assert (r["world"], r["world_version"], r["agent"]) == ("toy", "1", "probe-then-guess")
+        assert r["return"] == r["scores"]["accuracy"] and r["instance_id"] == f"toy_{r['seed']:08d}"
+        assert r["calls"][-1]["call"] == "submit" and r["end_reason"] == "end"
+        # probes reveal n_bits - 2 switches, the guess of 1 for the two others is right when they are 1
+        assert r["scores"]["accuracy"] >= (r["n_bits"] - 2) / r["n_bits"]
+    assert sorted(ev.record_key(r) for r in records) == sorted(
+        ("toy", "probe-then-guess", n, s) for n in (6, 8) for s in range(3))
+    assert cli.main(argv) == 0 and len(ev.load_sessions(out)) == 6  # resumed: nothing ran twice
+    capsys.readouterr()
+    assert cli.main(["report", out]) == 0
+    report = (tmp_path / "report.md").read_text()
+    assert report.startswith("# Results") and "## toy" in report and "| agent | n_bits | accuracy |" in report
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--world", "nowhere"], "world: 'nowhere' unknown"),
+    (["--world", "toy", "--set", "n_bits=0"], "n_bits: 0 not allowed"),
+    (["--world", "toy", "--set", "colour=red"], "settings: colour unknown for world 'toy'; allowed n_bits"),
+    (["--world", "toy", "--agents", "random"], "agent: 'random' unknown for world 'toy'; allowed probe-then-guess"),
+    (["--world", "toy", "--set", "n_bits"], "set: 'n_bits'; write KEY=VALUE"),
+    (["--set", "n_bits=6"], "set: LUCA's settings are --tiers"),
+])
+def test_eval_refuses_a_bad_world_setting_by_name(tmp_path, capsys, argv, message):
+    from luca_gym import cli
+
+    assert cli.main(["eval", *argv, "--seeds", "0", "--out", str(tmp_path), "--quiet"]) == cli.EXIT_USAGE
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "sessions.jsonl").exists() or not (tmp_path / "sessions.jsonl").read_text()

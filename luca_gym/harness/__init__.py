@@ -13,6 +13,8 @@ sweep again and it resumes: a session already on file is skipped.
 (Formerly ``luca_gym.eval``, kept as a deprecated alias for one release.)
 """
 from luca_gym.harness.spec import (  # noqa: F401
+    luca_spec,
+    plan_world,
     record_key,
     KEY_FIELDS,
     KEY_DEFAULTS,
@@ -48,6 +50,7 @@ from luca_gym.harness.results import (  # noqa: F401
     trim_unfinished,
 )
 from luca_gym.harness.runner import (  # noqa: F401
+    open_tool_session,
     run_session,
     run_tool_session,
     record_tool_session,
@@ -59,6 +62,7 @@ from luca_gym.harness.sweep import (  # noqa: F401
     check_concurrency,
 )
 from luca_gym.harness.tables import (  # noqa: F401
+    world_table,
     PAPER_COMPOSITE,
     PAPER_SCALING,
     group,
@@ -102,8 +106,11 @@ __all__ = [
     "is_learned_agent",
     "is_llm_agent",
     "load_sessions",
+    "luca_spec",
     "make_runner",
+    "open_tool_session",
     "plan",
+    "plan_world",
     "read_results",
     "record_key",
     "record_tool_session",
@@ -116,4 +123,5 @@ __all__ = [
     "summary",
     "sweep",
     "trim_unfinished",
+    "world_table",
 ]

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 
+from luca_gym import worlds
+from luca_gym.worlds.luca import WORLD as LUCA
 from luca_gym.worlds.luca.baselines import BASELINES, make_policy
 
 
@@ -49,10 +51,16 @@ def is_learned_agent(name: str) -> bool:
     return str(name).startswith(("ppo:", "sb3:"))
 
 
-def check_agent(name) -> str:
+def check_agent(name, world: str = LUCA.name) -> str:
     """A baseline's name, ``openai:MODEL``, ``anthropic:MODEL``, ``ppo:RUN_DIR``
     (an existing folder) or ``sb3:FILE.zip`` (an existing file or run folder); ValueError
-    otherwise."""
+    otherwise. On another world: one of its baselines or a tool agent."""
+    if world != LUCA.name:
+        baselines = worlds.get(world).baseline_policies()
+        if not isinstance(name, str) or not (name in baselines or (is_llm_agent(name) and name.partition(":")[2])):
+            allowed = ", ".join([*baselines, "openai:MODEL", "anthropic:MODEL"])
+            raise ValueError(f"agent: {str(name)[:40]!r} unknown for world {world!r}; allowed {allowed}")
+        return name
     if not isinstance(name, str) or not (name in BASELINES or ((is_llm_agent(name) or is_learned_agent(name)) and name.partition(":")[2])):
         raise ValueError(f"agent: {name!r} unknown; allowed {AGENTS_ALLOWED}")
     algo, _, path = name.partition(":")
@@ -64,15 +72,18 @@ def check_agent(name) -> str:
     return name
 
 
-def make_runner(name: str, base_url: str | None = None):
+def make_runner(name: str, base_url: str | None = None, world: str = LUCA.name):
     """A baseline policy; an LLM agent callable for ``openai:MODEL`` /
     ``anthropic:MODEL``; or a learned agent's :class:`~luca_gym.agents.FlatPolicy`
     loaded from ``ppo:RUN_DIR`` or ``sb3:FILE.zip`` (ValueError names a
-    missing or corrupt checkpoint, or the missing ``rl`` extra)."""
+    missing or corrupt checkpoint, or the missing ``rl`` extra). On another
+    world: one of its baselines (a tool agent or a policy), new for each session."""
     if is_llm_agent(name):
         from luca_gym.tools.providers import make_agent
 
         return make_agent(name, base_url)
+    if world != LUCA.name:
+        return worlds.get(world).baseline_policies()[check_agent(name, world)]()
     if is_learned_agent(name):
         algo, _, path = check_agent(name).partition(":")
         if algo == "ppo":

@@ -12,10 +12,12 @@ from typing import Callable
 from luca_gym.worlds.luca import calls
 from luca_gym import seal as seal_mod
 from luca_gym import worlds
+from luca_gym.protocol import load
+from luca_gym.worlds.luca import WORLD as LUCA
 from luca_gym.worlds.luca.baselines import Policy
 from luca_gym.worlds.luca.session import Session
 from luca_gym.harness.agents import check_price, session_cost
-from luca_gym.harness.spec import ResultsError, SessionSpec
+from luca_gym.harness.spec import ResultsError, SessionSpec, luca_spec
 from luca_gym.harness.results import SESSIONS_FILE, append_record, describe_key, trim_unfinished, folder_lock, read_results, run_config
 
 
@@ -31,7 +33,9 @@ def run_session(
     ``env``, if given, must have been built from ``spec``'s settings (and
     ``sealed``, :mod:`luca_gym.seal`)."""
     seal = seal_mod.make_seal(sealed)
-    env, obs = calls.open_session(**spec.settings(), env=env, sealed=seal)
+    if spec.world != LUCA.name:
+        raise ValueError(f"agent {spec.agent!r}: run_session plays LUCA's policies; on world {spec.world!r} agents are tool agents")
+    env, obs = calls.open_session(**_organism_settings(spec), env=env, sealed=seal)
     meta = env.organism.meta
     policy.reset(env.params, spec.seed)
     log, total = [], 0.0
@@ -49,40 +53,57 @@ def run_session(
             break
     else:
         raise RuntimeError(f"agent {spec.agent!r} did not end the session within {limit} calls")
-    organism_id = seal_mod.instance_id(spec.seed, seal)
-    return _record(spec, env, log, info["scores"], total, time.perf_counter() - started, truncated=bool(truncated),
-                   end_reason="call_limit" if truncated else "end", organism_id=organism_id, seal=seal)
+    fields = {"organism_id": seal_mod.instance_id(spec.seed, seal), "budget": env.params.budget,
+              "call_limit": env.params.max_steps, "n_alt": info["scores"]["n_alt"]}
+    return _record(spec, fields, log, info["scores"], total, time.perf_counter() - started, truncated=bool(truncated),
+                   end_reason="call_limit" if truncated else "end", seal=seal)
+
+
+def _organism_settings(spec: SessionSpec) -> dict:
+    """A LUCA spec's organism settings and seed, as :func:`luca_gym.worlds.luca.calls.open_session`
+    takes them (the stance is the prompt's, not the organism's)."""
+    return {"seed": spec.seed, **{k: v for k, v in spec.settings if k != "stance"}}
 
 
 def run_tool_session(
     agent, spec: SessionSpec, env: Session | None = None, *, sealed=None, base_url: str | None = None,
     retries: int | None = None, backoff: float | None = None, price=None, sleep: Callable[[float], object] = time.sleep,
 ) -> dict:
-    """Run one session of a tool-calling (LLM) agent through
-    :class:`~luca_gym.worlds.luca.tools.ToolSession`; same record format, plus
+    """Run one session of a tool-calling agent (a language model, or a world's
+    tool-agent baseline) through the world's tool session (LUCA's:
+    :class:`~luca_gym.worlds.luca.tools.ToolSession`); same record format, plus
     ``usage`` (tokens, provider calls, retries and the failed calls, see
     :func:`~luca_gym.tools.loop.run_agent`), ``price_usd_per_mtok`` and
     ``cost_usd`` (None without a ``price``, (input, output) USD per million
     tokens). A failed provider call is retried ``retries`` times, waiting
     ``backoff`` seconds and more (run_agent's defaults when None); if it still
     fails, the ProviderError is raised and nothing is returned to record."""
-    from luca_gym.worlds.luca.tools import ToolSession
     from luca_gym.tools.loop import run_agent
 
     price = check_price(price)
     retry = {k: v for k, v in (("retries", retries), ("backoff", backoff)) if v is not None}
     started = time.perf_counter()
-    session = ToolSession(**spec.settings(), stance=spec.stance, env=env, sealed=sealed)
+    session = open_tool_session(spec, sealed, env=env)
     result = run_agent(agent, session, sleep=sleep, **retry)
     return _tool_record(spec, session, result, time.perf_counter() - started, base_url=base_url, price=price)
 
 
+def open_tool_session(spec: SessionSpec, sealed=None, env=None):
+    """The world's tool session for ``spec`` (``env``: LUCA's Session to reuse)."""
+    open_tools = load(worlds.get(spec.world).tools)
+    return open_tools(spec.seed, sealed=sealed, **spec.options(), **({} if env is None else {"env": env}))
+
+
+# What a session's own record holds that the harness writes itself.
+_HARNESS_FIELDS = ("calls", "scores", "return", "end_reason", "messages", "usage")
+
+
 def _tool_record(spec: SessionSpec, session, result: dict, wall: float, base_url: str | None = None, price=None) -> dict:
     record = _record(
-        spec, session.env, result["calls"], session.scores, result["return"], wall, truncated=session.truncated,
-        end_reason=session.end_reason, organism_id=session.organism_id, seal=session.seal, base_url=base_url,
+        spec, session.record_fields(), result["calls"], session.scores, result["return"], wall, truncated=session.truncated,
+        end_reason=session.end_reason, seal=session.seal, base_url=base_url,
     )
-    record["hypotheses"] = result["hypotheses"]
+    record.update({k: v for k, v in result.items() if k not in _HARNESS_FIELDS and k not in record})  # e.g. hypotheses
     record["usage"] = result.get("usage")  # None for a session driven from outside (MCP)
     record["price_usd_per_mtok"] = None if price is None else list(price)
     record["cost_usd"] = session_cost(record["usage"], price)
@@ -98,7 +119,7 @@ def record_tool_session(session, out_dir: str, *, agent: str = "mcp-client", wal
     if not session.ended:
         raise ValueError("session: still open; a session is recorded once it has ended")
     m = session.meta
-    spec = SessionSpec(agent, m.tier, m.mode, m.n_genes, session.seed, m.backwards, m.vocabulary, session.stance)
+    spec = luca_spec(agent, m.tier, m.mode, m.n_genes, session.seed, m.backwards, m.vocabulary, session.stance)
     record = _tool_record(spec, session, session.record(), wall_s)
     path = os.path.join(out_dir, SESSIONS_FILE)
     with folder_lock(out_dir, wait_s=wait_s):
@@ -117,7 +138,7 @@ def check_recordable(session, out_dir: str, *, agent: str = "mcp-client") -> Non
     :class:`SessionSpec` (``agent`` is then its agent) with ``seal=`` and
     ``params=`` given through :func:`check_recordable_spec`."""
     m = session.meta
-    spec = SessionSpec(agent, m.tier, m.mode, m.n_genes, session.seed, m.backwards, m.vocabulary, session.stance)
+    spec = luca_spec(agent, m.tier, m.mode, m.n_genes, session.seed, m.backwards, m.vocabulary, session.stance)
     check_recordable_spec(out_dir, spec, session.seal, session.env.params)
 
 
@@ -135,25 +156,20 @@ def check_recordable_spec(out_dir: str, spec: SessionSpec, seal, params) -> None
                            f"use another --out folder or agent name")
 
 
-def _record(spec: SessionSpec, env: Session, log, scores, total, wall, truncated: bool = False, *, end_reason=None,
-            organism_id=None, seal=None, base_url=None) -> dict:
+def _record(spec: SessionSpec, fields: dict, log, scores, total, wall, truncated: bool = False, *, end_reason=None,
+            seal=None, base_url=None) -> dict:
+    """A results line: the world, the session's key fields, the world's own
+    ``fields`` (LUCA: organism id, budget, call limit, n_alt), the calls, the
+    scores, the return and the run's configuration."""
     return {
         "world": spec.world,
         "world_version": worlds.get(spec.world).version,
         "agent": spec.agent,
-        "tier": spec.tier,
-        "mode": spec.mode,
-        "n_genes": spec.n_genes,
+        **spec.options(),
         "seed": spec.seed,
-        "backwards": spec.backwards,
-        "vocabulary": spec.vocabulary,
-        "stance": spec.stance,
-        "organism_id": organism_id or seal_mod.instance_id(spec.seed, seal),
-        "budget": env.params.budget,
-        "call_limit": env.params.max_steps,
+        **fields,
         "calls": log,
         "scores": scores,
-        "n_alt": scores["n_alt"],
         "return": total,
         "truncated": truncated,
         "end_reason": end_reason,

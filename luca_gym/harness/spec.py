@@ -4,9 +4,11 @@ sweep's settings and lists its sessions."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import itertools
+from dataclasses import MISSING, dataclass, fields
 
 from luca_gym import worlds
+from luca_gym.protocol import load
 from luca_gym.worlds.luca import WORLD as LUCA
 from luca_gym.worlds.luca.baselines import BASELINES
 from luca_gym.worlds.luca.spec import (
@@ -47,26 +49,41 @@ class ResultsError(ValueError):
 
 @dataclass(frozen=True)
 class SessionSpec:
+    """One session of a sweep: ``agent`` on instance ``seed`` of ``world``,
+    under ``settings`` (the world's other key fields as ``(name, value)``
+    pairs, in key order). A setting reads as an attribute (``spec.tier``).
+    :func:`luca_spec` builds LUCA's from its settings in their usual order;
+    :func:`plan_world` plans any world's."""
+
     agent: str
-    tier: str
-    mode: str
-    n_genes: int
     seed: int
-    backwards: bool = False
-    vocabulary: str = "invented"  # gene names, invented or real (appendix E.2)
-    stance: str = "suppress"  # the prompt's stance on biological knowledge (tool-calling agents; appendix E.2)
     world: str = LUCA.name
+    settings: tuple = ()
+
+    def __getattr__(self, name):
+        for key, value in object.__getattribute__(self, "settings"):
+            if key == name:
+                return value
+        raise AttributeError(f"SessionSpec of world {object.__getattribute__(self, 'world')!r} has no setting {name!r}")
+
+    def options(self) -> dict:
+        """The settings as keyword arguments (as the world's tool session takes them)."""
+        return dict(self.settings)
 
     def key(self) -> tuple:
         """:func:`record_key` of the line this session writes."""
-        return (self.world, *(getattr(self, k) for k in KEY_FIELDS))
+        values = {**self.options(), "agent": self.agent, "seed": self.seed}
+        return (self.world, *(values[k] for k in worlds.get(self.world).key_fields()[1:]))
 
-    def settings(self) -> dict:
-        """The organism's settings, as :func:`luca_gym.worlds.luca.calls.open_session` and
-        :class:`~luca_gym.worlds.luca.tools.ToolSession` take them (the stance is
-        the prompt's, not the organism's: ToolSession takes it apart)."""
-        return {"seed": self.seed, "tier": self.tier, "mode": self.mode, "n_genes": self.n_genes, "backwards": self.backwards,
-                "vocabulary": self.vocabulary}
+
+def luca_spec(agent: str, tier: str, mode: str, n_genes: int, seed: int, backwards: bool = False,
+              vocabulary: str = "invented", stance: str = "suppress") -> SessionSpec:
+    """A LUCA session's spec. ``vocabulary``: gene names, invented or real;
+    ``stance``: the prompt's stance on biological knowledge (tool-calling
+    agents); both the paper's appendix E.2."""
+    settings = (("tier", tier), ("mode", mode), ("n_genes", n_genes), ("backwards", backwards), ("vocabulary", vocabulary),
+                ("stance", stance))
+    return SessionSpec(agent, seed, LUCA.name, settings)
 
 
 def plan(agents, tiers, modes, n_genes, seeds, backwards=False, vocabulary="invented", stance="suppress") -> list[SessionSpec]:
@@ -94,7 +111,37 @@ def plan(agents, tiers, modes, n_genes, seeds, backwards=False, vocabulary="inve
             for n in n_genes:
                 check(m, n)
     conditions = [(b, v, st) for b in backwards for v in vocabulary for st in stance]
-    return [SessionSpec(a, t, m, n, s, *c) for n in n_genes for t in tiers for m in modes for c in conditions for a in agents for s in seeds]
+    return [luca_spec(a, t, m, n, s, *c) for n in n_genes for t in tiers for m in modes for c in conditions for a in agents for s in seeds]
+
+
+def plan_world(world, agents, seeds, **settings) -> list[SessionSpec]:
+    """The sessions of a sweep on any registered world: agents x every
+    combination of ``settings`` (each the world's key field, one value or a
+    list; a field left out takes its config default) x seeds. Each
+    combination is checked by the world's config, each agent against the
+    world's baselines and the tool agents (ValueError names what is wrong)."""
+    world = worlds.get(world)
+    names = [k for k in world.session_keys if k != "seed"]
+    unknown = sorted(set(settings) - set(names))
+    if unknown:
+        raise ValueError(f"settings: {', '.join(unknown)} unknown for world {world.name!r}; allowed {', '.join(names) or 'none'}")
+    config = load(world.config)
+    defaults = {f.name: f.default for f in fields(config) if f.default is not MISSING}
+    grid = []
+    for name in names:
+        if name in settings:
+            grid.append([(name, v) for v in dict.fromkeys(_arms(settings[name], name))])
+        elif name in defaults:
+            grid.append([(name, defaults[name])])
+        else:
+            raise ValueError(f"settings: {name} has no default in world {world.name!r}; give it")
+    combos = [tuple(c) for c in itertools.product(*grid)]
+    config_fields = {f.name for f in fields(config)}
+    for combo in combos:
+        world.make_config(**{k: v for k, v in combo if k in config_fields})
+    agents = list(dict.fromkeys(check_agent(a, world.name) for a in agents))
+    seeds = list(dict.fromkeys(check_seed(s) for s in seeds))
+    return [SessionSpec(a, s, world.name, combo) for combo in combos for a in agents for s in seeds]
 
 
 def _arms(value, name: str) -> list:
@@ -106,8 +153,12 @@ def _arms(value, name: str) -> list:
 
 
 def expected_fields(spec: SessionSpec) -> dict:
-    """What a session of ``spec`` run now records beside its key (the default budget and call limit)."""
+    """What a session of ``spec`` run now records beside its key (LUCA: the
+    default budget and call limit; other worlds: nothing)."""
     from luca_gym.worlds.luca.core import make_params
+
+    if spec.world != LUCA.name:
+        return {}
 
     params = make_params(spec.tier, spec.n_genes, spec.mode)
     return {"budget": params.budget, "call_limit": params.max_steps}

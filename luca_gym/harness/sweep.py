@@ -19,7 +19,7 @@ from luca_gym import seal as seal_mod
 from luca_gym.harness.agents import check_price, make_runner
 from luca_gym.harness.spec import SessionSpec, expected_fields
 from luca_gym.harness.results import SESSIONS_FILE, append_record, describe_key, trim_unfinished, folder_lock, read_results
-from luca_gym.harness.runner import run_session, run_tool_session
+from luca_gym.harness.runner import open_tool_session, run_session, run_tool_session
 
 
 def sweep(
@@ -132,11 +132,9 @@ def _compile_once(specs, seal) -> None:
     one at a time). Each configuration's first organism
     is opened and ended (no agent, nothing recorded); the session that follows
     reuses the organism and the compiled programs."""
-    from luca_gym.worlds.luca.tools import ToolSession
-
-    configurations = {(s.tier, s.mode, s.n_genes, s.backwards, s.vocabulary): s for s in reversed(specs)}
+    configurations = {(s.world, s.settings): s for s in reversed(specs)}
     for spec in configurations.values():
-        ToolSession(**spec.settings(), sealed=seal).call("end")
+        open_tool_session(spec, seal).finish("warm-up")
 
 
 class _Stopped(Exception):

@@ -136,3 +136,18 @@ def scaling_table(records, tier: str = "medium", mode: str = "healthy", with_pap
             cells.append(cell)
         lines.append(f"| {n} | {world.sizes(n).budget} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def world_table(records, world) -> str:
+    """A world's headline score by agent and settings: mean ± population std (n)."""
+    from luca_gym import worlds
+
+    world = worlds.get(world)
+    names = [k for k in world.session_keys if k != "seed"]
+    cells = group([r for r in records if r.get("world") == world.name], "agent", *names)
+    lines = [f"| agent | {' | '.join(names)} | {world.headline} |" if names else f"| agent | {world.headline} |",
+             "| --- " * (len(names) + 2) + "|"]
+    for key, rs in cells.items():
+        lines.append("| " + " | ".join(map(str, key)) + f" | {_cell(_stats([r['scores'][world.headline] for r in rs]))} |")
+    return "\n".join(lines)
+

@@ -53,6 +53,7 @@ class ToolSessionBase:
 
     def __init__(self):
         self.instance_id: str | None = None  # what the session calls its instance (sealed: opaque)
+        self.seal = None  # the session's luca_gym.seal.Seal, or None unsealed
         self.transcript: list[dict] = []
         self.ended = False
         self.truncated = False
@@ -88,6 +89,10 @@ class ToolSessionBase:
         """A short legal session that ends: ``[(tool name, arguments)]``
         (:func:`luca_gym.testing.check_world` plays it, refused calls between)."""
         raise NotImplementedError
+
+    def record_fields(self) -> dict:
+        """What a results line holds of this session beside its key, calls and scores."""
+        return {"instance_id": self.instance_id}
 
     def annotations(self, name: str) -> dict | None:
         """MCP ToolAnnotations fields of a tool (title, readOnlyHint, ...), or None."""

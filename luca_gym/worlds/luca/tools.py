@@ -279,6 +279,10 @@ class ToolSession(ToolSessionBase):
     def status(self) -> dict:
         return {"budget_remaining": int(self.obs["budget_left"])}
 
+    def record_fields(self) -> dict:
+        return {"organism_id": self.organism_id, "budget": self.env.params.budget, "call_limit": self.call_limit,
+                "n_alt": self.scores["n_alt"]}
+
     def demo_calls(self) -> list[tuple[str, dict]]:
         """A short legal session that ends (:func:`luca_gym.testing.check_world` plays it):
         facts, one experiment, a hypothesis, one prediction, a network, in disease
