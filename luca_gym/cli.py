@@ -490,11 +490,17 @@ def cmd_mcp(args) -> int:
     The settings are checked first (a bad one: one line, exit 2); the organism
     is then generated in the background while the server already answers
     ``initialize``, so a client connects at once."""
+    from luca_gym import worlds
     from luca_gym.worlds.luca import core, spec
     from luca_gym import harness as ev
     from luca_gym.worlds.luca.tools import ToolSession, system_prompt
     from luca_gym.tools.mcp_server import serve
 
+    world = worlds.get(args.world)
+    if world.name != "luca":
+        return _mcp_world(args, world)
+    if args.set:
+        raise UsageError("set: LUCA's settings are --tier, --mode, --n-genes, --backwards, --vocabulary and --stance")
     if args.out:
         _writable_dir(args.out, "out")
     if not args.agent.strip():
@@ -514,6 +520,27 @@ def cmd_mcp(args) -> int:
 
     serve(open_it, out=args.out, agent=args.agent, title=ToolSession.title,
           instructions=system_prompt(params.disease, params.max_steps, vocabulary=vocabulary, stance=stance))
+    return 0
+
+
+def _mcp_world(args, world) -> int:
+    """``luca-gym mcp --world NAME``: one session of another world's tools over MCP."""
+    from luca_gym.protocol import load
+    from luca_gym.tools.mcp_server import serve
+    from luca_gym.validate import check_seed
+
+    if world.tools is None:
+        raise UsageError(f"world: {world.name!r} has no tools to serve")
+    if args.out:
+        raise UsageError(f"out: recording an MCP session is LUCA's for now; serve {world.name!r} without --out")
+    settings = {}
+    for text in args.set:
+        key, values = _setting_values(text)
+        if len(values) != 1:
+            raise UsageError(f"set: {key} takes one value for one session, got {len(values)}")
+        settings[key] = values[0]
+    session = load(world.tools)(check_seed(args.seed), sealed=seal_of(args), **settings)
+    serve(session)
     return 0
 
 
@@ -675,6 +702,11 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "info":
             p.add_argument("--graph", default=None, help="draw the true network to this PNG")
         if name == "mcp":
+            p.add_argument("--world", default="luca",
+                           help="the world: luca (the default; its settings are the options above), another registered "
+                                "world's name, or package.module:WORLD")
+            p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                           help="a setting of a world other than luca (repeatable)")
             p.add_argument("--out", default=None, metavar="DIR",
                            help="record the session, once it ends (end, the call limit or the client gone after a "
                                 "tool call), in DIR/sessions.jsonl, the harness's format: luca-gym report reads it")

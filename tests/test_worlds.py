@@ -133,3 +133,39 @@ def test_eval_refuses_a_bad_world_setting_by_name(tmp_path, capsys, argv, messag
     assert cli.main(["eval", *argv, "--seeds", "0", "--out", str(tmp_path), "--quiet"]) == cli.EXIT_USAGE
     assert message in capsys.readouterr().err
     assert not (tmp_path / "sessions.jsonl").exists() or not (tmp_path / "sessions.jsonl").read_text()
+
+
+def test_the_toy_world_is_served_over_mcp_by_the_command(tmp_path):
+    """luca-gym mcp --world package.module:WORLD serves a world the package never names."""
+    import json
+    import os
+    import sys
+    from pathlib import Path
+
+    import anyio
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    tests = Path(__file__).resolve().parent
+    env = {**{k: os.environ[k] for k in ("PATH", "JAX_COMPILATION_CACHE_DIR") if k in os.environ},
+           "JAX_PLATFORMS": "cpu", "PYTHONPATH": os.pathsep.join([str(tests), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    params = StdioServerParameters(command=sys.executable, env=env, cwd=str(tmp_path),
+                                   args=["-m", "luca_gym.cli", "mcp", "--world", "toy_world:WORLD", "--seed", "3", "--set", "n_bits=6"])
+    local = toy_world.ToyToolSession(3, n_bits=6)
+    script = local.demo_calls()
+    expected = [local.call(name, arguments) for name, arguments in script]
+
+    async def drive():
+        with anyio.fail_after(120), open(tmp_path / "server.log", "w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as client:
+                init = await client.initialize()
+                tools = (await client.list_tools()).tools
+                results = [(await client.call_tool(name, arguments)).structured_content for name, arguments in script]
+                refused = await client.call_tool("probe", {"index": 99})
+                return init, tools, results, refused
+
+    init, tools, results, refused = anyio.run(drive)
+    assert init.server_info.title == "Toy switches" and init.instructions == local.system_prompt()
+    assert [t.name for t in tools] == ["probe", "submit", "end"]
+    assert results == json.loads(json.dumps(expected)) and results[-1]["scores"]["accuracy"] == local.scores["accuracy"]
+    assert refused.is_error
