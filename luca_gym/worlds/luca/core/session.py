@@ -34,7 +34,6 @@ from luca_gym.worlds.luca.spec import N_PHENOTYPES, N_TASKS, NO_MALFUNCTION
 from luca_gym.worlds.luca.types import OrganismArrays, SteadyState
 
 
-
 def measure(noise_key, count, organism: OrganismArrays, codes, flags) -> tuple[SteadyState, jax.Array]:
     """Solve, then measure with the noise of measurement number ``count``:
     (noise-free steady state, noisy phenotypes float32 (P,))."""
@@ -120,22 +119,117 @@ def _history(state: EnvState, params: EnvParams, measured, is_experiment, codes,
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class _Call:
+    """What a call brings to its kind's handler: ``on`` (this kind, accepted),
+    the measurement of an experiment or rescue (noise-free steady state, noisy
+    phenotypes, the codes and flags applied) and the current task."""
+
+    on: jax.Array
+    result: SteadyState
+    noisy: jax.Array
+    codes: jax.Array
+    flags: jax.Array
+    task: jax.Array
+
+
+# One handler per action kind: (state, action, params, call) -> (the fields it
+# changes when ``call.on``, the reward it pays or None). The rules table
+# (core.rules) decides whether a call is accepted; a handler only applies it.
+def _on_experiment(state: EnvState, action: Action, params: EnvParams, c: _Call):
+    return _single_tables(state, c.on, c.codes, c.flags, c.noisy), None
+
+
+def _on_rescue(state: EnvState, action: Action, params: EnvParams, c: _Call):
+    # The agent sees its measurement; the score uses the noise-free truth.
+    o = state.organism
+    measured_fraction = scoring.restored_fraction(c.noisy, o.aberrant)
+    true_fraction = scoring.restored_fraction(c.result.phenotypes, o.aberrant)
+    return dict(
+        last_restored_fraction=jnp.where(c.on, measured_fraction, state.last_restored_fraction),
+        best_rescue=jnp.where(c.on, jnp.maximum(state.best_rescue, true_fraction), state.best_rescue),
+        n_rescues=state.n_rescues + c.on.astype(jnp.int32),
+    ), None
+
+
+def _on_reveal(state: EnvState, action: Action, params: EnvParams, c: _Call):
+    spent = params.budget - state.budget_left
+    return dict(
+        tasks_revealed=state.tasks_revealed + c.on.astype(jnp.int32),
+        commit_used=jnp.where(c.on & (state.commit_used < 0), spent, state.commit_used),
+    ), None
+
+
+def _on_prediction(state: EnvState, action: Action, params: EnvParams, c: _Call):
+    # Per-task credit paid at submission.
+    task_score = scoring.task_scores(action.prediction[None], state.organism.task_truth[c.task][None], jnp.ones(1, bool))[0]
+    return dict(
+        predictions=jnp.where(c.on, state.predictions.at[c.task].set(action.prediction), state.predictions),
+        predicted=jnp.where(c.on, state.predicted.at[c.task].set(True), state.predicted),
+    ), jnp.where(c.on, rewards.prediction_reward(task_score, params), 0.0)
+
+
+def _on_commit(state: EnvState, action: Action, params: EnvParams, c: _Call):
+    return dict(
+        committed=state.committed | c.on,
+        diagnosis_target=jnp.where(c.on, action.diagnosis_target, state.diagnosis_target),
+        diagnosis_type=jnp.where(c.on, action.diagnosis_type, state.diagnosis_type),
+    ), None
+
+
+def _on_network(state: EnvState, action: Action, params: EnvParams, c: _Call):
+    return dict(
+        network=jnp.where(c.on, action.network.astype(jnp.int8), state.network),
+        network_submitted=state.network_submitted | c.on,
+    ), None
+
+
+def _on_end(state: EnvState, action: Action, params: EnvParams, c: _Call):
+    return {}, None  # closing is the same for END and the call limit: applied in step
+
+
+HANDLERS = {
+    EXPERIMENT: _on_experiment,
+    TEST_RESCUE: _on_rescue,
+    REVEAL_TASK: _on_reveal,
+    SUBMIT_PREDICTION: _on_prediction,
+    COMMIT_DIAGNOSIS: _on_commit,
+    SUBMIT_NETWORK: _on_network,
+    END: _on_end,
+}
+
+
+def _measured_fields(state: EnvState, params: EnvParams, is_experiment, is_rescue, result: SteadyState, noisy, codes, flags) -> dict:
+    """What every measurement changes (an experiment's or a rescue's): budget, counters, the last reading, the log."""
+    measured = is_experiment | is_rescue
+    cost = jnp.where(is_experiment, params.experiment_cost, 0) + jnp.where(is_rescue, params.rescue_cost, 0)
+    return dict(
+        budget_left=state.budget_left - cost,
+        measure_count=state.measure_count + measured.astype(jnp.int32),
+        last_phenotypes=jnp.where(measured, noisy, state.last_phenotypes),
+        last_converged=jnp.where(measured, result.converged, state.last_converged),
+        last_steps=jnp.where(measured, result.steps, state.last_steps),
+        last_in_range=jnp.where(measured, scoring.in_healthy_range(noisy), state.last_in_range),
+        **_history(state, params, measured, is_experiment, codes, flags),
+    )
+
+
 @partial(jax.jit, static_argnames=("params",))
 def step(state: EnvState, action: Action, params: EnvParams):
     """Apply ``action``. Returns (observation, state, reward, terminated,
     truncated, info) with ``info = {"error": int32 code}``.
 
-    An illegal action returns the state unchanged except ``last_error``, with
-    reward 0: it costs nothing, counts toward nothing and never closes the
-    session.
+    The rules decide (:func:`~luca_gym.worlds.luca.core.rules.refusal`); the
+    kind's handler in :data:`HANDLERS` applies an accepted call. An illegal
+    action returns the state unchanged except ``last_error``, with reward 0:
+    it costs nothing, counts toward nothing and never closes the session.
     """
     o = state.organism
     kind = action.kind
     error = refusal(state, action, params)
     ok = error == 0
-    is_experiment = ok & (kind == EXPERIMENT)
-    is_rescue = ok & (kind == TEST_RESCUE)
-    measured = is_experiment | is_rescue
+    on = {k: ok & (kind == k) for k in HANDLERS}
+    measured = on[EXPERIMENT] | on[TEST_RESCUE]
     codes = jnp.where(measured, action.gene_codes, 0).astype(jnp.int8)
     flags = action.signal_flags & measured
     # Free calls skip the solver (under vmap the cond becomes a select).
@@ -147,52 +241,21 @@ def step(state: EnvState, action: Action, params: EnvParams):
             state.last_phenotypes,
         ),
     )
-    cost = jnp.where(is_experiment, params.experiment_cost, 0) + jnp.where(is_rescue, params.rescue_cost, 0)
-
-    # Rescue: the agent sees its measurement; the score uses the noise-free truth.
-    measured_fraction = scoring.restored_fraction(noisy, o.aberrant)
-    true_fraction = scoring.restored_fraction(result.phenotypes, o.aberrant)
-
-    # Prediction: per-task credit paid at submission.
     current, _, _ = current_task(state)
-    is_prediction = ok & (kind == SUBMIT_PREDICTION)
-    task_score = scoring.task_scores(action.prediction[None], o.task_truth[current][None], jnp.ones(1, bool))[0]
-    reward = jnp.where(is_prediction, rewards.prediction_reward(task_score, params), 0.0)
-
-    is_reveal = ok & (kind == REVEAL_TASK)
-    spent = params.budget - state.budget_left
-    is_commit = ok & (kind == COMMIT_DIAGNOSIS)
-    is_network = ok & (kind == SUBMIT_NETWORK)
+    fields = _measured_fields(state, params, on[EXPERIMENT], on[TEST_RESCUE], result, noisy, codes, flags)
+    paid = []
+    for k, handler in HANDLERS.items():
+        changed, reward = handler(state, action, params, _Call(on[k], result, noisy, codes, flags, current))
+        fields.update(changed)
+        paid += [] if reward is None else [reward]
+    reward = sum(paid[1:], paid[0])
     # Only accepted calls count toward max_steps: a refused call changes nothing.
     step_count = state.step_count + ok.astype(jnp.int32)
-
-    new = dataclasses.replace(
-        state,
-        budget_left=state.budget_left - cost,
-        measure_count=state.measure_count + measured.astype(jnp.int32),
-        last_phenotypes=jnp.where(measured, noisy, state.last_phenotypes),
-        last_converged=jnp.where(measured, result.converged, state.last_converged),
-        last_steps=jnp.where(measured, result.steps, state.last_steps),
-        last_in_range=jnp.where(measured, scoring.in_healthy_range(noisy), state.last_in_range),
-        last_restored_fraction=jnp.where(is_rescue, measured_fraction, state.last_restored_fraction),
-        **_single_tables(state, is_experiment, codes, flags, noisy),
-        tasks_revealed=state.tasks_revealed + is_reveal.astype(jnp.int32),
-        predictions=jnp.where(is_prediction, state.predictions.at[current].set(action.prediction), state.predictions),
-        predicted=jnp.where(is_prediction, state.predicted.at[current].set(True), state.predicted),
-        committed=state.committed | is_commit,
-        diagnosis_target=jnp.where(is_commit, action.diagnosis_target, state.diagnosis_target),
-        diagnosis_type=jnp.where(is_commit, action.diagnosis_type, state.diagnosis_type),
-        best_rescue=jnp.where(is_rescue, jnp.maximum(state.best_rescue, true_fraction), state.best_rescue),
-        n_rescues=state.n_rescues + is_rescue.astype(jnp.int32),
-        network=jnp.where(is_network, action.network.astype(jnp.int8), state.network),
-        network_submitted=state.network_submitted | is_network,
-        **_history(state, params, measured, is_experiment, codes, flags),
-        commit_used=jnp.where(is_reveal & (state.commit_used < 0), spent, state.commit_used),
-    )
+    new = dataclasses.replace(state, **fields)
     # A valid END closes the session (terminated); the max_steps-th accepted
     # call closes it too (truncated), after it has been applied. Either way the
     # closing credit is paid once. A refused call never closes a session.
-    terminated = ok & (kind == END)
+    terminated = on[END]
     truncated = ok & ~state.ended & ~terminated & (step_count >= params.max_steps)
     closing = terminated | truncated
     if params.dense_shaping:
