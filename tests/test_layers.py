@@ -47,6 +47,7 @@ def tree_copy(tmp_path):
     ("protocol.py", "import luca_gym.worlds.luca.core.session", "Generic modules name no world"),
     ("worlds/luca/sim.py", "from luca_gym.envs import luca_env", "A world knows nothing above it"),
     ("tools/session.py", "from luca_gym.worlds.luca import tools", "Generic modules name no world"),
+    ("harness/sweep.py", "from luca_gym.worlds.luca import diffsim", "Generic modules name no world"),  # a new weld
     ("worlds/luca/tools.py", "from luca_gym.tools import mcp_server", "A world knows nothing above it"),
     ("tools/loop.py", "from luca_gym.envs.luca_env import LucaEnv", "not through a Gymnasium env"),
 ])
