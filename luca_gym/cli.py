@@ -469,7 +469,7 @@ def cmd_info(args) -> int:
                                    vocabulary=args.vocabulary)
     print(describe(organism))
     if args.graph:
-        from luca_gym.report import draw_network
+        from luca_gym.worlds.luca.viewer import draw_network
 
         draw_network(organism, args.graph)
         print(f"  network drawn to {args.graph} (ground truth: for researchers, not for agents)")

@@ -184,10 +184,10 @@ print("ok")
 def test_the_list_of_welds_only_shrinks(tree_copy):
     """A weld removed from the code must leave the contract's list too (an
     unmatched ignored import is an error), so the list never hides a weld."""
-    path = tree_copy / "luca_gym" / "report.py"
+    path = tree_copy / "luca_gym" / "ablation.py"
     text = path.read_text()
-    assert "from luca_gym.worlds.luca.vocabulary import gene_names\n" in text
-    path.write_text(text.replace("from luca_gym.worlds.luca.vocabulary import gene_names\n", ""))
+    assert "from luca_gym.worlds.luca.spec import MODES, TIER_NAMES\n" in text
+    path.write_text(text.replace("from luca_gym.worlds.luca.spec import MODES, TIER_NAMES\n", ""))
     result = lint(tree_copy)
     assert result.returncode != 0
-    assert "No matches for ignored import luca_gym.report -> luca_gym.worlds.luca.vocabulary" in " ".join(result.stdout.split())
+    assert "No matches for ignored import luca_gym.ablation -> luca_gym.worlds.luca.spec" in " ".join(result.stdout.split())

@@ -21,6 +21,9 @@ from matplotlib.patches import Circle, FancyArrowPatch
 
 from luca_gym import harness as ev
 from luca_gym import report
+from luca_gym import figures as figure_helpers
+from luca_gym.worlds.luca import calls, viewer
+from luca_gym.worlds.luca.spec import MALFUNCTION_TYPES
 from luca_gym.worlds.luca import generator as world
 from luca_gym.cli import main
 from luca_gym.worlds.luca.fidelity import PAPER_TABLE8
@@ -45,15 +48,16 @@ def records(results) -> list:
 
 @pytest.fixture
 def figures(monkeypatch) -> list:
-    """Every figure the report module saves, kept for inspection (closed figures keep their axes)."""
+    """Every figure the report and the viewer save, kept for inspection (closed figures keep their axes)."""
     drawn = []
-    save = report._save
+    save = figure_helpers.save
 
     def keep(plt, fig, path):
         drawn.append(fig)
         save(plt, fig, path)
 
-    monkeypatch.setattr(report, "_save", keep)
+    monkeypatch.setattr(report, "save", keep)
+    monkeypatch.setattr(viewer, "save", keep)
     return drawn
 
 
@@ -112,7 +116,7 @@ def test_composite_marks_no_paper_figures_off_the_papers_size(records, tmp_path,
 
 
 def test_zero_bars_show_a_stroke_at_zero(tmp_path):
-    plt = report._pyplot()
+    plt = figure_helpers.pyplot()
     fig, ax = plt.subplots()
     report._bars(ax, [0, 1, 2], [(0.0, 0.0, 2), (0.5, 0.1, 2), (0.0, 0.0, 2)], 0.4, "C0")
     (strokes,) = [c for c in ax.collections if isinstance(c, LineCollection) and c.get_gid() == "zero-bar"]
@@ -191,12 +195,12 @@ def test_network_draws_arrows_signals_readouts_and_legend(organism, tmp_path, fi
         assert f"{label}\n({mode})" in texts
     for name in m.module_names:
         assert name in texts
-    circles = {tuple(np.round(c.center, 6)): c.radius for c in ax.patches if isinstance(c, Circle) and c.radius == report.PHENOTYPE_RADIUS}
+    circles = {tuple(np.round(c.center, 6)): c.radius for c in ax.patches if isinstance(c, Circle) and c.radius == viewer.PHENOTYPE_RADIUS}
     assert len(circles) == 3
     for name in m.phenotype_names:  # the name starts right of its circle, never over it
         x, y = texts[name].get_position()
         (centre,) = [c for c in circles if abs(c[1] - y) < 1e-6]
-        assert x > centre[0] + report.PHENOTYPE_RADIUS
+        assert x > centre[0] + viewer.PHENOTYPE_RADIUS
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert {"activates (gene → gene)", "inhibits (gene → gene)", "latent gene", "signal", "phenotype"} <= set(labels)
     assert "malfunction" not in labels and not any("malfunction" in t for t in texts)
@@ -206,8 +210,8 @@ def test_network_marks_the_malfunction_when_asked(organism, tmp_path, figures):
     report.draw_network(organism, str(tmp_path / "net.png"), malfunction=True)
     (ax,) = figures[0].axes
     a, m = organism.arrays, organism.meta
-    name = report.calls.target_name(m, int(a.malfunction_target))
-    kind = report.MALFUNCTION_TYPES[int(a.malfunction_type)]
+    name = calls.target_name(m, int(a.malfunction_target))
+    kind = MALFUNCTION_TYPES[int(a.malfunction_type)]
     assert [t.get_text() for t in ax.texts if t.get_text().startswith("malfunction")] == [f"malfunction: {name} {kind}"]
     assert "malfunction" in [t.get_text() for t in ax.get_legend().get_texts()]
     assert f"malfunction {name} {kind}" in ax.get_title()
@@ -275,15 +279,15 @@ def test_session_file_names_are_filesystem_safe():
 
 def test_truth_is_regenerated_only_for_this_builds_unsealed_records(records):
     record = next(r for r in records if r["mode"] == "disease")
-    organism, why = report._rebuilt_organism(record)
+    organism, why = viewer.rebuilt_organism(record)
     assert organism is not None and why is None
-    assert report._rebuilt_organism({**record, "sealed": "f" * 64}) == (None, "sealed organism: truth not regenerated")
-    organism, why = report._rebuilt_organism({**record, "version": "0.0.0"})
+    assert viewer.rebuilt_organism({**record, "sealed": "f" * 64}) == (None, "sealed organism: truth not regenerated")
+    organism, why = viewer.rebuilt_organism({**record, "version": "0.0.0"})
     assert organism is None and "version 0.0.0" in why
     reveal = next(i for i, c in enumerate(record["calls"]) if c["call"] == "get_next_prediction_task")
     forged = json.loads(json.dumps(record))
     forged["calls"][reveal]["result"]["interventions"] = {"G001": {"type": "DAMPEN"}}
-    assert report._rebuilt_organism(forged)[0] is None
+    assert viewer.rebuilt_organism(forged)[0] is None
 
 
 def test_a_record_without_calls_still_draws(records, tmp_path):
