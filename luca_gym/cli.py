@@ -372,6 +372,19 @@ def _results_notes():
             warnings.showwarning(w.message, w.category, w.filename, w.lineno)
 
 
+def cmd_worlds(args) -> int:
+    """One block per registered world (built-in and entry points)."""
+    from luca_gym import worlds
+
+    for name in worlds.names():
+        w = worlds.get(name)
+        print(f"{w.name} (version {w.version}): {w.summary}")
+        print(f"  headline score: {w.headline};  settings: {', '.join(k for k in w.session_keys if k != 'seed') or 'none'}")
+        print(f"  gymnasium: {', '.join(w.gym_ids()) or 'none'}")
+        print(f"  baselines: {', '.join(w.baseline_policies()) or 'none'}" + (f"\n  reference: {w.reference}" if w.reference else ""))
+    return 0
+
+
 def cmd_report(args) -> int:
     from luca_gym.report import results_folder, write_report
 
@@ -577,7 +590,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="luca-gym", formatter_class=HelpFormatter,
-        description="LUCA: a synthetic world for experimental reasoning. Run `luca-gym COMMAND --help` for a command's options.",
+        description="Synthetic worlds for experimental reasoning (LUCA first; `luca-gym worlds` lists them). "
+                    "Run `luca-gym COMMAND --help` for a command's options.",
         epilog="Errors print one line naming the problem and what is allowed, and exit with code 2. JAX compiles on a "
                "first run (cached afterwards; luca_gym.compile_cache, LUCA_GYM_CACHE_DIR=off disables it).",
     )
@@ -638,6 +652,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="who writes predictions, network and diagnosis")
     p.add_argument("--quiet", action="store_true", help="no progress line")
     p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("worlds", help="the registered worlds: name, version, headline score, Gymnasium ids, baselines")
+    p.set_defaults(func=cmd_worlds)
 
     p = sub.add_parser("report", help="markdown tables and PNG figures from a results folder")
     p.add_argument("results", help="results folder or sessions.jsonl")

@@ -138,7 +138,7 @@ def test_the_four_prompts_differ_only_in_the_vocabulary_paragraph_and_tell_the_t
     prompts = {(v, s): luca_tools.system_prompt(False, 100, vocabulary=v, stance=s) for v in spec.VOCABULARIES for s in spec.STANCES}
     assert len(set(prompts.values())) == 4
     assert prompts["invented", "suppress"] == luca_tools.system_prompt(False, 100)  # the default is the paper's prompt
-    rest = {p.replace(luca_tools._VOCABULARY[k], "") for k, p in prompts.items()}
+    rest = {p.replace(luca_tools.VOCABULARY_PARAGRAPHS[k], "") for k, p in prompts.items()}
     assert len(rest) == 1  # everything else is the same text
     for (v, s), p in prompts.items():
         says_invented = "every gene name (G001, G002, ...), signal label and phenotype name in this organism is invented" in p

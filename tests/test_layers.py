@@ -191,3 +191,24 @@ def test_the_list_of_welds_only_shrinks(tree_copy):
     result = lint(tree_copy)
     assert result.returncode != 0
     assert "No matches for ignored import luca_gym.ablation -> luca_gym.worlds.luca.spec" in " ".join(result.stdout.split())
+
+
+def test_luca_config_reaches_the_functions_in_either_order():
+    from luca_gym.worlds.luca import core, generator
+    from luca_gym.worlds.luca.config import LucaConfig
+
+    config = LucaConfig("easy", "disease", 12)
+    assert config.params(budget=9) == core.make_params("easy", 12, "disease", budget=9)
+    assert config.organism(3).fingerprint() == generator.make_organism(3, "easy", 12, "disease").fingerprint()
+    session = config.session(max_steps=5)
+    session.open(3)
+    assert (session.tier, session.mode, session.n_genes, session.params.max_steps) == ("easy", "disease", 12, 5)
+
+
+def test_luca_gym_worlds_lists_the_registry(capsys):
+    from luca_gym import cli
+
+    assert cli.main(["worlds"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("luca (version 1): gene-regulatory organisms")
+    assert "luca_gym/Luca-v0, luca_gym/LucaFlat-v0, luca_gym/LucaTools-v0" in out and "headline score: composite" in out

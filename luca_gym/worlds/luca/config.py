@@ -1,9 +1,18 @@
-"""LUCA's settings as one value object, in one argument order."""
+"""LUCA's settings as one value object, in one argument order.
+
+``LucaConfig(tier, mode, n_genes, backwards, vocabulary)`` names what, with a
+seed, makes an organism; :meth:`LucaConfig.organism`, :meth:`LucaConfig.params`
+and :meth:`LucaConfig.session` reach the functions that still take the
+settings one by one (some of them as tier, n_genes, mode), so a caller never
+has to know either order."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from luca_gym.worlds.luca.core import make_params
+from luca_gym.worlds.luca.generator import make_organism
+from luca_gym.worlds.luca.session import Session
 from luca_gym.worlds.luca.spec import check_organism, check_vocabulary
 
 
@@ -41,3 +50,16 @@ class LucaConfig:
     def disease(self) -> bool:
         """True in disease mode."""
         return self.mode == "disease"
+
+    def organism(self, seed: int, *, sealed=None):
+        """The organism ``seed`` of these settings (:func:`~luca_gym.worlds.luca.generator.make_organism`)."""
+        return make_organism(seed, self.tier, self.n_genes, self.mode, self.backwards, sealed=sealed, vocabulary=self.vocabulary)
+
+    def params(self, **options):
+        """The core's :class:`~luca_gym.worlds.luca.core.EnvParams` for these settings
+        (``options``: budget, max_steps, shaping; :func:`~luca_gym.worlds.luca.core.make_params`)."""
+        return make_params(self.tier, self.n_genes, self.mode, **options)
+
+    def session(self, **options):
+        """A host :class:`~luca_gym.worlds.luca.session.Session` of these settings (``options``: budget, max_steps, sealed, ...)."""
+        return Session(self.tier, self.mode, self.n_genes, self.backwards, vocabulary=self.vocabulary, **options)

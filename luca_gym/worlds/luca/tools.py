@@ -368,7 +368,7 @@ _PERMIT = (
     "You may draw on biological knowledge where relevant. What you measure in experiments on this organism is the "
     "evidence to reason from."
 )
-_VOCABULARY = {
+VOCABULARY_PARAGRAPHS = {
     ("invented", "suppress"): f"{_INVENTED_NAMES}, and knowledge of real biology will not help and may mislead. {_EXPERIMENT}",
     ("invented", "permit"): f"{_INVENTED_NAMES}. {_PERMIT}",
     ("real", "suppress"): f"{_REAL_NAMES}. Knowledge of real biology, of those genes too, will not help and may mislead. {_EXPERIMENT}",
@@ -385,7 +385,7 @@ def system_prompt(disease: bool, call_limit: int | None = None, *, vocabulary: s
     session's accepted-call limit, :attr:`ToolSession.call_limit`) is stated when given.
     ``vocabulary`` (the organism's gene names, invented or real) and ``stance``
     (suppress or permit biological knowledge) choose its vocabulary paragraph."""
-    vocabulary_paragraph = _VOCABULARY[check_vocabulary(vocabulary), check_stance(stance)]
+    vocabulary_paragraph = VOCABULARY_PARAGRAPHS[check_vocabulary(vocabulary), check_stance(stance)]
     lines = [
         "You are an experimental scientist studying a synthetic organism: a network of interacting genes whose "
         "steady state sets a few observable phenotypes. You can BLOCK (force to zero), BOOST (force to maximum) "
