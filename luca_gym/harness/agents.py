@@ -13,7 +13,6 @@ from luca_gym.worlds.luca.baselines import BASELINES, make_policy
 
 AGENTS_ALLOWED = f"{', '.join(BASELINES)}, openai:MODEL, anthropic:MODEL, ppo:RUN_DIR or sb3:FILE.zip"
 
-
 RL_EXTRA = 'pip install -e ".[rl]"'
 
 

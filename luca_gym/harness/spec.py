@@ -42,7 +42,6 @@ def record_key(record: dict) -> tuple:
     return (world.name, *(record[k] for k in world.key_fields()[1:]))
 
 
-
 class ResultsError(ValueError):
     """A results file that cannot be read (names the file, line and problem)."""
 

@@ -4,15 +4,11 @@ disease, strategy, scaling) with the paper's figures beside ours."""
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from luca_gym.worlds.luca import generator as world
 from luca_gym.worlds.luca.baselines import BASELINES
-from luca_gym.worlds.luca.spec import (
-    MODES,
-    TIER_NAMES,
-)
+from luca_gym.worlds.luca.spec import MODES, TIER_NAMES
 from luca_gym.harness.spec import SCORE_FIELDS, STRATEGY_FIELDS
 
 
