@@ -210,5 +210,5 @@ def test_luca_gym_worlds_lists_the_registry(capsys):
 
     assert cli.main(["worlds"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("luca (version 1): gene-regulatory organisms")
+    assert "luca (version 1): gene-regulatory organisms" in out  # (other tests may have registered more worlds)
     assert "luca_gym/Luca-v0, luca_gym/LucaFlat-v0, luca_gym/LucaTools-v0" in out and "headline score: composite" in out
