@@ -24,7 +24,7 @@ import numpy as np
 
 from luca_gym.worlds.luca import core
 from luca_gym.worlds.luca.baselines.batched import causal_sweep_policy, heuristic_policy, random_policy
-from luca_gym.functional import organism_batch, rollout
+from luca_gym.worlds.luca.functional import organism_batch, rollout
 
 POLICIES = {"heuristic": heuristic_policy, "causal-sweep": causal_sweep_policy, "random": random_policy}
 

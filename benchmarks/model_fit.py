@@ -124,7 +124,7 @@ def counterfactual(records) -> None:
 def batched(tier: str, n: int, seeds) -> None:
     """model-fit's batched form on ``seeds``: one table row."""
     from luca_gym.worlds.luca.baselines.batched import POLICIES
-    from luca_gym.functional import organism_batch, rollout_scores
+    from luca_gym.worlds.luca.functional import organism_batch, rollout_scores
 
     params = core.make_params(tier, n, "healthy")
     organisms, keys = organism_batch(list(seeds), tier, n, "healthy")

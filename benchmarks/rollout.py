@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/rollout.py [--max-envs 16384] [--gen-max 4096]
 
 Prints, at N=20 (medium, healthy):
-  * the pure rollout (`luca_gym.functional.rollout`, one jitted lax.scan) for 1, 64,
+  * the pure rollout (`luca_gym.worlds.luca.functional.rollout`, one jitted lax.scan) for 1, 64,
     1024, 4096 and 16384 parallel organisms, with a policy that READS its
     observations: it runs an experiment (a solve) on every step until the
     budget is spent, choosing each gene from the phenotypes it just measured,
@@ -32,10 +32,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from luca_gym import functional
+from luca_gym.worlds.luca import functional as luca_functional
 from luca_gym.worlds.luca import core
-from luca_gym.envs import LucaEnv, LucaVectorEnv
-from luca_gym.functional import organism_batch, rollout
+from luca_gym.worlds.luca.envs import LucaEnv, LucaVectorEnv
+from luca_gym.worlds.luca.functional import organism_batch, rollout
 
 TIER, MODE, N = "medium", "healthy", 20
 
@@ -89,7 +89,7 @@ def _action(params, kind, gene, prediction):
 def solver_compiled(policy, organisms, keys, params, steps) -> bool:
     """Whether the compiled rollout still evaluates the dynamics (the sigmoid
     is an exponential in the compiled program; nothing else in a session is)."""
-    compiled = functional._rollout.lower(policy, jax.random.PRNGKey(0), organisms, keys, params, steps).compile()
+    compiled = luca_functional._rollout.lower(policy, jax.random.PRNGKey(0), organisms, keys, params, steps).compile()
     return " exponential(" in compiled.as_text()
 
 

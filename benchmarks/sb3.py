@@ -37,11 +37,11 @@ from sb3_contrib.common.maskable.utils import get_action_masks
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 import luca_gym  # noqa: F401  (registers luca_gym/LucaFlat-v0)
-from luca_gym import harness
+from luca_gym import functional, harness
 from luca_gym.agents import FlatPolicy
 from luca_gym.agents.sb3 import PPO_SETTINGS, load_policy, train_maskable_ppo
 from luca_gym.worlds.luca.baselines import make_policy
-from luca_gym.envs import LucaSB3VecEnv
+from luca_gym.worlds.luca.envs import LucaSB3VecEnv
 
 N = 20
 EVAL_SEEDS = range(20)
@@ -146,7 +146,8 @@ def main() -> None:
             print(f"| {row[0]} | {float(row[1]):.0f} | {float(row[2]):.3f} |")
 
         print(f"\n## Mean composite on seeds 0-19 ({tier} {mode} N={N}, the harness)")
-        uniform = FlatPolicy("masked-random", lambda vector, mask, rng: int(rng.choice(np.flatnonzero(mask))))
+        uniform = FlatPolicy("masked-random", lambda vector, mask, rng: int(rng.choice(np.flatnonzero(mask))),
+                             functional.make_env(tier, N, mode))
         agents = {"random (harness baseline)": make_policy("random"), "masked-random flat": uniform,
                   "MaskablePPO, most likely action": load_policy(out),
                   "MaskablePPO, sampled (per-session RNG)": load_policy(out, deterministic=False),

@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from luca_gym import functional as F
+from luca_gym.worlds.luca import functional as luca_functional
 from luca_gym.agents.ppo import PPOConfig, greedy_policy, train
 from luca_gym.worlds.luca.core import flat
 from luca_gym.worlds.luca.core.types import ERRORS
@@ -98,7 +99,7 @@ def _cpu_generated(organism_batch):
 
 
 def main() -> None:
-    F.organism_batch = _cpu_generated(F.organism_batch)
+    luca_functional.organism_batch = _cpu_generated(luca_functional.organism_batch)
     parser = argparse.ArgumentParser()
     parser.add_argument("--budget", type=int, default=8)
     parser.add_argument("--steps", type=int, default=20_000_000)

@@ -35,6 +35,24 @@ MOVED = {
     "luca_gym.wrappers.mock_provider": "luca_gym.tools.mock_provider",
     "luca_gym.wrappers.schema": "luca_gym.tools.schema",
     "luca_gym.wrappers.results_schema": "luca_gym.worlds.luca.results_schema",
+    "luca_gym.envs.luca_env": "luca_gym.worlds.luca.envs.env",
+    "luca_gym.envs.vector": "luca_gym.worlds.luca.envs.vector",
+    "luca_gym.envs.flat": "luca_gym.worlds.luca.envs.flat",
+    "luca_gym.envs.sb3": "luca_gym.worlds.luca.envs.sb3",
+    "luca_gym.envs.spaces": "luca_gym.worlds.luca.envs.spaces",
+}
+# Old names of a package that stayed (its module is generic now), new home of each.
+MOVED_NAMES = {
+    "luca_gym.envs": {
+        "LucaEnv": "luca_gym.worlds.luca.envs.env:LucaEnv",
+        "LucaVectorEnv": "luca_gym.worlds.luca.envs.vector:LucaVectorEnv",
+        "LucaFlatEnv": "luca_gym.worlds.luca.envs.flat:LucaFlatEnv",
+        "LucaToolsEnv": "luca_gym.worlds.luca.envs.tools:LucaToolsEnv",
+        "LucaSB3VecEnv": "luca_gym.worlds.luca.envs.sb3:LucaSB3VecEnv",
+    },
+    "luca_gym.envs.tools": {"LucaToolsEnv": "luca_gym.worlds.luca.envs.tools:LucaToolsEnv"},
+    "luca_gym.functional": {name: f"luca_gym.worlds.luca.functional:{name}"
+                            for name in ("organism_batch", "rollout", "rollout_scores", "fresh_rollout")},
 }
 # A submodule that changed its name on the way (new -> old).
 RENAMED = {"luca_gym.worlds.luca.generator.organisms": "luca_gym.world.generator"}
@@ -53,3 +71,17 @@ def alias(old: str) -> None:
         sys.modules[old_sub] = sub
         if not hasattr(module, old_sub.rpartition(".")[2]):  # so `import old.sub as x` finds it
             setattr(module, old_sub.rpartition(".")[2], sub)
+
+
+def moved_name(module: str, name: str):
+    """``module.name`` where ``name`` moved into a world (:data:`MOVED_NAMES`):
+    its new home, with a :class:`DeprecationWarning`; AttributeError otherwise
+    (a module's ``__getattr__`` calls this)."""
+    target = MOVED_NAMES.get(module, {}).get(name)
+    if target is None:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    new_module = target.partition(":")[0]
+    warnings.warn(f"{module}.{name} is deprecated and will be removed in the next release; import it from {new_module}",
+                  DeprecationWarning, stacklevel=3)
+    value = importlib.import_module(new_module)
+    return getattr(value, name)

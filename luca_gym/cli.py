@@ -316,7 +316,7 @@ class TrainProgress:
         sys.stderr.write(
             f"\r[{'#' * filled}{'.' * (width - filled)}] update {row['update']}/{row['updates']} "
             f"{row['env_steps'] / 1e6:.2f}M steps {row['wall_s']:7.1f}s {rate / 1e3:5.1f}k steps/s  "
-            f"composite {row['mean_composite']:.3f}"
+            f"score {row['mean_score']:.3f}"
         )
         if row["update"] == row["updates"]:
             sys.stderr.write("\n")
@@ -352,7 +352,7 @@ def cmd_train(args) -> int:
     summary = ppo.train(config, args.out, progress=TrainProgress(args.quiet))
     rate = f"{summary['steps_per_s']:.0f} steps/s after the first update" if summary["steps_per_s"] else "one update"
     print(f"trained ppo: {summary['env_steps']} steps in {summary['wall_s']:.1f} s ({rate}), "
-          f"last update's composite {summary['final_composite']:.3f}")
+          f"last update's mean score {summary['final_score']:.3f}")
     print(f"run folder: {args.out}  (evaluate: luca-gym eval --agents ppo:{args.out})")
     return 0
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 import re
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from luca_gym.validate import short_repr
 
@@ -29,6 +29,58 @@ def load(entry_point: str) -> Any:
     for part in attribute.split("."):
         value = getattr(value, part)
     return value
+
+
+@runtime_checkable
+class FlatCodec(Protocol):
+    """A world's flat encoding for learners: what the functional env
+    (:mod:`luca_gym.functional`), the PPO and a learned agent in the harness
+    need of a world. It is the static settings of the flat env, so it must be
+    hashable (a frozen dataclass): ``jit`` takes it as a static argument.
+
+    Attributes:
+        world: the world's registry name. headline: its headline score's name.
+        num_actions: K, the size of the ``Discrete`` action.
+        observation_size: D, the length of the float32 observation vector.
+
+    Methods (``open``, ``step`` and ``score`` pure: jit and vmap apply):
+        settings() -> dict: keyword settings that rebuild the codec through the
+            world's ``flat`` factory (JSON-able: a run folder stores them).
+        describe() -> str: a few words for titles and logs.
+        instances(seeds) -> pytree: the instances of ``seeds`` (host side,
+            batched, B leading); ``open`` takes one.
+        open(instance) -> (state, vector float32 (D,), mask bool (K,)).
+        step(state, action int32 ()) -> (state, vector, mask, reward float32 (),
+            terminated bool (), truncated bool (), error int32 ()): a refused
+            action costs nothing and changes nothing (error != 0).
+        score(state) -> float32 (): the headline score of the session so far;
+            the undiscounted return of an ended session equals it.
+        for_session(params), encode(obs), decode(index, obs): a learned agent
+            playing a host session (:class:`luca_gym.agents.FlatPolicy`): the
+            codec for that session's settings, its observation as (vector,
+            mask), a flat index as the session's action.
+    """
+
+    world: str
+    headline: str
+
+    @property
+    def num_actions(self) -> int: ...
+
+    @property
+    def observation_size(self) -> int: ...
+
+    def settings(self) -> dict: ...
+
+    def describe(self) -> str: ...
+
+    def instances(self, seeds): ...
+
+    def open(self, instance): ...
+
+    def step(self, state, action): ...
+
+    def score(self, state): ...
 
 
 @dataclass(frozen=True)
@@ -56,8 +108,11 @@ class World:
             drive it.
         env: entry point of the ``gymnasium.Env`` (keyword arguments: the
             config's fields and the env's own options), or None.
-        vector_env, flat_env: entry points of the vector env and the flat env
-            (a flat codec for learners), or None where the world has none.
+        vector_env, flat_env: entry points of the vector env and the flat
+            Gymnasium env, or None where the world has none.
+        flat: entry point of the world's flat codec factory,
+            ``(*args, **settings) -> FlatCodec`` (:class:`FlatCodec`), or
+            None: the functional env and the PPO run on any world that has one.
         tools_env: entry point of a text env of the world's own; by default
             the generic :class:`luca_gym.envs.tools.ToolsEnv` over ``tools``.
         baselines: entry point of ``{name: policy class}``, or None.
@@ -80,6 +135,7 @@ class World:
     env: str | None = None
     vector_env: str | None = None
     flat_env: str | None = None
+    flat: str | None = None
     tools_env: str | None = None
     baselines: str | None = None
     reference: str = ""
@@ -99,7 +155,7 @@ class World:
         if "seed" not in self.session_keys:
             raise ValueError(f"World.session_keys: {self.session_keys!r} must name 'seed'")
         for f in fields(self):
-            if f.name in ("config", "tools", "env", "vector_env", "flat_env", "tools_env", "baselines"):
+            if f.name in ("config", "tools", "env", "vector_env", "flat_env", "flat", "tools_env", "baselines"):
                 value = getattr(self, f.name)
                 if value is None and f.name != "config":
                     continue
@@ -127,6 +183,16 @@ class World:
     def make_config(self, **settings):
         """The world's config from keyword settings (checked by the config itself)."""
         return load(self.config)(**settings)
+
+    def config_fields(self) -> tuple[str, ...]:
+        """The names of the world's settings (its config's fields)."""
+        return tuple(f.name for f in fields(load(self.config)))
+
+    def make_flat(self, *args, **settings) -> FlatCodec:
+        """The world's flat codec for ``settings`` (ValueError where the world has none)."""
+        if self.flat is None:
+            raise ValueError(f"world {self.name!r} has no flat codec (World.flat); the functional env and the PPO need one")
+        return load(self.flat)(*args, **settings)
 
     def baseline_policies(self) -> dict:
         """``{name: policy class}`` (empty where the world ships none)."""

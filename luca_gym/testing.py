@@ -27,7 +27,14 @@ What it checks (each failure raises AssertionError naming the check):
   same config traces no JAX function;
 * ``text-env`` and ``mcp`` -- the text env and the MCP server (in process)
   give the same results and return as the tool session;
-* ``check_env`` -- Gymnasium's ``check_env`` passes on each registered id.
+* ``check_env`` -- Gymnasium's ``check_env`` passes on each registered id;
+* ``flat`` (a world with a flat codec) -- the functional env
+  (:mod:`luca_gym.functional`) under a policy that tries masked actions
+  too: an action the mask allows is never refused, a refused one changes
+  nothing and costs nothing (the same mask and score, reward 0; the
+  observation may report the refusal), and an
+  ended session's return equals its headline score; ``flat-no-retrace`` --
+  a rollout on a pool of other instances traces no JAX function.
 """
 
 from __future__ import annotations
@@ -102,9 +109,63 @@ def check_world(world, *, settings: dict | None = None, seeds=(0, 1), gym_ids: b
 
     if world.tools is not None:
         ran += _check_tools(world, load(world.tools), settings, seeds, mcp)
+    if world.flat is not None:
+        ran += _check_flat(world, settings, seeds)
     if gym_ids:
         ran += _check_gym_ids(world, settings, config_fields)
     return ran
+
+
+FLAT_ENVS, FLAT_STEPS = 4, 96
+
+
+def _probing_policy(params, key, obs, mask):
+    """Mostly a random legal action; about one step in three a masked one (where any is)."""
+    import jax
+    import jax.numpy as jnp
+
+    pick, coin = jax.random.split(key)
+    legal = jax.random.categorical(pick, jnp.where(mask, 0.0, -jnp.inf))
+    masked = jax.random.categorical(pick, jnp.where(mask, -jnp.inf, 0.0))
+    try_masked = jax.random.bernoulli(coin, 1 / 3, legal.shape) & ~mask.all(axis=-1)
+    return jnp.where(try_masked, masked, legal).astype(jnp.int32)
+
+
+def _check_flat(world: World, settings: dict, seeds) -> list[str]:
+    import inspect
+
+    import jax
+    import numpy as np
+
+    from luca_gym import functional as F
+
+    accepted = inspect.signature(load(world.flat)).parameters
+    codec = world.make_flat(**{k: v for k, v in settings.items() if k in accepted})
+    _check(codec == world.make_flat(**{k: v for k, v in settings.items() if k in accepted}) and hash(codec) is not None,
+           "flat", "the flat codec is not a hashable value (two builds of the same settings differ)")
+    pool = F.make_pool(codec, list(seeds))
+    out = jax.device_get(F.flat_rollout(_probing_policy, None, jax.random.PRNGKey(0), codec, pool, FLAT_ENVS, FLAT_STEPS,
+                                        trajectories=True))
+    t = out["trajectory"]
+    chosen_legal = np.take_along_axis(t["mask"], t["action"][..., None], axis=-1)[..., 0]
+    refused = t["error"] != 0
+    _check(not (refused & chosen_legal).any(), "flat", "an action the mask allows was refused")
+    k, b = np.nonzero(refused[1:-1])
+    k = k + 1  # refusals with a step before and after them
+    _check(not t["done"][k, b].any() and (t["reward"][k, b] == 0).all(), "flat", "a refused action cost something or ended a session")
+    fresh = t["done"][k - 1, b]  # a session opened at k - 1: its score before step k is not in the record
+    _check((t["mask"][k + 1, b] == t["mask"][k, b]).all() and (t["score"][k, b] == t["score"][k - 1, b])[~fresh].all(),
+           "flat", "a refused action changed the mask or the score")
+    done = t["done"]
+    _check(done.any(), "flat", f"no session ended within {FLAT_STEPS} steps")
+    _check(np.allclose(t["return"][done], t["score"][done], atol=1e-5), "flat",
+           f"an ended session's return differs from its {world.headline}")
+    other = F.make_pool(codec, [s + 1000 for s in seeds])
+    with count_traces() as traced:
+        jax.block_until_ready(F.flat_rollout(_probing_policy, None, jax.random.PRNGKey(1), codec, other, FLAT_ENVS, FLAT_STEPS,
+                                             trajectories=True))
+    _check(not traced, "flat-no-retrace", f"a rollout on other instances traced {traced}")
+    return ["flat", "flat-no-retrace"]
 
 
 def _check_tools(world: World, open_tools, settings: dict, seeds, mcp: bool) -> list[str]:

@@ -21,9 +21,9 @@ from luca_gym.worlds.luca import spec, generator as world
 from luca_gym import harness as ev
 from luca_gym.worlds.luca.baselines import PAPER_BASELINES, make_policy
 from luca_gym.cli import UsageError, build_parser, conditions, main
-from luca_gym.envs.luca_env import LucaEnv
+from luca_gym.worlds.luca.envs.env import LucaEnv
 from luca_gym.worlds.luca.session import render_text
-from luca_gym.envs.tools import LucaToolsEnv
+from luca_gym.worlds.luca.envs.tools import LucaToolsEnv
 from luca_gym.worlds.luca.vocabulary import REAL_GENE_NAMES, REAL_GENE_TIERS
 from luca_gym.worlds.luca import tools as luca_tools
 from luca_gym.worlds.luca.tools import ToolSession

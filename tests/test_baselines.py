@@ -23,9 +23,9 @@ import pytest
 from luca_gym.worlds.luca import core
 from luca_gym import harness as ev
 from luca_gym.worlds.luca.baselines import BASELINES, RandomPolicy, make_policy
-from luca_gym.envs.luca_env import LucaEnv
+from luca_gym.worlds.luca.envs.env import LucaEnv
 from luca_gym.worlds.luca.session import cached_organism
-from luca_gym.envs.spaces import parse_action, to_numpy_observation
+from luca_gym.worlds.luca.envs.spaces import parse_action, to_numpy_observation
 from luca_gym.worlds.luca.types import OrganismArrays
 
 TIERS = ("easy", "medium", "hard")

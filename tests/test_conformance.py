@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from luca_gym.worlds.luca import core
-from luca_gym.envs import LucaEnv, LucaVectorEnv
+from luca_gym.worlds.luca.envs import LucaEnv, LucaVectorEnv
 from luca_gym.worlds.luca.spec import BLOCK, BOOST, LOCK_HI, PERSIST
 
 N = 20

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import luca_gym  # noqa: F401  (registers luca_gym/Luca-v0)
 from luca_gym.worlds.luca import core, generator as world
-from luca_gym.envs import LucaEnv
+from luca_gym.worlds.luca.envs import LucaEnv
 from luca_gym.worlds.luca.spec import DRAWN_SEED_LIMIT
 from luca_gym.worlds.luca.spec import BLOCK, BOOST, DAMPEN, N_PHENOTYPES
 

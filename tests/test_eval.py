@@ -22,7 +22,7 @@ from luca_gym import report
 from luca_gym.worlds.luca import calls, core
 from luca_gym import harness as ev
 from luca_gym.worlds.luca.baselines import make_policy
-from luca_gym.envs.luca_env import LucaEnv
+from luca_gym.worlds.luca.envs.env import LucaEnv
 from luca_gym.tools.loop import ScriptedAgent
 
 EXPECTED_SCORES = (*ev.SCORE_FIELDS, "network_precision", "network_recall", "network_f1", *ev.STRATEGY_FIELDS, "n_alt")

@@ -14,7 +14,7 @@ import pytest
 from luca_gym.worlds.luca import core, fidelity, sim, generator as world
 from luca_gym.worlds.luca.baselines.batched import POLICIES
 from luca_gym.cli import main
-from luca_gym.functional import organism_batch, rollout
+from luca_gym.worlds.luca.functional import organism_batch, rollout
 from luca_gym.worlds.luca.spec import ACCURACY_THRESHOLD, N_TASKS
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

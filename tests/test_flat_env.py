@@ -23,7 +23,7 @@ from stable_baselines3.common.env_checker import check_env as sb3_check_env
 import luca_gym  # noqa: F401  (registers luca_gym/LucaFlat-v0)
 from luca_gym.worlds.luca import core
 from luca_gym.worlds.luca.core import flat
-from luca_gym.envs import LucaFlatEnv
+from luca_gym.worlds.luca.envs import LucaFlatEnv
 from luca_gym.worlds.luca.spec import DRAWN_SEED_LIMIT, N_TASKS
 
 TIERS = ("easy", "medium", "hard")

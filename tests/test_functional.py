@@ -17,6 +17,7 @@ import pytest
 from luca_gym.testing import count_traces
 from luca_gym.worlds.luca import core, generator as world
 from luca_gym import functional as F
+from luca_gym.worlds.luca.functional import LucaFlatCodec
 from luca_gym.worlds.luca.core import flat
 
 NUM_ENVS, NUM_STEPS = 16, 48  # 48 > the longest session (budget 31 + 2 tasks x 2 + 3 free calls)
@@ -158,9 +159,9 @@ def test_a_pool_made_for_another_env_is_refused(pool, weights):
         (lambda env: F.make_pool(env, [2**31 - 1]), ["seeds", str(2**31 - 1), "0..2147483646"]),
         (lambda env: F.make_pool(env, []), ["seeds", "empty"]),
         (lambda env: F.make_pool(env, [-1]), ["seeds", "-1"]),
-        (lambda env: F.make_pool("easy", None), ["env", "FlatEnv"]),
-        (lambda env: F.FlatEnv(env.params, "extreme"), ["tier", "'extreme'"]),
-        (lambda env: F.FlatEnv(env.params, "easy", "oracle"), ["analyst", "'oracle'", "logit-additive"]),
+        (lambda env: F.make_pool("easy", None), ["env", "flat codec"]),
+        (lambda env: LucaFlatCodec(env.params, "extreme"), ["tier", "'extreme'"]),
+        (lambda env: LucaFlatCodec(env.params, "easy", "oracle"), ["analyst", "'oracle'", "logit-additive"]),
         (lambda env: F.training_seeds(0), ["size", "0", "positive integer"]),
     ],
 )

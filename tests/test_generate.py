@@ -19,7 +19,7 @@ import pytest
 from conftest import TIERS, make, solve_one
 
 from luca_gym.worlds.luca import core, generator as world
-from luca_gym.envs import LucaVectorEnv
+from luca_gym.worlds.luca.envs import LucaVectorEnv
 from luca_gym.worlds.luca.spec import LOCK_HI, LOCK_LO, NO_MALFUNCTION, PERSIST
 from luca_gym.worlds.luca.types import OrganismArrays
 from luca_gym.worlds.luca.generator import organisms as generator
@@ -505,7 +505,7 @@ def test_fresh_rollout_generates_in_the_jit_and_matches_rollout():
     and runs the sessions: its scores equal ``rollout`` on the host-generated
     organisms of the seeds it reports."""
     from luca_gym.worlds.luca.baselines.batched import heuristic_policy
-    from luca_gym.functional import fresh_rollout, organism_batch, rollout
+    from luca_gym.worlds.luca.functional import fresh_rollout, organism_batch, rollout
 
     params = core.make_params("easy", N, "healthy")
     policy = heuristic_policy(params)

@@ -45,7 +45,7 @@ def tree_copy(tmp_path):
 @pytest.mark.parametrize("module, line, contract", [
     ("seal.py", "from luca_gym.worlds.luca import spec", "Generic modules name no world"),
     ("protocol.py", "import luca_gym.worlds.luca.core.session", "Generic modules name no world"),
-    ("worlds/luca/sim.py", "from luca_gym.envs import luca_env", "A world knows nothing above it"),
+    ("worlds/luca/sim.py", "from luca_gym.harness import runner", "A world knows nothing above it"),
     ("tools/session.py", "from luca_gym.worlds.luca import tools", "Generic modules name no world"),
     ("harness/sweep.py", "from luca_gym.worlds.luca import diffsim", "Generic modules name no world"),  # a new weld
     ("worlds/luca/tools.py", "from luca_gym.tools import mcp_server", "A world knows nothing above it"),
@@ -95,8 +95,8 @@ def test_a_bad_config_names_the_field():
 
 def test_registering_a_world_registers_its_gym_ids():
     toy = World(name="layers_toy", version="1", gym_stem="LayersToy", summary="a registry test",
-                config="luca_gym.worlds.luca.config:LucaConfig", env="luca_gym.envs.luca_env:LucaEnv",
-                tools_env="luca_gym.envs.tools:LucaToolsEnv")
+                config="luca_gym.worlds.luca.config:LucaConfig", env="luca_gym.worlds.luca.envs.env:LucaEnv",
+                tools_env="luca_gym.worlds.luca.envs.tools:LucaToolsEnv")
     luca_gym.register_world(toy)
     assert "layers_toy" in worlds.names() and worlds.get("layers_toy") is toy
     assert "luca_gym/LayersToy-v0" in gym.registry and "luca_gym/LayersToyTools-v0" in gym.registry
@@ -125,7 +125,8 @@ def test_a_malformed_world_is_refused(field, value, match):
 
 OLD_PATHS = ["spec", "types", "world", "world.tiers", "world.generator", "sim", "diffsim", "scoring", "analysts",
              "fidelity", "vocabulary", "core", "core.session", "core.flat", "baselines", "baselines.batched", "calls",
-             "wrappers.mcp_server", "wrappers.mock_provider", "wrappers.schema", "wrappers.results_schema", "eval"]
+             "wrappers.mcp_server", "wrappers.mock_provider", "wrappers.schema", "wrappers.results_schema", "eval",
+             "envs.luca_env", "envs.vector", "envs.flat", "envs.spaces"]
 
 
 def test_old_module_paths_are_the_new_modules_and_warn():
@@ -147,6 +148,13 @@ for old in {OLD_PATHS!r}:
     if name in MOVED:
         assert any(issubclass(w.category, DeprecationWarning) and name in str(w.message) for w in caught), name
 from luca_gym import world, core
+import luca_gym.envs, luca_gym.functional
+from luca_gym.worlds.luca import envs as luca_envs, functional as luca_functional
+for module, name, new in [(luca_gym.envs, "LucaEnv", luca_envs), (luca_gym.envs, "LucaToolsEnv", luca_envs),
+                          (luca_gym.functional, "rollout", luca_functional)]:
+    with warnings.catch_warnings(record=True) as caught:
+        assert getattr(module, name) is getattr(new, name)
+    assert any(issubclass(w.category, DeprecationWarning) and name in str(w.message) for w in caught), name
 assert world.make_organism is importlib.import_module("luca_gym.worlds.luca.generator").make_organism
 assert core.step is importlib.import_module("luca_gym.worlds.luca.core").step
 print("ok")

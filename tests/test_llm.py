@@ -23,12 +23,12 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from luca_gym.envs.spaces import action_space
+from luca_gym.worlds.luca.envs.spaces import action_space
 from luca_gym.worlds.luca import calls, core
 from luca_gym import harness as ev
 from luca_gym import report
 from luca_gym.worlds.luca.baselines import make_policy
-from luca_gym.envs.luca_env import LucaEnv
+from luca_gym.worlds.luca.envs.env import LucaEnv
 from luca_gym.worlds.luca.spec import GENE_TYPES, LOCK_HI, LOCK_LO, MALFUNCTION_TYPES
 from luca_gym.tools import loop
 from luca_gym.worlds.luca import tools as luca_tools

@@ -230,7 +230,7 @@ def test_batched_form_runs_the_local_plan_and_answers_with_the_local_fit():
     of the same size trace nothing new."""
     from luca_gym.worlds.luca import core
     from luca_gym.worlds.luca.baselines.batched import POLICIES
-    from luca_gym.functional import organism_batch
+    from luca_gym.worlds.luca.functional import organism_batch
 
     params = core.make_params("medium", 20, "healthy")
     act = POLICIES["model-fit"](params, LOCAL)

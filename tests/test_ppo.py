@@ -48,7 +48,7 @@ def test_train_writes_the_run_folder(run, capsys):
         rows = list(csv.DictReader(f))
     assert [int(r["update"]) for r in rows] == [1, 2]
     assert [int(r["env_steps"]) for r in rows] == [512, 1024]
-    assert tuple(rows[0]) == ppo.CURVE_FIELDS
+    assert tuple(rows[0]) == ppo.curve_fields("composite")  # LUCA's headline names the score column, as before worlds
     for r in rows:
         for field in ("wall_s", "policy_loss", "value_loss", "entropy", "approx_kl"):
             assert np.isfinite(float(r[field])), field
@@ -88,7 +88,7 @@ def test_harness_evaluates_the_checkpoint(run, tmp_path, capsys):
 
 def test_the_checkpoint_refuses_another_size(run):
     policy = ppo.load(str(run))
-    with pytest.raises(ValueError, match="trained on N=20"):
+    with pytest.raises(ValueError, match="trained on easy healthy N=20"):
         policy.choose(np.zeros(40, np.float32), np.ones(10, bool), np.random.default_rng(0))
 
 

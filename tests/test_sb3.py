@@ -16,8 +16,8 @@ from luca_gym import harness
 from luca_gym.agents import FlatPolicy
 from luca_gym.agents.sb3 import CURVE_FIELDS, load_policy, train_maskable_ppo
 from luca_gym.worlds.luca.core import flat
-from luca_gym.envs import LucaFlatEnv, LucaSB3VecEnv
-from luca_gym.envs.sb3 import TRAINING_SEED_LOW
+from luca_gym.worlds.luca.envs import LucaFlatEnv, LucaSB3VecEnv
+from luca_gym.worlds.luca.envs.sb3 import TRAINING_SEED_LOW
 
 N = 20
 B = 4

@@ -22,8 +22,8 @@ from luca_gym import harness as ev
 from luca_gym import seal as seal_mod
 from luca_gym.worlds.luca import generator as world
 from luca_gym.cli import main
-from luca_gym.envs import LucaEnv, LucaVectorEnv
-from luca_gym.functional import organism_batch
+from luca_gym.worlds.luca.envs import LucaEnv, LucaVectorEnv
+from luca_gym.worlds.luca.functional import organism_batch
 from luca_gym.tools.loop import ScriptedAgent
 from luca_gym.worlds.luca.tools import ToolSession
 

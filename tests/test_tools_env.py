@@ -12,7 +12,8 @@ import pytest
 from luca_gym.worlds.luca import calls
 from luca_gym import harness as ev
 from luca_gym.worlds.luca.baselines import make_policy
-from luca_gym.envs.tools import LucaToolsEnv, parse_tool_call
+from luca_gym.envs.tools import parse_tool_call
+from luca_gym.worlds.luca.envs.tools import LucaToolsEnv
 from luca_gym.tools.loop import ReplayAgent, ScriptedAgent, run_agent
 from luca_gym.worlds.luca.tools import ToolSession
 
@@ -172,6 +173,6 @@ def test_every_import_order_works(first):
     import subprocess
     import sys
 
-    code = f"import {first}; from luca_gym.envs import LucaToolsEnv; from luca_gym.worlds.luca.tools import ToolSession; print('ok')"
+    code = f"import {first}; from luca_gym.worlds.luca.envs import LucaToolsEnv; from luca_gym.worlds.luca.tools import ToolSession; print('ok')"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env={"JAX_PLATFORMS": "cpu", "PATH": ""})
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]

@@ -9,8 +9,8 @@ import luca_gym  # noqa: F401  (registers the environments)
 from luca_gym.worlds.luca import core
 from luca_gym.worlds.luca.baselines import make_policy
 from luca_gym.worlds.luca.baselines.batched import causal_sweep_policy, heuristic_policy, random_policy, task_directed_policy
-from luca_gym.envs import LucaEnv, LucaVectorEnv
-from luca_gym.functional import organism_batch, rollout
+from luca_gym.worlds.luca.envs import LucaEnv, LucaVectorEnv
+from luca_gym.worlds.luca.functional import organism_batch, rollout
 from luca_gym.harness import luca_spec, run_session
 
 B = 6
@@ -111,7 +111,7 @@ def test_bad_construction_arguments():
 SHARD_SCRIPT = """
 import jax, numpy as np
 from luca_gym.worlds.luca import core
-from luca_gym.worlds.luca.baselines.batched import random_policy\nfrom luca_gym.functional import organism_batch, rollout
+from luca_gym.worlds.luca.baselines.batched import random_policy\nfrom luca_gym.worlds.luca.functional import organism_batch, rollout
 assert len(jax.local_devices()) == 2, jax.local_devices()
 params = core.make_params("medium", 20, "disease")
 organisms, keys = organism_batch(range(8), "medium", 20, "disease")
@@ -175,7 +175,7 @@ def test_reset_to_the_same_seeds_reuses_their_organisms(monkeypatch):
     """Resetting to the seeds of the last explicit reset generates nothing
     (an organism is a pure function of its seed) and starts the same
     sessions; other seeds, or drawn ones, are generated."""
-    from luca_gym.envs import vector
+    from luca_gym.worlds.luca.envs import vector
 
     made = []
     real = vector.organism_batch

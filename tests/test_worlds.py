@@ -17,7 +17,7 @@ from luca_gym.protocol import World
 from luca_gym.testing import check_world, count_traces
 
 ALL_CHECKS = ["registry", "return-equals-headline", "refusals", "schemas", "replay", "sealed", "no-retrace", "text-env",
-              "mcp", "check_env"]
+              "mcp", "flat", "flat-no-retrace", "check_env"]
 
 
 @pytest.mark.slow
@@ -32,6 +32,34 @@ def test_the_toy_world_registers_itself_and_passes():
     env = gym.make("luca_gym/ToyTools-v0", n_bits=6)
     text, info = env.reset(options={"seed": 4})
     assert info["instance_id"] == "toy_00000004" and "[system]\nFind 6 hidden switches" in text
+
+
+def test_the_functional_env_and_ppo_run_a_world_they_do_not_name(tmp_path):
+    from luca_gym import functional as F
+    from luca_gym.agents import ppo
+
+    codec = F.make_env(world="toy", n_bits=6)
+    assert (codec.num_actions, codec.observation_size, codec.headline) == (7, 12, "accuracy")
+    pool = F.make_pool(codec, F.training_seeds(16))
+    out = jax.device_get(F.flat_rollout(F.masked_random, None, jax.random.PRNGKey(0), codec, pool, 8, 32, trajectories=True))
+    t, done = out["trajectory"], out["trajectory"]["done"]
+    assert done.sum() > 8 and (t["error"] == 0).all()
+    # The return of an ended session is its accuracy, and the accuracy is that of the guess against the true bits.
+    assert (t["return"][done] == t["accuracy"][done]).all() and out["mean_accuracy"] == out["mean_score"]
+    k, b = map(int, next(zip(*done.nonzero())))
+    truth = toy_world.instance(int(t["seed"][k, b]), toy_world.ToyConfig(6))
+    known, seen = t["obs"][k, b, 6:] > 0, t["obs"][k, b, :6] > 0
+    assert t["action"][k, b] == 6  # a session ends only by submitting
+    assert t["accuracy"][k, b] == pytest.approx(float(((seen | ~known) == truth).mean()))
+    config = ppo.PPOConfig(world="toy", n_bits=6, steps=512, num_envs=16, num_steps=16, minibatches=2, pool_size=16)
+    summary = ppo.train(config, str(tmp_path / "run"))
+    assert summary["env_steps"] == 512 and 0 <= summary["final_accuracy"] <= 1
+    loaded, network = ppo.load_network(str(tmp_path / "run"))
+    assert loaded == config and loaded.n_bits == 6 and network["actor_linear"]["w"].shape == (12, 7)
+    with pytest.raises(ValueError, match="n_bits"):
+        ppo.PPOConfig(world="toy", n_bits=0)
+    with pytest.raises(ValueError, match="no flat codec"):
+        F.make_env(world=World(name="noflat", version="1", gym_stem="NoFlat", summary="", config="toy_world:ToyConfig"))
 
 
 def test_count_traces_sees_a_new_shape():

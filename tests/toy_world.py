@@ -138,5 +138,5 @@ BASELINES = {"probe-then-guess": ProbeThenGuess}
 WORLD = register_world(World(
     name="toy", version="1", gym_stem="Toy", summary="hidden switches, probed under a budget",
     config="toy_world:ToyConfig", headline="accuracy", tools="toy_world:ToyToolSession",
-    baselines="toy_world:BASELINES", session_keys=("n_bits", "seed"),
+    baselines="toy_world:BASELINES", session_keys=("n_bits", "seed"), flat="toy_flat:ToyFlat",
 ))

@@ -1,52 +1,46 @@
-"""A learned agent as a harness policy: it reads the observation dict, encodes
-it as the flat vector and mask, lets the learned ``choose`` pick one of the K
-flat actions, and decodes that into the dict action the env takes (the values
-come from the agent's analyst). Nothing here reads hidden state."""
+"""A learned agent as a harness policy: it reads the session's observation,
+encodes it as the flat vector and mask (the world's flat codec,
+:class:`luca_gym.protocol.FlatCodec`), lets the learned ``choose`` pick one of
+the K flat actions, and decodes that into the session's action (LUCA's values
+come from the codec's analyst). Nothing here reads hidden state."""
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Callable
 
 import jax
 import numpy as np
 
-from luca_gym.worlds.luca import analysts, core
-from luca_gym.worlds.luca.core import flat
-
-
-@partial(jax.jit, static_argnames=("params",))
-def _encode(obs: dict, params: core.EnvParams):
-    return flat.observation_vector(obs, params), flat.mask(obs, params)
-
-
-@partial(jax.jit, static_argnames=("params", "analyst"))
-def _decode(index, obs: dict, params: core.EnvParams, analyst: str):
-    return flat.decode(index, obs, params, analyst)
+from luca_gym.protocol import FlatCodec
+from luca_gym.validate import short_repr
 
 
 class FlatPolicy:
-    """A :class:`~luca_gym.worlds.luca.baselines.Policy` over the flat action space.
+    """A harness policy over a world's flat action space.
 
     Args:
         name: the agent's name in result files (e.g. ``ppo:runs/easy``).
         choose: ``(vector float32 (D,), mask bool (K,), rng) -> int``, the
             learned part; it must pick a legal index (mask True).
-        analyst: the analyst that writes predictions, the network and the
-            analyst's diagnosis (:data:`luca_gym.worlds.luca.analysts.ANALYSTS`).
+        codec: the world's flat codec the agent was trained on; each session
+            plays through ``codec.for_session(params)``.
     """
 
-    def __init__(self, name: str, choose: Callable[[np.ndarray, np.ndarray, np.random.Generator], int],
-                 analyst: str = "logit-additive"):
-        analysts.get(analyst)
-        self.name, self.choose, self.analyst = name, choose, analyst
+    def __init__(self, name: str, choose: Callable[[np.ndarray, np.ndarray, np.random.Generator], int], codec: FlatCodec):
+        if not isinstance(codec, FlatCodec):
+            raise ValueError(f"codec: {short_repr(codec)} is not a flat codec (luca_gym.protocol.FlatCodec)")
+        self.name, self.choose, self.codec = name, choose, codec
 
-    def reset(self, params: core.EnvParams, seed: int) -> None:
-        self.params = params
+    @property
+    def analyst(self) -> str | None:
+        """The codec's analyst, where its world has one (LUCA's)."""
+        return getattr(self.codec, "analyst", None)
+
+    def reset(self, params, seed: int) -> None:
+        self.session_codec = self.codec.for_session(params)
         self.rng = np.random.default_rng(seed)
 
     def act(self, obs: dict) -> dict:
-        vector, legal = jax.device_get(_encode(obs, self.params))
+        vector, legal = jax.device_get(self.session_codec.encode(obs))
         index = int(self.choose(np.asarray(vector), np.asarray(legal, bool), self.rng))
-        action = jax.device_get(_decode(np.int32(index), obs, self.params, self.analyst))
-        return {k: np.asarray(v) for k, v in vars(action).items()}
+        return self.session_codec.decode(index, obs)

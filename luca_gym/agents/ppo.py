@@ -12,7 +12,8 @@ progress reporting, and writes a run folder:
 * ``params.npz`` -- the network weights (``actor/0/w``, ``actor/0/b``, ...,
   ``actor_linear/w``, ``critic/0/w``, ...);
 * ``learning_curve.csv`` / ``.png`` -- per update: env steps, wall seconds,
-  mean episode return and mean composite over the episodes that ended;
+  mean episode return and mean headline score (LUCA's composite) over the
+  episodes that ended;
 * ``summary.json`` -- what :func:`train` returns.
 
 :func:`load` turns a run folder into a :class:`~luca_gym.agents.FlatPolicy`
@@ -38,16 +39,18 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from luca_gym import __version__
-from luca_gym.worlds.luca import analysts, spec
+from luca_gym import __version__, worlds
 from luca_gym import functional as F
 from luca_gym.agents.base import FlatPolicy
+from luca_gym.validate import check_bool, check_positive_int, check_seed, short_repr
 
 MASKED_LOGIT = -1e9  # a masked action's logit: probability exactly 0 in float32, and no NaN from -inf
 CONFIG_FILE, PARAMS_FILE, SUMMARY_FILE = "config.json", "params.npz", "summary.json"
 CURVE_CSV, CURVE_PNG = "learning_curve.csv", "learning_curve.png"
-CURVE_FIELDS = ("update", "env_steps", "wall_s", "episodes", "mean_return", "mean_composite", "mean_length",
-                "policy_loss", "value_loss", "entropy", "approx_kl")
+def curve_fields(headline: str = "score") -> tuple[str, ...]:
+    """The learning curve's columns for a world whose headline score is ``headline``."""
+    return ("update", "env_steps", "wall_s", "episodes", "mean_return", f"mean_{headline}", "mean_length",
+            "policy_loss", "value_loss", "entropy", "approx_kl")
 FORMAT = 1
 
 
@@ -59,23 +62,34 @@ class CheckpointError(ValueError):
     """A run folder that cannot be loaded (names the file and the problem)."""
 
 
-@dataclass(frozen=True)
+# Hyperparameter names: any other keyword of PPOConfig is a setting of the world's flat codec.
+_WORLD_FIELDS = ("world", "settings")
+
+
+@dataclass(frozen=True, init=False)
 class PPOConfig:
     """Settings of a PPO run. Defaults after purejaxrl's PPO, except where
-    runs on easy healthy N=20 (1024 envs, training composite) said otherwise:
+    runs on LUCA's easy healthy N=20 (1024 envs, training composite) said otherwise:
 
-    * ``gamma`` 1: the return is the composite score and a session lasts at
-      most budget + 7 calls. At 0.99 the discount made predicting right after
-      each reveal the best the agent found (0.64 for 12M steps): measuring
-      first delays the reward.
+    * ``gamma`` 1: the return is the headline score and a session is bounded
+      (LUCA's lasts at most budget + 7 calls). At 0.99 the discount made
+      predicting right after each reveal the best the agent found (0.64 for
+      12M steps): measuring first delays the reward.
     * ``learning_rate`` 1e-3, ``ent_coef`` 0.01: with the actor's linear path
       (:func:`init_network`) these reached 0.96 at 1.5M steps and 0.999 at
       2M; with 3e-4 and 0.05 the same network stayed at 0.78 after 3M (the
       policy near uniform over the experiments).
 
+    ``PPOConfig(world="luca", tier="easy", n_genes=20, steps=...)``: a keyword
+    that is not a hyperparameter below is a setting of the world's flat codec
+    (:func:`luca_gym.functional.make_env`); the settings are completed with
+    the codec factory's defaults and read back as attributes (``config.tier``).
+
     Attributes:
-        tier, mode, n_genes, budget, analyst: the flat env (``budget`` None:
-            the paper's N + S + 8).
+        world: the world (registry name) with a flat codec; default LUCA.
+        settings: the codec's settings, sorted ``(name, value)`` pairs (LUCA:
+            tier, n_genes, mode, budget, analyst, ...; ``budget`` None: the
+            paper's N + S + 8).
         steps: env steps in all; a run makes steps // (num_envs x num_steps)
             updates.
         num_envs: envs stepped side by side. num_steps: steps per env per update.
@@ -86,17 +100,14 @@ class PPOConfig:
         ent_coef, vf_coef: entropy bonus and value-loss weights.
         max_grad_norm: global gradient-norm clip.
         hidden: hidden layer widths of the actor and of the critic (tanh).
-        pool_size, pool_start: training organisms are seeds pool_start ..
+        pool_size, pool_start: training instances are seeds pool_start ..
             pool_start + pool_size - 1 (pool_start >= 20: never the
             evaluation seeds 0-19).
         seed: the run's PRNG seed.
     """
 
-    tier: str = "easy"
-    mode: str = "healthy"
-    n_genes: int = 20
-    budget: int | None = None
-    analyst: str = "logit-additive"
+    world: str = "luca"
+    settings: tuple = ()
     steps: int = 5_000_000
     num_envs: int = 1024
     num_steps: int = 32
@@ -115,13 +126,35 @@ class PPOConfig:
     pool_start: int = F.TRAINING_SEED_START
     seed: int = 0
 
-    def __post_init__(self):
-        spec.check_organism(self.tier, self.n_genes, self.mode)
-        if self.budget is not None:
-            spec.check_positive_int(self.budget, "budget")
-        analysts.get(self.analyst)
+    def __init__(self, world: str = "luca", settings=(), **kwargs):
+        hyper = {f.name: f.default for f in dataclasses.fields(PPOConfig) if f.name not in _WORLD_FIELDS}
+        given = {k: kwargs.pop(k) for k in list(kwargs) if k in hyper}
+        try:
+            settings = {**dict(settings), **kwargs}
+        except (TypeError, ValueError):
+            raise ValueError(f"settings: {short_repr(settings)} not allowed; (name, value) pairs or a dict") from None
+        if not isinstance(world, str):
+            raise ValueError(f"world: {short_repr(world)} not allowed; a registered world's name")
+        codec = worlds.get(world).make_flat(**settings)  # checks the world's settings (ValueError naming one)
+        settings = {**_factory_defaults(worlds.get(world)), **settings}
+        object.__setattr__(self, "world", world)
+        object.__setattr__(self, "settings", tuple(sorted(settings.items())))
+        for name, default in hyper.items():
+            object.__setattr__(self, name, given.get(name, default))
+        self._check(codec)
+
+    def __getattr__(self, name: str):
+        # Only reached for names that are not fields: the world's settings (config.tier).
+        if name.startswith("__"):
+            raise AttributeError(name)
+        for key, value in object.__getattribute__(self, "settings"):
+            if key == name:
+                return value
+        raise AttributeError(f"PPOConfig has no field or {self.world} setting {name!r}")
+
+    def _check(self, codec) -> None:
         for name in ("steps", "num_envs", "num_steps", "epochs", "minibatches", "pool_size"):
-            spec.check_positive_int(getattr(self, name), name)
+            check_positive_int(getattr(self, name), name)
         if self.steps < self.batch_size:
             raise ValueError(f"steps: {self.steps} is less than one update (num_envs x num_steps = {self.batch_size})")
         if self.batch_size % self.minibatches:
@@ -131,14 +164,14 @@ class PPOConfig:
                                 ("ent_coef", 0, np.inf), ("vf_coef", 0, np.inf), ("max_grad_norm", 0, np.inf)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not (low <= value <= high) or not np.isfinite(value):
-                raise ValueError(f"{name}: {spec.short_repr(value)} not allowed; a number in [{low}, {high}]")
+                raise ValueError(f"{name}: {short_repr(value)} not allowed; a number in [{low}, {high}]")
         if not isinstance(self.hidden, tuple) or not self.hidden or not all(_is_int(h) and h > 0 for h in self.hidden):
-            raise ValueError(f"hidden: {spec.short_repr(self.hidden)} not allowed; a non-empty tuple of positive widths")
+            raise ValueError(f"hidden: {short_repr(self.hidden)} not allowed; a non-empty tuple of positive widths")
         if not _is_int(self.pool_start) or self.pool_start < len(F.EVAL_SEEDS):
-            raise ValueError(f"pool_start: {spec.short_repr(self.pool_start)} would train on the evaluation seeds "
+            raise ValueError(f"pool_start: {short_repr(self.pool_start)} would train on the evaluation seeds "
                              f"0-{len(F.EVAL_SEEDS) - 1}; allowed an integer >= {len(F.EVAL_SEEDS)}")
-        spec.check_bool(self.anneal_lr, "anneal_lr")
-        spec.check_seed(self.seed)
+        check_bool(self.anneal_lr, "anneal_lr")
+        check_seed(self.seed)
 
     @property
     def batch_size(self) -> int:
@@ -150,19 +183,41 @@ class PPOConfig:
         return self.steps // self.batch_size
 
     def make_env(self) -> F.FlatEnv:
-        """The flat env this run trains on (no shaping: the return is the composite)."""
-        return F.make_env(self.tier, self.n_genes, self.mode, budget=self.budget, analyst=self.analyst)
+        """The flat codec this run trains on (no shaping by default: the return is the headline score)."""
+        return F.make_env(world=self.world, **dict(self.settings))
 
     def to_json(self) -> dict:
-        return {**dataclasses.asdict(self), "hidden": list(self.hidden)}
+        hyper = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in _WORLD_FIELDS}
+        return {"world": self.world, "settings": dict(self.settings), **hyper, "hidden": list(self.hidden)}
 
     @classmethod
     def from_json(cls, data: dict) -> "PPOConfig":
-        """Inverse of :meth:`to_json` (ValueError on an unknown or bad field)."""
-        unknown = set(data) - {f.name for f in dataclasses.fields(cls)}
+        """Inverse of :meth:`to_json` (ValueError on an unknown or bad field). A
+        config written before worlds (LUCA's ``tier``, ``mode``, ``n_genes``,
+        ``budget`` and ``analyst`` at the top level) reads as LUCA's."""
+        data = dict(data)
+        hyper = {f.name for f in dataclasses.fields(cls)} - set(_WORLD_FIELDS)
+        world, settings = data.pop("world", "luca"), dict(data.pop("settings", {}))
+        if "world" not in data and not settings:  # format 1: LUCA's settings at the top level
+            settings = {k: data.pop(k) for k in _LEGACY_LUCA if k in data}
+        unknown = set(data) - hyper
         if unknown:
             raise ValueError(f"config: unknown fields {', '.join(sorted(unknown))}")
-        return cls(**{**data, "hidden": tuple(data.get("hidden", cls.hidden))})
+        return cls(world, settings, **{**data, "hidden": tuple(data.get("hidden", cls.hidden))})
+
+
+_LEGACY_LUCA = ("tier", "mode", "n_genes", "budget", "analyst")
+
+
+def _factory_defaults(world) -> dict:
+    """The keyword defaults of ``world``'s flat codec factory."""
+    import inspect
+
+    from luca_gym.protocol import load
+
+    signature = inspect.signature(load(world.flat))
+    return {name: p.default for name, p in signature.parameters.items()
+            if p.default is not inspect.Parameter.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
 
 
 # -- the network ------------------------------------------------------------------
@@ -304,7 +359,8 @@ def update(runner: Runner, pool: F.Pool, hyper: dict, env: F.FlatEnv, num_steps:
 
     ``hyper`` holds the traced scalars (:func:`hyperparameters`). Returns
     (runner, metrics) with metrics float32 (): ``episodes`` (sessions that
-    ended in this rollout), ``mean_return``, ``mean_composite``,
+    ended in this rollout), ``mean_return``, ``mean_score`` (and
+    ``mean_<headline>``),
     ``mean_length`` over them (NaN if none ended), and the loss terms averaged
     over the minibatches.
     """
@@ -320,7 +376,7 @@ def update(runner: Runner, pool: F.Pool, hyper: dict, env: F.FlatEnv, num_steps:
             jax.random.split(step_key, num_envs), state, action, env, pool
         )
         record = {"obs": obs, "mask": mask, "action": action, "log_prob": log_prob, "value": value, "reward": reward,
-                  "done": done, "return": info["return"], "composite": info["composite"], "length": info["length"]}
+                  "done": done, "return": info["return"], "score": info["score"], "length": info["length"]}
         return (state, next_obs, next_mask), record
 
     key, collect_key, shuffle_key = jax.random.split(runner.key, 3)
@@ -347,7 +403,7 @@ def update(runner: Runner, pool: F.Pool, hyper: dict, env: F.FlatEnv, num_steps:
         return jax.lax.scan(minibatch_step, carry, shuffled)
 
     (network, opt_state), losses = jax.lax.scan(epoch, (runner.network, runner.opt_state), jax.random.split(shuffle_key, epochs))
-    metrics = F.episode_statistics(rollout["done"], rollout["return"], rollout["composite"], rollout["length"])
+    metrics = F.episode_statistics(rollout["done"], rollout["return"], rollout["score"], rollout["length"], env.headline)
     metrics = {**metrics, **jax.tree_util.tree_map(jnp.mean, losses)}
     return Runner(network, opt_state, state, obs, mask, key), metrics
 
@@ -359,7 +415,7 @@ def train(config: PPOConfig, out: str | None = None, progress: Callable[[dict], 
     interrupted run keeps its curve).
 
     ``progress`` is called after every update with that update's curve row
-    (the :data:`CURVE_FIELDS`) plus ``updates`` (the total). Returns a summary
+    (:func:`curve_fields` of the world's headline) plus ``updates`` (the total). Returns a summary
     dict: ``env_steps``, ``updates``, ``wall_s`` (all of it), ``setup_s``
     (pool generation, the first update's compile and run), ``steps_per_s``
     (after the first update), ``final_composite`` / ``final_return`` (the last
@@ -367,7 +423,7 @@ def train(config: PPOConfig, out: str | None = None, progress: Callable[[dict], 
     summary.json).
     """
     if not isinstance(config, PPOConfig):
-        raise ValueError(f"config: {spec.short_repr(config)} is not a PPOConfig")
+        raise ValueError(f"config: {short_repr(config)} is not a PPOConfig")
     started = time.perf_counter()
     if out is not None:
         os.makedirs(out, exist_ok=True)
@@ -376,7 +432,7 @@ def train(config: PPOConfig, out: str | None = None, progress: Callable[[dict], 
     runner = init_runner(jax.random.PRNGKey(config.seed), config, env, pool)
     curve_file = open(os.path.join(out, CURVE_CSV), "w", newline="", encoding="utf-8") if out is not None else None
     try:
-        writer = csv.DictWriter(curve_file, CURVE_FIELDS) if curve_file else None
+        writer = csv.DictWriter(curve_file, curve_fields(env.headline), extrasaction="ignore") if curve_file else None
         if writer:
             writer.writeheader()
         rows, first_done = [], None
@@ -407,13 +463,15 @@ def train(config: PPOConfig, out: str | None = None, progress: Callable[[dict], 
         "wall_s": round(wall, 3),
         "setup_s": round(first_done, 3),
         "steps_per_s": round(later / (wall - first_done), 1) if later else None,
-        "final_composite": rows[-1]["mean_composite"],
+        "final_score": rows[-1]["mean_score"],
+        f"final_{env.headline}": rows[-1]["mean_score"],
         "final_return": rows[-1]["mean_return"],
         "out": out,
     }
     if out is not None:
         save(out, config, runner.network, summary)
-        plot_curve(rows, os.path.join(out, CURVE_PNG), title=f"PPO {config.tier} {config.mode} N={config.n_genes}")
+        plot_curve(rows, os.path.join(out, CURVE_PNG), title=f"PPO {config.world} {env.describe()}",
+                   ylabel=f"mean {env.headline} of the sessions ended")
     return {**summary, "network": runner.network}
 
 
@@ -432,10 +490,11 @@ def save(out: str, config: PPOConfig, network: dict, summary: dict | None = None
             json.dump(summary, f, indent=2)
 
 
-def plot_curve(rows: list[dict], path: str, title: str = "PPO", baselines: dict | None = None) -> None:
-    """The mean composite per update against env steps, as a PNG (the return
-    is the same number: no shaping); ``baselines`` ({name: composite}) draws
-    horizontal reference lines."""
+def plot_curve(rows: list[dict], path: str, title: str = "PPO", baselines: dict | None = None,
+               ylabel: str = "mean score of the sessions ended") -> None:
+    """The mean headline score per update against env steps, as a PNG (the
+    return is the same number: no shaping); ``baselines`` ({name: score})
+    draws horizontal reference lines."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -443,12 +502,12 @@ def plot_curve(rows: list[dict], path: str, title: str = "PPO", baselines: dict 
 
     steps = np.array([r["env_steps"] for r in rows], float) / 1e6
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    ax.plot(steps, [r["mean_composite"] for r in rows], label="PPO, training (sampled actions)")
+    ax.plot(steps, [r["mean_score"] for r in rows], label="PPO, training (sampled actions)")
     for name, value in (baselines or {}).items():
         ax.axhline(value, color="grey", linestyle=":", linewidth=1)
         ax.annotate(name, (steps[0] if steps.size else 0, value), fontsize=8, va="bottom")
     ax.set_xlabel("env steps (millions)")
-    ax.set_ylabel("mean composite of the sessions ended")
+    ax.set_ylabel(ylabel)
     ax.set_ylim(0, 1.05)
     ax.set_title(title)
     ax.legend(loc="lower right", fontsize=8)
@@ -504,13 +563,14 @@ def load(path: str) -> FlatPolicy:
     highest logit), named ``ppo:<path>``. A session of another size than the
     network's raises ValueError naming both."""
     config, network = load_network(path)
-    size = config.make_env().observation_size
+    codec = config.make_env()
+    size = codec.observation_size
     name = f"ppo:{path}"
 
     def choose(vector: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> int:
         if vector.shape != (size,):
-            raise ValueError(f"agent {name}: trained on N={config.n_genes} (observation size {size}); "
+            raise ValueError(f"agent {name}: trained on {codec.describe()} (observation size {size}); "
                              f"this session's observation has size {vector.shape[0]}")
         return int(_greedy_one(network, vector, mask))
 
-    return FlatPolicy(name, choose, config.analyst)
+    return FlatPolicy(name, choose, codec)

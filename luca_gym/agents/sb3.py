@@ -1,5 +1,5 @@
 """Maskable PPO (sb3-contrib) on the flat action space: train on
-:class:`~luca_gym.envs.sb3.LucaSB3VecEnv`, save, and load back as a
+:class:`~luca_gym.worlds.luca.envs.sb3.LucaSB3VecEnv`, save, and load back as a
 :class:`~luca_gym.agents.FlatPolicy` that runs through the evaluation harness
 like any baseline.
 
@@ -30,9 +30,10 @@ try:
 except ImportError as error:
     raise ImportError("luca_gym.agents.sb3 needs sb3-contrib: pip install 'luca-gym[rl]'") from error
 
-from luca_gym.worlds.luca import spec
+from luca_gym import functional
 from luca_gym.agents.base import FlatPolicy
-from luca_gym.envs.sb3 import TRAINING_SEED_LOW, LucaSB3VecEnv
+from luca_gym.validate import check_bool, check_positive_int, check_seed, short_repr
+from luca_gym.worlds.luca.envs.sb3 import TRAINING_SEED_LOW, LucaSB3VecEnv
 
 MODEL_FILE, CONFIG_FILE, CURVE_FILE = "model.zip", "config.json", "learning_curve.csv"
 CURVE_FIELDS = ("steps", "wall_s", "mean_return")
@@ -113,10 +114,10 @@ def train_maskable_ppo(
     least ``steps``), "wall_s", "steps_per_s", "episodes", "mean_return" (last
     100 episodes)}. Raises ValueError naming a bad argument.
     """
-    steps = spec.check_positive_int(steps, "steps")
-    seed = spec.check_seed(seed)
+    steps = check_positive_int(steps, "steps")
+    seed = check_seed(seed)
     if not isinstance(out, (str, os.PathLike)):
-        raise ValueError(f"out: {spec.short_repr(out)} not allowed; a directory path")
+        raise ValueError(f"out: {short_repr(out)} not allowed; a directory path")
     env = LucaSB3VecEnv(
         num_envs, tier, mode, n_genes, budget=budget, analyst=analyst, min_organism_seed=min_organism_seed, seed=seed
     )
@@ -132,6 +133,7 @@ def train_maskable_ppo(
     model.save(os.path.join(out, MODEL_FILE))
     config = {
         "algorithm": "MaskablePPO",
+        "world": "luca",
         "tier": tier,
         "mode": mode,
         "n_genes": n_genes,
@@ -169,9 +171,9 @@ def load_policy(path: str, deterministic: bool = True) -> FlatPolicy:
     from the analyst the model was trained with. The policy's name is
     ``sb3:<path>`` (the harness's agent name). Raises ValueError naming the
     path for a missing, unreadable or mismatched run."""
-    deterministic = spec.check_bool(deterministic, "deterministic")
+    deterministic = check_bool(deterministic, "deterministic")
     if not isinstance(path, (str, os.PathLike)):
-        raise ValueError(f"path: {spec.short_repr(path)} not allowed; a run directory or its {MODEL_FILE}")
+        raise ValueError(f"path: {short_repr(path)} not allowed; a run directory or its {MODEL_FILE}")
     folder = path if os.path.isdir(path) else os.path.dirname(path)
     model_path, config_path = os.path.join(folder, MODEL_FILE), os.path.join(folder, CONFIG_FILE)
     for file in (model_path, config_path):
@@ -181,6 +183,8 @@ def load_policy(path: str, deterministic: bool = True) -> FlatPolicy:
         with open(config_path) as f:
             config = json.load(f)
         analyst, n_genes = config["analyst"], config["n_genes"]
+        codec = functional.make_env(config["tier"], n_genes, config["mode"], budget=config["budget"], analyst=analyst,
+                                    world=config.get("world", "luca"))
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise ValueError(f"path: {config_path!r} is not a run's config ({type(error).__name__}: {error})") from None
     try:
@@ -205,4 +209,4 @@ def load_policy(path: str, deterministic: bool = True) -> FlatPolicy:
         probs = probs.astype(np.float64)  # rng.choice wants the sum within float64 rounding of 1
         return int(rng.choice(probs.size, p=probs / probs.sum()))
 
-    return FlatPolicy(f"sb3:{path}", choose, analyst=analyst)
+    return FlatPolicy(f"sb3:{path}", choose, codec)

@@ -1,24 +1,19 @@
-"""Gymnasium environments over the pure session core, sharing one boundary
-(:mod:`luca_gym.envs.spaces`): ``LucaEnv`` (one session), ``LucaVectorEnv``
-(thousands at once), ``LucaFlatEnv`` (the flat encoding for learners) and
-``LucaToolsEnv`` (the tools as a text env).
+"""Gymnasium environments that serve every world: :class:`ToolsEnv`, a
+world's tools as a text env (``luca_gym/<Stem>Tools-v0``). A world's own
+Gymnasium envs live in the world (LUCA's: :mod:`luca_gym.worlds.luca.envs`)
+and are reached through the registry (``gymnasium.make("luca_gym/Luca-v0")``).
 
-``LucaSB3VecEnv`` (:mod:`luca_gym.envs.sb3`) needs the ``rl`` extra
-(stable-baselines3): it is imported on first use, and left out of
-``__all__`` so a star import works without the extra.
+``luca_gym.envs.LucaEnv``, ``LucaVectorEnv``, ``LucaFlatEnv``,
+``LucaToolsEnv`` and ``LucaSB3VecEnv`` (and the modules ``luca_env``,
+``vector``, ``flat``, ``sb3``, ``spaces``) are deprecated names of LUCA's,
+kept for one release.
 """
 
-from luca_gym.envs.flat import LucaFlatEnv
-from luca_gym.envs.luca_env import LucaEnv
-from luca_gym.envs.tools import LucaToolsEnv
-from luca_gym.envs.vector import LucaVectorEnv
+from luca_gym._deprecated import moved_name
+from luca_gym.envs.tools import ToolsEnv
 
-__all__ = ["LucaEnv", "LucaFlatEnv", "LucaToolsEnv", "LucaVectorEnv"]
+__all__ = ["ToolsEnv"]
 
 
 def __getattr__(name: str):
-    if name == "LucaSB3VecEnv":  # an optional extra, not a cycle: imported when asked for
-        from luca_gym.envs.sb3 import LucaSB3VecEnv
-
-        return LucaSB3VecEnv
-    raise AttributeError(f"module 'luca_gym.envs' has no attribute {name!r}")
+    return moved_name(__name__, name)

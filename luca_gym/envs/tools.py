@@ -1,7 +1,7 @@
 """A world's tools as a Gymnasium text env: :class:`ToolsEnv` (registered
-as ``luca_gym/<Stem>Tools-v0`` for every world with tools), and LUCA's
-:class:`LucaToolsEnv` (``luca_gym/LucaTools-v0``), for LLM-for-RL frameworks
-that drive text environments.
+as ``luca_gym/<Stem>Tools-v0`` for every world with tools; a world may
+subclass it, as LUCA's :class:`~luca_gym.worlds.luca.envs.LucaToolsEnv`), for
+LLM-for-RL frameworks that drive text environments.
 
 The observation is the conversation so far as text: the system prompt, the
 tool specs (JSON), then each tool call and its result (JSON). The action is
@@ -27,13 +27,11 @@ import gymnasium as gym
 from gymnasium import spaces
 
 from luca_gym import worlds
-from luca_gym.envs.spaces import reset_options
+from luca_gym._deprecated import moved_name
+from luca_gym.boundary import reset_options
 from luca_gym.protocol import load
 from luca_gym.tools.session import MAX_PAYLOAD, ToolSessionBase
 from luca_gym.validate import DRAWN_SEED_LIMIT, check_render_mode, check_seed
-from luca_gym.worlds.luca.session import Session
-from luca_gym.worlds.luca.spec import check_stance
-from luca_gym.worlds.luca.tools import ToolSession
 
 MAX_TEXT = 1 << 24  # characters of the conversation (the space's bound; a whole session is far below it)
 CHARSET = frozenset(string.printable)  # JSON is written with ASCII escapes
@@ -80,7 +78,7 @@ class ToolsEnv(gym.Env):
         self.world = worlds.get(world)
         if self.world.tools is None:
             raise ValueError(f"world {self.world.name!r} has no tools")
-        config_fields = set(load(self.world.config).__dataclass_fields__)
+        config_fields = self.world.config_fields()
         self.world.make_config(**{k: v for k, v in settings.items() if k in config_fields})  # checks them now
         self._open_tools = load(self.world.tools)
         self.settings, self.sealed = settings, sealed
@@ -140,43 +138,6 @@ class ToolsEnv(gym.Env):
         return self._observation() if self.render_mode == "ansi" and self.session is not None else None
 
 
-class LucaToolsEnv(ToolsEnv):
-    """LUCA's tools as a text env, one organism per episode.
-
-    Args:
-        tier, mode, n_genes, backwards, budget, max_steps, sealed, vocabulary: as
-            :class:`~luca_gym.envs.LucaEnv` (``max_steps`` is the session's
-            call limit, stated in the prompt).
-        stance: the prompt's stance on biological knowledge, "suppress" or
-            "permit" (:class:`~luca_gym.worlds.luca.tools.ToolSession`).
-        render_mode: None or "ansi" (the conversation).
-
-    ``options={"organism_seed": k}`` pins organism k; ``info`` at reset also
-    carries ``organism_id``.
-    """
-
-    seed_option = "organism_seed"
-
-    def __init__(self, tier="medium", mode="healthy", n_genes=20, backwards=False, budget=None, max_steps=None,
-                 sealed=None, render_mode=None, vocabulary="invented", stance="suppress"):
-        check_render_mode(render_mode)
-        # One Session, reused by every episode's ToolSession (it checks the settings).
-        self._env = Session(tier=tier, mode=mode, n_genes=n_genes, backwards=backwards, budget=budget, max_steps=max_steps,
-                            sealed=sealed, vocabulary=vocabulary)
-        super().__init__("luca", render_mode=render_mode, sealed=self._env.seal, tier=tier, mode=mode, n_genes=n_genes,
-                         backwards=backwards, vocabulary=vocabulary)
-        self.tier, self.mode, self.n_genes, self.backwards = tier, mode, n_genes, bool(backwards)
-        self.vocabulary, self.stance = self._env.vocabulary, check_stance(stance)
-
-    def _new_session(self, seed: int) -> ToolSession:
-        return ToolSession(seed, tier=self.tier, mode=self.mode, n_genes=self.n_genes, backwards=self.backwards,
-                           env=self._env, sealed=self._env.seal, vocabulary=self.vocabulary, stance=self.stance)
-
-    def reset(self, *, seed=None, options=None):
-        obs, info = super().reset(seed=seed, options=options)
-        return obs, {"organism_seed": info["organism_seed"], "organism_id": self.session.organism_id}
-
-
 def _ascii_json(value, limit: int | None = None) -> str:
     try:
         text = json.dumps(value, ensure_ascii=True)
@@ -185,3 +146,8 @@ def _ascii_json(value, limit: int | None = None) -> str:
     if limit is not None and len(text) > limit:
         text = text[:limit] + "...<truncated>"
     return text
+
+
+def __getattr__(name: str):
+    # LucaToolsEnv moved into LUCA's envs (luca_gym.worlds.luca.envs.tools); importable from here for one release.
+    return moved_name(__name__, name)

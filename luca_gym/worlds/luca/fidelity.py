@@ -76,7 +76,7 @@ from functools import cache
 import jax
 import numpy as np
 
-from luca_gym import functional
+from luca_gym.worlds.luca import functional
 from luca_gym.worlds.luca import core, sim, spec, generator as world
 from luca_gym.worlds.luca.spec import ACCURACY_THRESHOLD, N_TASKS, TIER_NAMES
 
@@ -395,7 +395,7 @@ def baseline_scores(seeds, tier: str, mode: str, n_genes: int = 20, agents=DEFAU
 
     Each agent's policy runs one session per organism for ``params.max_steps``
     calls (``core.make_params(tier, n_genes, mode)``) from
-    ``jax.random.PRNGKey(key)``, as :func:`luca_gym.functional.rollout` does.
+    ``jax.random.PRNGKey(key)``, as :func:`luca_gym.worlds.luca.functional.rollout` does.
     Returns ``tier``, ``mode``, ``n_genes``, ``seeds`` and ``agents``
     {name: {composite, prediction, diagnosis, rescue: list (one per seed)}}.
     Raises RuntimeError if a session did not end.

@@ -1,4 +1,4 @@
-"""The baselines as jittable batched policies for :func:`luca_gym.functional.rollout`.
+"""The baselines as jittable batched policies for :func:`luca_gym.worlds.luca.functional.rollout`.
 
 Each is ``policy(params) -> act(key, obs) -> core.Action`` over a batch of
 observations, stateless (what a per-session policy remembers is read back

@@ -26,7 +26,7 @@ def noise_keys(seeds, tier: str, n_genes: int, sealed=None) -> jax.Array:
 @jax.jit
 def traced_noise_keys(seed_hi, seed_lo, tier_index, n_genes) -> jax.Array:
     """(B, 2) uint32 keys from the seeds as two uint32 words (B,) each; usable
-    inside a user's own ``jit`` (the organisms of :func:`luca_gym.functional.fresh_rollout`)."""
+    inside a user's own ``jit`` (the organisms of :func:`luca_gym.worlds.luca.functional.fresh_rollout`)."""
 
     def one(hi, lo):
         key = jax.random.fold_in(jax.random.PRNGKey(lo), hi)

@@ -1,0 +1,112 @@
+"""``LucaEnv``: the LUCA session as a ``gymnasium.Env`` (an adapter over
+:mod:`luca_gym.worlds.luca.core`; it translates, the core decides).
+
+At the boundary (:mod:`luca_gym.worlds.luca.envs.spaces`, shared with the vector env):
+numpy arrays in the observation, Python ``float`` rewards and ``bool`` flags.
+The action is a dict; a malformed one (unknown field, wrong shape or dtype, a
+value that cannot be represented) raises ``ValueError`` naming the field and
+changes nothing, while its representable *values* go to the core, which
+refuses an illegal one without cost and reports it in ``info["error"]``.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import jax
+
+from luca_gym.worlds.luca.envs.spaces import action_space, observation_space, reset_options
+from luca_gym.validate import DRAWN_SEED_LIMIT, check_render_mode
+from luca_gym.worlds.luca import core, spec
+from luca_gym.worlds.luca.session import Session, cached_organism, ended_scores, render_text  # noqa: F401  (ended_scores: re-exported)
+from luca_gym.worlds.luca.types import Organism
+
+
+def organism_seed_of(env: gym.Env, options) -> int:
+    """The organism seed a single env's ``reset`` opens: ``options["organism_seed"]``
+    (checked), or one drawn with the env's ``np_random``."""
+    options = reset_options(options, ("organism_seed",))
+    if "organism_seed" in options:
+        return spec.check_seed(options["organism_seed"], "options['organism_seed']")
+    return int(env.np_random.integers(0, DRAWN_SEED_LIMIT))
+
+
+def open_organism(env: gym.Env, options) -> tuple[int, Organism, jax.Array]:
+    """The organism a single env's ``reset`` opens: ``options["organism_seed"]``
+    (checked before any cache), or a seed drawn with the env's ``np_random``.
+    Returns (organism seed, organism, session noise key). ``env`` carries
+    ``tier``, ``n_genes``, ``mode``, ``backwards``, ``seal`` (None unsealed)
+    and, if it names genes in text, ``vocabulary`` (default invented)."""
+    organism_seed = organism_seed_of(env, options)
+    seal = getattr(env, "seal", None)
+    organism = cached_organism(organism_seed, env.tier, env.n_genes, env.mode, env.backwards, sealed=seal,
+                               vocabulary=getattr(env, "vocabulary", "invented"))
+    return organism_seed, organism, core.noise_key(organism_seed, env.tier, env.n_genes, seal)
+
+
+class LucaEnv(Session, gym.Env):
+    """One LUCA session per episode: a :class:`~luca_gym.worlds.luca.session.Session`
+    with Gymnasium's spaces, seeding and rendering.
+
+    Args:
+        tier: "easy", "medium" or "hard".
+        mode: "healthy" or "disease".
+        n_genes: 4..4096 (the paper uses 20; the scaling study up to 1280).
+        backwards: the sign-inverted organisms of the paper's appendix E.1.
+        vocabulary: "invented" (genes G001...) or "real" (real human gene
+            symbols, N <= 50; appendix E.2): only the names in the organism's
+            ``meta`` (and so in any text) change, never the arrays.
+        render_mode: None or "ansi".
+        budget: experiment and rescue units (default N + S + 8, paper Table 5).
+        max_steps: accepted calls before truncation (default 4 x budget + 64);
+            the max_steps-th accepted call is applied, then the episode is
+            truncated with the scores in ``info``. A refused action changes
+            nothing and counts toward nothing (bound an RL agent's episodes
+            of refused actions with ``gymnasium.wrappers.TimeLimit`` if needed).
+        dense_shaping: potential-based shaping gamma * Phi(s') - Phi(s) with
+            Phi = shaping_scale x gene coverage; at shaping_gamma = 1 it
+            telescopes to zero (the return still equals the composite score);
+            set shaping_gamma to the learner's discount. Off by default.
+
+        sealed: None (the default: the paper's reproducible organisms), a
+            secret string, a :class:`luca_gym.seal.Seal`, or True for
+            ``$LUCA_GYM_SECRET``: organism k is then generated from its sealed
+            seed, so the public package and seed do not give it away.
+
+    ``reset(seed=...)`` seeds the draw of organism seeds; ``options={
+    "organism_seed": k}`` pins organism k. The score breakdown appears in
+    ``info["scores"]`` only once the episode has ended.
+    """
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+
+    def __init__(
+        self,
+        tier: str = "medium",
+        mode: str = "healthy",
+        n_genes: int = 20,
+        backwards: bool = False,
+        render_mode: str | None = None,
+        max_steps: int | None = None,
+        dense_shaping: bool = False,
+        shaping_scale: float = 0.1,
+        shaping_gamma: float = 1.0,
+        budget: int | None = None,
+        sealed=None,
+        vocabulary: str = "invented",
+    ):
+        super().__init__(tier, mode, n_genes, backwards, max_steps=max_steps, dense_shaping=dense_shaping,
+                         shaping_scale=shaping_scale, shaping_gamma=shaping_gamma, budget=budget, sealed=sealed,
+                         vocabulary=vocabulary)
+        check_render_mode(render_mode)
+        self.render_mode = render_mode
+        self.action_space = action_space(self.params)
+        self.observation_space = observation_space(self.params)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        gym.Env.reset(self, seed=seed)
+        return self.open(organism_seed_of(self, options))
+
+    def render(self):
+        if self.render_mode != "ansi" or self.state is None:
+            return None
+        return render_text(self.state, self.params, self.organism)

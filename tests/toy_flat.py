@@ -1,0 +1,64 @@
+"""The toy world's optional flat codec (:class:`luca_gym.protocol.FlatCodec`),
+apart from ``toy_world.py`` as a world's optional part: action i < N probes
+switch i, action N submits what was probed (1 for the rest); the observation
+is what was probed and where. The functional env and the PPO run on it with
+no change to a generic file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax.numpy as jnp
+import numpy as np
+
+from toy_world import PROBE, SUBMIT, ToyConfig, instance, reset, step
+
+
+@dataclass(frozen=True)
+class ToyFlat:
+    n_bits: int = 8
+    world = "toy"
+    headline = "accuracy"
+
+    def __post_init__(self):
+        ToyConfig(self.n_bits)  # checks n_bits
+
+    @property
+    def num_actions(self) -> int:
+        return self.n_bits + 1
+
+    @property
+    def observation_size(self) -> int:
+        return 2 * self.n_bits
+
+    def settings(self) -> dict:
+        return {"n_bits": self.n_bits}
+
+    def describe(self) -> str:
+        return f"N={self.n_bits}"
+
+    def instances(self, seeds):
+        return jnp.stack([instance(int(s), ToyConfig(self.n_bits)) for s in np.asarray(seeds)])
+
+    def _view(self, state):
+        toy, seen, known = state
+        vector = jnp.concatenate([jnp.where(known, seen, 0.0), known.astype(jnp.float32)])
+        probe_ok = ~known & (toy.budget_left > 0) & ~toy.ended
+        return state, vector, jnp.concatenate([probe_ok, ~toy.ended[None]])
+
+    def open(self, bits):
+        zeros = jnp.zeros(self.n_bits)
+        return self._view((reset(bits, ToyConfig(self.n_bits)), zeros, zeros.astype(bool)))
+
+    def step(self, state, action):
+        toy, seen, known = state
+        kind = jnp.where(action < self.n_bits, PROBE, SUBMIT)
+        index = jnp.minimum(action, self.n_bits - 1)
+        toy, reward, error, bit = step(toy, kind, index, jnp.where(known, seen > 0, True), ToyConfig(self.n_bits))
+        probed = (error == 0) & (kind == PROBE)
+        seen = jnp.where(probed, seen.at[index].set(bit.astype(jnp.float32)), seen)
+        state, vector, mask = self._view((toy, seen, known | (probed & (jnp.arange(self.n_bits) == index))))
+        return state, vector, mask, reward, toy.ended, jnp.bool_(False), error
+
+    def score(self, state):
+        return state[0].score
