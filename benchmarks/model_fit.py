@@ -59,7 +59,7 @@ def main() -> None:
     os.makedirs(args.out, exist_ok=True)
     agents, modes = args.agents.split(","), args.modes.split(",")
     sizes = [int(n) for n in args.n_genes.split(",")]
-    specs = ev.plan(agents, [args.tier], modes, sizes, parse_seeds(args.seeds))
+    specs = ev.plan_world("luca", agents, parse_seeds(args.seeds), tier=[args.tier], mode=modes, n_genes=sizes)
     path = ev.sweep(specs, args.out)
     wanted = {(s.agent, s.mode, s.n_genes, s.seed) for s in specs}
     cells = collections.defaultdict(list)

@@ -42,6 +42,7 @@ from luca_gym.agents import FlatPolicy
 from luca_gym.agents.sb3 import PPO_SETTINGS, load_policy, train_maskable_ppo
 from luca_gym.worlds.luca.baselines import make_policy
 from luca_gym.worlds.luca.envs import LucaSB3VecEnv
+from luca_gym.worlds.luca.evaluation import luca_spec
 
 N = 20
 EVAL_SEEDS = range(20)
@@ -85,7 +86,7 @@ def ppo_steps_per_second(threads: int, tier: str, mode: str, steps: int = 8192) 
 
 def evaluate(policy, tier: str, mode: str) -> float:
     """Mean composite of ``policy`` on the evaluation seeds through the harness."""
-    return float(np.mean([harness.run_session(policy, harness.luca_spec(policy.name, tier, mode, N, s))["scores"]["composite"]
+    return float(np.mean([harness.run_session(policy, luca_spec(policy.name, tier, mode, N, s))["scores"]["composite"]
                           for s in EVAL_SEEDS]))
 
 

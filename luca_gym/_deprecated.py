@@ -40,19 +40,30 @@ MOVED = {
     "luca_gym.envs.flat": "luca_gym.worlds.luca.envs.flat",
     "luca_gym.envs.sb3": "luca_gym.worlds.luca.envs.sb3",
     "luca_gym.envs.spaces": "luca_gym.worlds.luca.envs.spaces",
+    "luca_gym.ablation": "luca_gym.worlds.luca.ablation",
+    "luca_gym.play": "luca_gym.worlds.luca.play",
 }
-# Old names of a package that stayed (its module is generic now), new home of each.
+# Names that moved into a world out of a module that stayed (its module is
+# generic now): module -> {name: new home}.
+_EVALUATION = ("KEY_FIELDS", "KEY_DEFAULTS", "REQUIRED_KEY_FIELDS", "SCORE_FIELDS", "STRATEGY_FIELDS", "luca_spec")
+_TABLES = ("PAPER_COMPOSITE", "PAPER_SCALING", "summary", "composite_table", "disease_table", "strategy_table", "scaling_table")
+_ENVS = {"LucaEnv": "env", "LucaVectorEnv": "vector", "LucaFlatEnv": "flat", "LucaToolsEnv": "tools", "LucaSB3VecEnv": "sb3"}
 MOVED_NAMES = {
-    "luca_gym.envs": {
-        "LucaEnv": "luca_gym.worlds.luca.envs.env:LucaEnv",
-        "LucaVectorEnv": "luca_gym.worlds.luca.envs.vector:LucaVectorEnv",
-        "LucaFlatEnv": "luca_gym.worlds.luca.envs.flat:LucaFlatEnv",
-        "LucaToolsEnv": "luca_gym.worlds.luca.envs.tools:LucaToolsEnv",
-        "LucaSB3VecEnv": "luca_gym.worlds.luca.envs.sb3:LucaSB3VecEnv",
-    },
+    "luca_gym.envs": {name: f"luca_gym.worlds.luca.envs.{module}:{name}" for name, module in _ENVS.items()},
     "luca_gym.envs.tools": {"LucaToolsEnv": "luca_gym.worlds.luca.envs.tools:LucaToolsEnv"},
-    "luca_gym.functional": {name: f"luca_gym.worlds.luca.functional:{name}"
-                            for name in ("organism_batch", "rollout", "rollout_scores", "fresh_rollout")},
+    "luca_gym.harness": {**{n: f"luca_gym.worlds.luca.evaluation:{n}" for n in _EVALUATION},
+                         **{n: f"luca_gym.worlds.luca.tables:{n}" for n in _TABLES}},
+    "luca_gym.harness.spec": {n: f"luca_gym.worlds.luca.evaluation:{n}" for n in _EVALUATION},
+    "luca_gym.harness.tables": {n: f"luca_gym.worlds.luca.tables:{n}" for n in _TABLES},
+    "luca_gym.report": {**{n: f"luca_gym.worlds.luca.viewer:{n}"
+                           for n in ("describe_session", "draw_network", "draw_session", "session_file_name")},
+                        **{n: f"luca_gym.worlds.luca.report:{n}"
+                           for n in ("figure_composite", "figure_disease", "figure_scaling", "PAPER_STRATEGY", "PAPER_N")}},
+    "luca_gym.cli": {n: f"luca_gym.worlds.luca.cli:{n}"
+                     for n in ("cmd_play", "cmd_info", "cmd_fidelity", "conditions", "describe", "open_session",
+                               "TIER_CHOICES", "MODE_CHOICES", "ABLATIONS")},
+    "luca_gym.functional": {n: f"luca_gym.worlds.luca.functional:{n}"
+                            for n in ("organism_batch", "rollout", "rollout_scores", "fresh_rollout")},
 }
 # A submodule that changed its name on the way (new -> old).
 RENAMED = {"luca_gym.worlds.luca.generator.organisms": "luca_gym.world.generator"}

@@ -31,6 +31,37 @@ def load(entry_point: str) -> Any:
     return value
 
 
+@dataclass(frozen=True)
+class SessionSpec:
+    """One session of a sweep: ``agent`` on instance ``seed`` of ``world``,
+    under ``settings`` (the world's other key fields as ``(name, value)``
+    pairs, in key order). A setting reads as an attribute (``spec.tier``).
+    :func:`luca_gym.harness.plan_world` plans any world's; a world may offer
+    a builder of its own (LUCA's :func:`~luca_gym.worlds.luca.evaluation.luca_spec`)."""
+
+    agent: str
+    seed: int
+    world: str = "luca"
+    settings: tuple = ()
+
+    def __getattr__(self, name):
+        for key, value in object.__getattribute__(self, "settings"):
+            if key == name:
+                return value
+        raise AttributeError(f"SessionSpec of world {object.__getattribute__(self, 'world')!r} has no setting {name!r}")
+
+    def options(self) -> dict:
+        """The settings as keyword arguments (as the world's tool session takes them)."""
+        return dict(self.settings)
+
+    def key(self) -> tuple:
+        """The key of the results line this session writes: its world, then the world's key fields."""
+        from luca_gym import worlds
+
+        values = {**self.options(), "agent": self.agent, "seed": self.seed}
+        return (self.world, *(values[k] for k in worlds.get(self.world).key_fields()[1:]))
+
+
 @runtime_checkable
 class FlatCodec(Protocol):
     """A world's flat encoding for learners: what the functional env
@@ -115,7 +146,39 @@ class World:
             None: the functional env and the PPO run on any world that has one.
         tools_env: entry point of a text env of the world's own; by default
             the generic :class:`luca_gym.envs.tools.ToolsEnv` over ``tools``.
-        baselines: entry point of ``{name: policy class}``, or None.
+        baselines: entry point of ``{name: policy class}``, or None: a
+            policy (``reset(params, seed)``, ``act(observation)``) plays the
+            world's host session through ``play``; a tool agent (called with
+            the messages and tools) plays its tool session.
+        play: entry point of the harness's policy runner,
+            ``(policy, seed, *, env=None, max_calls=None, sealed=None,
+            **settings) -> {"fields", "calls", "scores", "return",
+            "truncated", "end_reason"}`` (one session of a policy on the host
+            session; ``fields`` are the world's own record fields), or None
+            where the world's agents are tool agents only.
+        expected_fields: entry point of ``(**settings) -> dict``: what a
+            session of these settings records beside its key (LUCA: budget
+            and call limit), that a results folder must agree on; or None.
+        check_settings: entry point of ``(**settings) -> None`` raising
+            ValueError for a bad combination of key settings the config does
+            not hold (LUCA's prompt stance); or None.
+        report: entry point of the world's ``luca-gym report`` sections,
+            ``(records, out_dir, *, source, notes) -> [markdown part]`` (it
+            may write figures into ``out_dir``), or None: a table of the
+            headline score by agent and settings.
+        viewer: entry point of an object with ``draw_session(record,
+            path)``, ``session_file_name(record)`` and
+            ``describe_session(record)`` (``luca-gym show``), or None.
+        cli: entry point of the world's part of the ``luca-gym`` command (an
+            object with any of ``default_agents``, ``add_eval_arguments(p)``
+            / ``eval_settings(args)`` / ``eval_summary(records, specs)``,
+            ``add_train_arguments`` / ``train_settings``,
+            ``add_session_arguments`` / ``session_settings`` /
+            ``instructions(settings)`` (mcp), ``add_show_arguments`` /
+            ``show_filters`` and ``add_commands(subparsers)``), or None: the
+            world's settings are then given as ``--set KEY=VALUE``.
+        sweep_order: the key settings from the outermost loop of a sweep
+            inwards (default: :attr:`session_keys` order).
         reference: the paper or document the world follows.
         session_keys: the fields of a results line that, with ``world`` and
             ``agent``, name a session (``seed`` among them, in key order).
@@ -138,6 +201,13 @@ class World:
     flat: str | None = None
     tools_env: str | None = None
     baselines: str | None = None
+    play: str | None = None
+    expected_fields: str | None = None
+    check_settings: str | None = None
+    report: str | None = None
+    viewer: str | None = None
+    cli: str | None = None
+    sweep_order: tuple[str, ...] = ()
     reference: str = ""
     session_keys: tuple[str, ...] = ("seed",)
     key_defaults: tuple[tuple[str, object], ...] = ()
@@ -154,8 +224,12 @@ class World:
                              "starting with a capital, at most 32 characters")
         if "seed" not in self.session_keys:
             raise ValueError(f"World.session_keys: {self.session_keys!r} must name 'seed'")
+        if not set(self.sweep_order) <= set(self.session_keys) - {"seed"}:
+            raise ValueError(f"World.sweep_order: {self.sweep_order!r} must name key settings only "
+                             f"({', '.join(k for k in self.session_keys if k != 'seed')})")
         for f in fields(self):
-            if f.name in ("config", "tools", "env", "vector_env", "flat_env", "flat", "tools_env", "baselines"):
+            if f.name in ("config", "tools", "env", "vector_env", "flat_env", "flat", "tools_env", "baselines", "play",
+                           "expected_fields", "check_settings", "report", "viewer", "cli"):
                 value = getattr(self, f.name)
                 if value is None and f.name != "config":
                     continue

@@ -16,17 +16,19 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from luca_gym import ablation
+from luca_gym.worlds.luca import ablation
 from luca_gym.worlds.luca import spec, generator as world
 from luca_gym import harness as ev
 from luca_gym.worlds.luca.baselines import PAPER_BASELINES, make_policy
-from luca_gym.cli import UsageError, build_parser, conditions, main
+from luca_gym.cli import UsageError, build_parser, main
+from luca_gym.worlds.luca.cli import conditions
 from luca_gym.worlds.luca.envs.env import LucaEnv
 from luca_gym.worlds.luca.session import render_text
 from luca_gym.worlds.luca.envs.tools import LucaToolsEnv
 from luca_gym.worlds.luca.vocabulary import REAL_GENE_NAMES, REAL_GENE_TIERS
 from luca_gym.worlds.luca import tools as luca_tools
 from luca_gym.worlds.luca.tools import ToolSession
+from luca_gym.worlds.luca.evaluation import luca_spec
 
 from conftest import make
 
@@ -91,7 +93,7 @@ def test_forward_and_backwards_share_their_real_labels():
         lambda: world.make_organism(0, "medium", 51, vocabulary="real"),
         lambda: LucaEnv(n_genes=80, vocabulary="real"),
         lambda: ToolSession(0, n_genes=60, vocabulary="real"),
-        lambda: ev.plan(["random"], ["medium"], ["healthy"], [20, 60], [0], vocabulary=["invented", "real"]),
+        lambda: ev.plan_world("luca", ["random"], [0], tier=["medium"], mode=["healthy"], n_genes=[20, 60], vocabulary=["invented", "real"]),
     ],
 )
 def test_more_genes_than_real_names_is_refused_by_name(build):
@@ -104,7 +106,7 @@ def test_more_genes_than_real_names_is_refused_by_name(build):
     [
         (lambda: LucaEnv(vocabulary="Real"), ["vocabulary", "'Real'", "invented, real"]),
         (lambda: ToolSession(0, tier="easy", stance="allow"), ["stance", "'allow'", "suppress, permit"]),
-        (lambda: ev.plan(["random"], ["easy"], ["healthy"], [20], [0], stance=[]), ["stance", "empty"]),
+        (lambda: ev.plan_world("luca", ["random"], [0], tier=["easy"], mode=["healthy"], n_genes=[20], stance=[]), ["stance", "empty"]),
         (lambda: luca_tools.system_prompt(False, vocabulary=None), ["vocabulary", "None"]),
     ],
 )
@@ -161,7 +163,7 @@ def test_baselines_score_the_same_under_every_vocabulary_and_stance():
     for agent in PAPER_BASELINES:
         runs = {}
         for v, s in itertools.product(spec.VOCABULARIES, spec.STANCES):
-            record = ev.run_session(make_policy(agent), ev.luca_spec(agent, "medium", "healthy", 20, 1, False, v, s))
+            record = ev.run_session(make_policy(agent), luca_spec(agent, "medium", "healthy", 20, 1, False, v, s))
             assert (record["vocabulary"], record["stance"]) == (v, s)
             runs[v, s] = record
         base = runs["invented", "suppress"]
@@ -175,12 +177,11 @@ def test_baselines_score_the_same_under_every_vocabulary_and_stance():
 
 
 def test_plan_crosses_the_arms_and_keys_them_apart():
-    specs = ev.plan(["random"], ["easy"], ["healthy"], [20], [0, 1], backwards=[False, True], vocabulary="real",
-                    stance=["suppress", "permit"])
+    specs = ev.plan_world("luca", ["random"], [0, 1], tier=["easy"], mode=["healthy"], n_genes=[20], backwards=[False, True], vocabulary="real", stance=["suppress", "permit"])
     assert len(specs) == len({s.key() for s in specs}) == 2 * 2 * 2
     assert {(s.backwards, s.vocabulary, s.stance) for s in specs} == {
         (b, "real", st) for b in (False, True) for st in ("suppress", "permit")}
-    assert ev.plan(["random"], ["easy"], ["healthy"], [20], [0]) == [ev.luca_spec("random", "easy", "healthy", 20, 0)]
+    assert ev.plan_world("luca", ["random"], [0], tier=["easy"], mode=["healthy"], n_genes=[20]) == [luca_spec("random", "easy", "healthy", 20, 0)]
 
 
 def test_cli_conditions_from_flags_and_ablations():
@@ -199,16 +200,16 @@ def test_cli_conditions_from_flags_and_ablations():
 def test_records_written_before_the_fields_read_as_invented_and_suppress(tmp_path):
     """An old line (no vocabulary, no stance, its digest over what it had)
     reads as the default condition: its key, the resume and the config check."""
-    record = ev.run_session(make_policy("random"), ev.luca_spec("random", "easy", "healthy", 20, 0))
+    record = ev.run_session(make_policy("random"), luca_spec("random", "easy", "healthy", 20, 0))
     old = {k: v for k, v in record.items() if k not in ("vocabulary", "stance")}
     with open(tmp_path / ev.SESSIONS_FILE, "w", encoding="utf-8") as f:
         ev.append_record(f, old)
     read = ev.read_results(str(tmp_path))
     assert (read.records[0]["vocabulary"], read.records[0]["stance"]) == ("invented", "suppress")
-    assert list(read.keys()) == [ev.luca_spec("random", "easy", "healthy", 20, 0).key()]
+    assert list(read.keys()) == [luca_spec("random", "easy", "healthy", 20, 0).key()]
     # A sweep of both stances runs only the new arm; the old line counts as done.
     made = []
-    specs = ev.plan(["random"], ["easy"], ["healthy"], [20], [0], stance=["suppress", "permit"])
+    specs = ev.plan_world("luca", ["random"], [0], tier=["easy"], mode=["healthy"], n_genes=[20], stance=["suppress", "permit"])
     ev.sweep(specs, str(tmp_path), policy_factory=lambda a: made.append(a) or make_policy(a))
     records = ev.read_results(str(tmp_path)).records
     assert made == ["random"] and [r["stance"] for r in records] == ["suppress", "permit"]

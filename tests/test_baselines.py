@@ -27,6 +27,7 @@ from luca_gym.worlds.luca.envs.env import LucaEnv
 from luca_gym.worlds.luca.session import cached_organism
 from luca_gym.worlds.luca.envs.spaces import parse_action, to_numpy_observation
 from luca_gym.worlds.luca.types import OrganismArrays
+from luca_gym.worlds.luca.evaluation import luca_spec
 
 TIERS = ("easy", "medium", "hard")
 MODES = ("healthy", "disease")
@@ -50,7 +51,7 @@ def env_for():
 
 
 def session(env_for, agent, tier, mode, seed, n=20, policy=None) -> dict:
-    spec = ev.luca_spec(agent, tier, mode, n, seed)
+    spec = luca_spec(agent, tier, mode, n, seed)
     return ev.run_session(policy or make_policy(agent), spec, env_for(tier, mode, n))
 
 

@@ -21,7 +21,9 @@ import pytest
 
 from luca_gym import harness as ev
 from luca_gym.worlds.luca import generator as world
-from luca_gym.cli import build_parser, cmd_play, main, parse_seeds
+from luca_gym.cli import build_parser, main, parse_seeds
+from luca_gym.worlds.luca.cli import cmd_play
+from luca_gym.worlds.luca import tables as luca_tables
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 AGENTS_ALLOWED = "random, heuristic, causal-sweep, task-directed"
@@ -244,7 +246,7 @@ def test_report_writes_markdown_and_figures(results, capsys):
                     "## Scaling (medium healthy, prediction accuracy)"):
         assert heading in text
     assert f"{len(RECORDS)} sessions" in text
-    assert ev.composite_table(RECORDS, 20) in text
+    assert luca_tables.composite_table(RECORDS, 20) in text
     for name in ("composite.png", "disease.png", "scaling.png"):
         data = (results / name).read_bytes()
         assert data.startswith(PNG_MAGIC), name

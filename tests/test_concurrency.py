@@ -27,6 +27,7 @@ from luca_gym.tools.providers import AnthropicAgent, OpenAIChatAgent
 from luca_gym.tools.loop import ProviderError, run_agent
 from luca_gym.worlds.luca.tools import ToolSession
 from luca_gym.tools.mock_provider import MALFORMED, AuthenticationError, MockClient, RateLimitError
+from luca_gym.worlds.luca.evaluation import luca_spec
 
 TIER, MODE, N = "easy", "healthy", 20
 PRICE = (2.5, 10.0)
@@ -53,7 +54,7 @@ class MockFactory:
 
 
 def specs_for(seeds, agents=("openai:mock",)) -> list:
-    return ev.plan(list(agents), [TIER], [MODE], [N], list(seeds))
+    return ev.plan_world("luca", list(agents), list(seeds), tier=[TIER], mode=[MODE], n_genes=[N])
 
 
 def lines_of(folder) -> list[dict]:
@@ -198,7 +199,7 @@ def test_at_most_k_sessions_wait_on_the_provider_at_once(tmp_path):
 # -- usage and cost ---------------------------------------------------------------------
 def test_usage_and_cost_add_up():
     client = MockClient(fail_rate=0.2, malformed_rate=0.2, seed=7)
-    spec = ev.luca_spec("openai:mock", TIER, MODE, N, 3)
+    spec = luca_spec("openai:mock", TIER, MODE, N, 3)
     record = ev.run_tool_session(OpenAIChatAgent("mock", client=client), spec, retries=10, backoff=0, price=PRICE)
     u = record["usage"]
     answered = [usage for usage in client.reported if usage is not None]  # a malformed answer's tokens count too
@@ -374,11 +375,12 @@ signal.signal(signal.SIGINT, signal.default_int_handler)
 from luca_gym import harness as ev
 from luca_gym.tools.providers import OpenAIChatAgent
 from luca_gym.tools.mock_provider import MockClient
+from luca_gym.worlds.luca.evaluation import luca_spec
 
 seeds = itertools.count()
 factory = lambda name: OpenAIChatAgent("mock", client=MockClient(seed=next(seeds), latency=0.1, fail_rate=0.1))
 try:
-    ev.sweep(ev.plan(["openai:mock"], ["easy"], ["healthy"], [20], range(80)), sys.argv[1], policy_factory=factory,
+    ev.sweep(ev.plan_world("luca", ["openai:mock"], range(80), tier=["easy"], mode=["healthy"], n_genes=[20]), sys.argv[1], policy_factory=factory,
              concurrency=8, backoff=0)
 except KeyboardInterrupt:
     print("interrupted", flush=True)

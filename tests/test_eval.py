@@ -24,8 +24,11 @@ from luca_gym import harness as ev
 from luca_gym.worlds.luca.baselines import make_policy
 from luca_gym.worlds.luca.envs.env import LucaEnv
 from luca_gym.tools.loop import ScriptedAgent
+from luca_gym.worlds.luca.evaluation import luca_spec
+from luca_gym.worlds.luca import tables as luca_tables
+from luca_gym.worlds.luca import evaluation as luca_evaluation
 
-EXPECTED_SCORES = (*ev.SCORE_FIELDS, "network_precision", "network_recall", "network_f1", *ev.STRATEGY_FIELDS, "n_alt")
+EXPECTED_SCORES = (*luca_evaluation.SCORE_FIELDS, "network_precision", "network_recall", "network_f1", *luca_evaluation.STRATEGY_FIELDS, "n_alt")
 
 
 def strict_json(line):
@@ -50,7 +53,7 @@ class CountingFactory:
         return make_policy(agent)
 
 
-SPECS = ev.plan(["random", "causal-sweep"], ["easy"], ["healthy", "disease"], [20], [0, 1])
+SPECS = ev.plan_world("luca", ["random", "causal-sweep"], [0, 1], tier=["easy"], mode=["healthy", "disease"], n_genes=[20])
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +67,7 @@ def swept(tmp_path_factory):
 
 # -- plan --------------------------------------------------------------------------
 def test_plan_is_the_full_product():
-    specs = ev.plan(["random", "heuristic"], ["easy", "hard"], ["healthy", "disease"], [20, 40], [3, 5, 7])
+    specs = ev.plan_world("luca", ["random", "heuristic"], [3, 5, 7], tier=["easy", "hard"], mode=["healthy", "disease"], n_genes=[20, 40])
     assert len(specs) == 2 * 2 * 2 * 2 * 3
     assert len({s.key() for s in specs}) == len(specs)
     assert {s.seed for s in specs} == {3, 5, 7}
@@ -115,12 +118,12 @@ def first_baseline(backwards: bool) -> list:
 def test_run_session_plays_the_spec_organism(backwards):
     assert first_baseline(True) != first_baseline(False)
     policy = BaselineSpy()
-    record = ev.run_session(policy, ev.luca_spec("spy", "easy", "healthy", 20, 0, backwards))
+    record = ev.run_session(policy, luca_spec("spy", "easy", "healthy", 20, 0, backwards))
     assert policy.seen == [first_baseline(backwards)] and record["backwards"] is backwards
 
 
 def test_run_session_refuses_an_env_built_for_other_settings():
-    spec = ev.luca_spec("spy", "easy", "healthy", 20, 0, True)
+    spec = luca_spec("spy", "easy", "healthy", 20, 0, True)
     with pytest.raises(ValueError, match="backwards"):
         ev.run_session(BaselineSpy(), spec, LucaEnv(tier="easy"))
     with pytest.raises(ValueError, match="backwards"):
@@ -131,7 +134,7 @@ def test_run_session_refuses_an_env_built_for_other_settings():
 @pytest.mark.parametrize("backwards", [False, True])
 def test_tool_sessions_and_sweeps_play_the_spec_organism(tmp_path, backwards):
     script = [("get_organism_info", {}), ("end", {})]
-    spec = ev.luca_spec("scripted", "easy", "healthy", 20, 0, backwards)
+    spec = luca_spec("scripted", "easy", "healthy", 20, 0, backwards)
     modes = {"inhibits" if backwards else "activates"}
     record = ev.run_tool_session(ScriptedAgent(script), spec)
     assert {s["mode"] for s in record["calls"][0]["result"]["signals"]} == modes
@@ -219,7 +222,7 @@ def test_same_sweep_again_runs_nothing(swept):
 def test_wider_sweep_runs_only_the_new_sessions(tmp_path, swept):
     path, _ = swept
     (tmp_path / ev.SESSIONS_FILE).write_bytes(path.read_bytes())
-    wider = ev.plan(["random", "causal-sweep"], ["easy"], ["healthy"], [20], [0, 1, 2])
+    wider = ev.plan_world("luca", ["random", "causal-sweep"], [0, 1, 2], tier=["easy"], mode=["healthy"], n_genes=[20])
     factory = CountingFactory()
     ev.sweep(wider, str(tmp_path), policy_factory=factory)
     assert sorted(factory.made) == ["causal-sweep", "random"]
@@ -260,7 +263,7 @@ def test_corrupt_middle_line_is_refused_and_kept(tmp_path, swept):
 
 
 def test_sweep_runs_a_repeated_spec_once(tmp_path):
-    spec = ev.luca_spec("random", "easy", "healthy", 20, 0)
+    spec = luca_spec("random", "easy", "healthy", 20, 0)
     ev.sweep([spec, spec], str(tmp_path))
     lines = (tmp_path / ev.SESSIONS_FILE).read_text().splitlines()
     assert len(lines) == 1
@@ -344,7 +347,7 @@ RECORDS = [
 
 
 def test_summary_uses_population_std():
-    s = ev.summary(RECORDS)
+    s = luca_tables.summary(RECORDS)
     mean, std, count = s[("random", "easy", "healthy", 20)]["composite"]
     assert (mean, count) == (0.5, 2)
     assert std == pytest.approx(0.5)
@@ -355,7 +358,7 @@ def test_summary_uses_population_std():
 
 
 def test_composite_table():
-    table = ev.composite_table(RECORDS, 20).splitlines()
+    table = luca_tables.composite_table(RECORDS, 20).splitlines()
     assert table[0] == "| agent | easy H | medium H | easy D |"
     rows = {line.split(" | ")[0].strip("| "): line for line in table[2:]}
     assert list(rows) == ["random", "heuristic", "causal-sweep"]
@@ -364,11 +367,11 @@ def test_composite_table():
     assert "1.000 ± 0.000 (paper 1.000)" in rows["causal-sweep"]
     assert "0.600 ± 0.100 (paper 0.575)" in rows["heuristic"]
     assert rows["causal-sweep"].count(" - ") == 2  # no medium H, no easy D for causal-sweep
-    assert "paper" not in ev.composite_table(RECORDS, 20, with_paper=False)
+    assert "paper" not in luca_tables.composite_table(RECORDS, 20, with_paper=False)
 
 
 def test_disease_table():
-    table = ev.disease_table(RECORDS, 20).splitlines()
+    table = luca_tables.disease_table(RECORDS, 20).splitlines()
     assert table[0].startswith("| tier | agent | prediction | diagnosis | rescue | composite | rescue - diagnosis |")
     assert "| easy | random | 0.500 | 0.000 | 0.250 | 0.250 | +0.250 |" in table
     assert "| easy | heuristic | 0.500 | 1.000 | 0.000 | 0.500 | -1.000 |" in table
@@ -377,13 +380,13 @@ def test_disease_table():
 
 
 def test_strategy_table():
-    table = ev.strategy_table(RECORDS).splitlines()
+    table = luca_tables.strategy_table(RECORDS).splitlines()
     assert "| heuristic | 0.70 | 50.0% | 50.0% | 75.0% | 0.20 | 0.30 |" in table
     assert len(table) == 3  # only heuristic has medium healthy N=20 records
 
 
 def test_scaling_table():
-    table = ev.scaling_table(RECORDS).splitlines()
+    table = luca_tables.scaling_table(RECORDS).splitlines()
     assert table[0] == "| N | budget | random | heuristic |"
     assert table[2] == "| 20 | 31 | - | 0.600 ± 0.100 (paper 0.550) |"
     assert table[3] == "| 40 | 54 | 0.750 ± 0.000 (paper 0.617) | 0.250 ± 0.000 (paper 0.567) |"
@@ -405,12 +408,12 @@ def test_report_uses_only_public_names_of_eval():
 def test_learned_agents_are_checked_in_the_plan(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
-    specs = ev.plan([f"ppo:{run}", "random"], ["easy"], ["healthy"], [20], [0])
+    specs = ev.plan_world("luca", [f"ppo:{run}", "random"], [0], tier=["easy"], mode=["healthy"], n_genes=[20])
     assert [s.agent for s in specs] == [f"ppo:{run}", "random"]
     assert ev.is_learned_agent(f"ppo:{run}") and ev.is_learned_agent("sb3:model.zip") and not ev.is_learned_agent("random")
     with pytest.raises(ValueError, match="no such run folder"):
-        ev.plan([f"ppo:{tmp_path / 'missing'}"], ["easy"], ["healthy"], [20], [0])
+        ev.plan_world("luca", [f"ppo:{tmp_path / 'missing'}"], [0], tier=["easy"], mode=["healthy"], n_genes=[20])
     with pytest.raises(ValueError, match="no such file"):
-        ev.plan([f"sb3:{tmp_path / 'missing.zip'}"], ["easy"], ["healthy"], [20], [0])
+        ev.plan_world("luca", [f"sb3:{tmp_path / 'missing.zip'}"], [0], tier=["easy"], mode=["healthy"], n_genes=[20])
     with pytest.raises(ValueError, match="config.json: missing"):  # a folder that holds no run
         ev.make_runner(f"ppo:{run}")

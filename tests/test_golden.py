@@ -15,6 +15,7 @@ import pytest
 
 from luca_gym import harness as ev
 from luca_gym.worlds.luca.baselines import make_policy
+from luca_gym.worlds.luca.evaluation import luca_spec
 from conftest import make
 
 FINGERPRINTS = {
@@ -95,6 +96,6 @@ def test_organisms_are_bitwise_the_golden_ones(key):
 @pytest.mark.parametrize("key", sorted(SESSIONS))
 def test_baseline_sessions_score_exactly_the_golden_values(key):
     agent, tier, mode, seed = key.split("/")
-    record = ev.run_session(make_policy(agent), ev.luca_spec(agent, tier, mode, 20, int(seed)))
+    record = ev.run_session(make_policy(agent), luca_spec(agent, tier, mode, 20, int(seed)))
     scores = record["scores"]
     assert (scores["composite"], scores["network_f1"], record["return"]) == SESSIONS[key]

@@ -36,6 +36,8 @@ from luca_gym.tools import providers
 from luca_gym.tools.loop import AgentTurn, ScriptedAgent, run_agent
 from luca_gym.tools.providers import AnthropicAgent, OpenAIChatAgent
 from luca_gym.worlds.luca.tools import ToolSession
+from luca_gym.worlds.luca.evaluation import luca_spec
+from luca_gym.worlds.luca import tables as luca_tables
 
 SEED, TIER, MODE = 2, "easy", "disease"
 GENES = [f"G{i:03d}" for i in range(1, 21)]
@@ -687,7 +689,7 @@ def test_api_keys_never_reach_a_log(fake_provider_modules, provider):
         "transcript": json.dumps(session.transcript),
         "repr": repr(agent) + str(agent),
     }
-    spec = ev.luca_spec(f"{provider}:model-x", TIER, MODE, 20, SEED)
+    spec = luca_spec(f"{provider}:model-x", TIER, MODE, 20, SEED)
     fake_provider_modules.clear()
     logs["eval"] = json.dumps(ev.run_tool_session(providers.make_agent(spec.agent), spec))
     for where, text in logs.items():
@@ -701,7 +703,7 @@ def test_hypotheses_are_stored_with_the_session():
     script = [("submit_hypothesis", {"text": t}) for t in texts] + [("end", {})]
     record = run_agent(ScriptedAgent(script), session)
     assert session.hypotheses == texts and record["hypotheses"] == texts
-    spec = ev.luca_spec("scripted", TIER, MODE, 20, SEED)
+    spec = luca_spec("scripted", TIER, MODE, 20, SEED)
     out = ev.run_tool_session(ScriptedAgent(script), spec)
     assert out["hypotheses"] == texts
     # Not scored: the same session without hypotheses scores the same.
@@ -728,9 +730,9 @@ def test_max_turns_ends_the_session():
 
 
 def test_tool_sessions_write_eval_records_the_harness_reads(appendix, tmp_path):
-    spec = ev.luca_spec("scripted", TIER, MODE, 20, SEED)
+    spec = luca_spec("scripted", TIER, MODE, 20, SEED)
     record = ev.run_tool_session(ScriptedAgent(appendix["script"]), spec)
-    baseline = ev.run_session(make_policy("random"), ev.luca_spec("random", TIER, MODE, 20, SEED))
+    baseline = ev.run_session(make_policy("random"), luca_spec("random", TIER, MODE, 20, SEED))
     assert set(record) - set(baseline) == {"hypotheses", "usage", "price_usd_per_mtok", "cost_usd"}
     assert record["usage"]["provider_calls"] == len(appendix["script"]) and record["usage"]["failed_calls"] == []
     assert record["usage"]["input_tokens"] is None and record["cost_usd"] is None  # a script reports no tokens
@@ -750,7 +752,7 @@ def test_tool_sessions_write_eval_records_the_harness_reads(appendix, tmp_path):
     text = report.write_report(str(tmp_path))
     assert "scripted" in text and "random" in text
     assert (tmp_path / "report.md").exists()
-    assert ("scripted", TIER, MODE, 20) in ev.summary(loaded)
+    assert ("scripted", TIER, MODE, 20) in luca_tables.summary(loaded)
 
 
 def test_free_calls_still_work_when_the_budget_is_spent():
@@ -789,7 +791,7 @@ def test_return_equals_composite_when_the_call_limit_ends_the_session():
 
 def test_tool_session_record_says_why_the_session_ended():
     names = new_session().meta.phenotype_names
-    spec = ev.luca_spec("scripted", TIER, MODE, 20, SEED)
+    spec = luca_spec("scripted", TIER, MODE, 20, SEED)
     refused = ev.run_tool_session(ScriptedAgent([("submit_prediction", {"predictions": {p: 0.5 for p in names}})] * 400), spec)
     assert refused["truncated"] is False and refused["end_reason"] == "turn_limit"  # 300 refused turns, then the harness ends it
     assert len(refused["calls"]) == 301 and refused["calls"][-1]["call"] == "end"

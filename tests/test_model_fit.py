@@ -14,6 +14,7 @@ from luca_gym import harness as ev
 from luca_gym.worlds.luca.baselines import BASELINES, make_policy
 from luca_gym.worlds.luca.baselines import model_fit as mf
 from luca_gym.worlds.luca.spec import BLOCK, BOOST
+from luca_gym.worlds.luca.evaluation import luca_spec
 
 SMALL = mf.AgentConfig(
     fit=mf.FitConfig(members=4, steps=40),
@@ -86,7 +87,7 @@ def test_plays_whole_sessions_through_the_harness(tier, mode, seed):
     """A whole session through eval.run_session: it spends the budget on
     accepted experiments, answers both tasks, commits a diagnosis and tests
     rescues in disease mode, ends by itself, and replays exactly."""
-    spec = ev.luca_spec("model-fit", tier, mode, 20, seed)
+    spec = luca_spec("model-fit", tier, mode, 20, seed)
     record = ev.run_session(mf.ModelFitPolicy(SMALL), spec)
     calls = [c["call"] for c in record["calls"]]
     assert record["end_reason"] == "end" and calls[-1] == "end"
@@ -182,9 +183,9 @@ def test_disease_beyond_the_dense_family_is_refused_up_front():
     """model-fit plays disease sessions with its dense family only (N <= 40):
     planning a larger one is refused before anything runs, naming the limit."""
     with pytest.raises(ValueError, match="N=40"):
-        ev.plan(["model-fit"], ["medium"], ["disease"], [80], [0])
-    assert len(ev.plan(["model-fit"], ["medium"], ["healthy", "disease"], [20, 40], [0])) == 4
-    assert len(ev.plan(["model-fit"], ["medium"], ["healthy"], [320], [0])) == 1
+        ev.plan_world("luca", ["model-fit"], [0], tier=["medium"], mode=["disease"], n_genes=[80])
+    assert len(ev.plan_world("luca", ["model-fit"], [0], tier=["medium"], mode=["healthy", "disease"], n_genes=[20, 40])) == 4
+    assert len(ev.plan_world("luca", ["model-fit"], [0], tier=["medium"], mode=["healthy"], n_genes=[320])) == 1
     from luca_gym.worlds.luca import core
 
     with pytest.raises(ValueError, match="disease"):
@@ -196,7 +197,7 @@ def test_local_family_plays_a_large_organism_through_the_harness():
     the task's own first, then repeats of them; nothing else is measured;
     each task keeps to its share of the budget; both tasks answered well;
     the session replays exactly."""
-    spec = ev.luca_spec("model-fit", "medium", "healthy", 48, 3)
+    spec = luca_spec("model-fit", "medium", "healthy", 48, 3)
     record = ev.run_session(mf.ModelFitPolicy(mf.AgentConfig(local_rounds=2, local_fit=LOCAL.local_fit,
                                                                local_refit=LOCAL.local_refit)), spec)
     calls = record["calls"]

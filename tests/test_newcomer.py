@@ -17,6 +17,7 @@ from luca_gym import compile_cache
 from luca_gym import harness as ev
 from luca_gym.cli import Progress, build_parser, main
 from luca_gym.tools import providers
+from luca_gym.worlds.luca.evaluation import luca_spec
 
 
 def run_python(code: str, env: dict) -> str:
@@ -130,7 +131,7 @@ def test_the_progress_bar_counts_and_estimates(monkeypatch):
     monkeypatch.setattr(sys, "stderr", stream)
     monkeypatch.setattr(stream, "isatty", lambda: True, raising=False)
     progress = Progress()
-    spec = ev.luca_spec("random", "easy", "healthy", 20, 0)
+    spec = luca_spec("random", "easy", "healthy", 20, 0)
     for i in range(3):
         progress(i, 3, spec)
     progress(3, 3, None)

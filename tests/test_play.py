@@ -22,8 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from luca_gym.worlds.luca import calls
-from luca_gym.cli import build_parser, cmd_play, main
-from luca_gym.play import VERBS, PlayShell, format_scores, parse_call
+from luca_gym.cli import build_parser, main
+from luca_gym.worlds.luca.cli import cmd_play
+from luca_gym.worlds.luca.play import VERBS, PlayShell, format_scores, parse_call
 from luca_gym.worlds.luca.spec import GENE_TYPES, MALFUNCTION_TYPES
 from luca_gym.worlds.luca.tools import ToolSession
 

@@ -27,6 +27,8 @@ from luca_gym.worlds.luca.spec import MALFUNCTION_TYPES
 from luca_gym.worlds.luca import generator as world
 from luca_gym.cli import main
 from luca_gym.worlds.luca.fidelity import PAPER_TABLE8
+from luca_gym.worlds.luca import tables as luca_tables
+from luca_gym.worlds.luca import report as luca_report
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 AGENTS = ["random", "heuristic"]
@@ -56,7 +58,7 @@ def figures(monkeypatch) -> list:
         drawn.append(fig)
         save(plt, fig, path)
 
-    monkeypatch.setattr(report, "save", keep)
+    monkeypatch.setattr(luca_report, "save", keep)
     monkeypatch.setattr(viewer, "save", keep)
     return drawn
 
@@ -93,7 +95,7 @@ def test_write_report_writes_markdown_and_three_pngs(results, tmp_path):
 
 # -- the score figures ----------------------------------------------------------------------
 def test_composite_has_error_bars_and_paper_marks(records, tmp_path, figures):
-    report.figure_composite(records, str(tmp_path / "c.png"), 20)
+    luca_report.figure_composite(records, str(tmp_path / "c.png"), 20)
     assert_png(tmp_path / "c.png")
     (fig,) = figures
     (ax,) = fig.axes
@@ -102,14 +104,14 @@ def test_composite_has_error_bars_and_paper_marks(records, tmp_path, figures):
     assert all(b.errorbar is not None for b in bars)
     assert len(errorbar_containers(ax)) == len(AGENTS)
     paper = paper_line(ax, "paper (Tables 6-7)")
-    expected = sorted(ev.PAPER_COMPOSITE[a][("easy", m)] for a in AGENTS for m in ("healthy", "disease"))
+    expected = sorted(luca_tables.PAPER_COMPOSITE[a][("easy", m)] for a in AGENTS for m in ("healthy", "disease"))
     assert sorted(paper.get_ydata()) == pytest.approx(expected)
     assert ax.get_ylabel() == "composite score (mean ± 1 std)"
     assert [t.get_text() for t in ax.get_xticklabels()] == ["easy\nhealthy", "easy\ndisease"]
 
 
 def test_composite_marks_no_paper_figures_off_the_papers_size(records, tmp_path, figures):
-    report.figure_composite(records, str(tmp_path / "c8.png"), 8)
+    luca_report.figure_composite(records, str(tmp_path / "c8.png"), 8)
     (ax,) = figures[0].axes
     assert "paper (Tables 6-7)" not in [line.get_label() for line in ax.get_lines()]
     assert len(errorbar_containers(ax)) == len(AGENTS)
@@ -118,7 +120,7 @@ def test_composite_marks_no_paper_figures_off_the_papers_size(records, tmp_path,
 def test_zero_bars_show_a_stroke_at_zero(tmp_path):
     plt = figure_helpers.pyplot()
     fig, ax = plt.subplots()
-    report._bars(ax, [0, 1, 2], [(0.0, 0.0, 2), (0.5, 0.1, 2), (0.0, 0.0, 2)], 0.4, "C0")
+    figure_helpers.bars(ax, [0, 1, 2], [(0.0, 0.0, 2), (0.5, 0.1, 2), (0.0, 0.0, 2)], 0.4, "C0")
     (strokes,) = [c for c in ax.collections if isinstance(c, LineCollection) and c.get_gid() == "zero-bar"]
     segments = strokes.get_segments()
     assert len(segments) == 2
@@ -128,7 +130,7 @@ def test_zero_bars_show_a_stroke_at_zero(tmp_path):
 
 
 def test_disease_has_subscore_panels_and_the_gap_panel(records, tmp_path, figures):
-    report.figure_disease(records, str(tmp_path / "d.png"), 20)
+    luca_report.figure_disease(records, str(tmp_path / "d.png"), 20)
     assert_png(tmp_path / "d.png")
     (fig,) = figures
     bars_ax, gap_ax = fig.axes  # one tier (easy) + the rescue - diagnosis panel
@@ -139,7 +141,7 @@ def test_disease_has_subscore_panels_and_the_gap_panel(records, tmp_path, figure
     assert len(errorbar_containers(gap_ax)) == 2 * len(AGENTS)  # diagnosis and rescue per row
     gaps = [t.get_text() for t in gap_ax.texts if t.get_text()[:1] in "+-"]
     assert len(gaps) == len(AGENTS)
-    summary = ev.summary([r for r in records if r["mode"] == "disease"])
+    summary = luca_tables.summary([r for r in records if r["mode"] == "disease"])
     for a in AGENTS:
         st = summary[(a, "easy", "disease", 20)]
         assert any(g.startswith(f"{st['rescue'][0] - st['diagnosis'][0]:+.2f}") for g in gaps)
@@ -148,7 +150,7 @@ def test_disease_has_subscore_panels_and_the_gap_panel(records, tmp_path, figure
 
 
 def test_scaling_ticks_at_the_n_values_with_three_panels(records, tmp_path, figures):
-    report.figure_scaling(records, str(tmp_path / "s.png"), "easy", "healthy")
+    luca_report.figure_scaling(records, str(tmp_path / "s.png"), "easy", "healthy")
     assert_png(tmp_path / "s.png")
     (fig,) = figures
     assert len(fig.axes) == 3
@@ -164,14 +166,14 @@ def test_scaling_ticks_at_the_n_values_with_three_panels(records, tmp_path, figu
 
 def test_scaling_marks_the_papers_medium_healthy_figures(records, tmp_path, figures):
     relabelled = [{**r, "tier": "medium"} for r in records if r["mode"] == "healthy"]  # the drawing only reads the label
-    report.figure_scaling(relabelled, str(tmp_path / "s.png"), "medium", "healthy")
+    luca_report.figure_scaling(relabelled, str(tmp_path / "s.png"), "medium", "healthy")
     prediction, budget, coverage = figures[0].axes
     for a in AGENTS:
         line = paper_line(prediction, f"{a} (paper)")
         assert list(line.get_xdata()) == [20]  # only at N values present
-        assert list(line.get_ydata()) == [ev.PAPER_SCALING[a][20]]
-    assert list(paper_line(budget, "heuristic (paper)").get_ydata()) == [report.PAPER_STRATEGY["heuristic"]["budget_fraction"]]
-    assert list(paper_line(coverage, "heuristic (paper)").get_ydata()) == [report.PAPER_STRATEGY["heuristic"]["gene_coverage"]]
+        assert list(line.get_ydata()) == [luca_tables.PAPER_SCALING[a][20]]
+    assert list(paper_line(budget, "heuristic (paper)").get_ydata()) == [luca_report.PAPER_STRATEGY["heuristic"]["budget_fraction"]]
+    assert list(paper_line(coverage, "heuristic (paper)").get_ydata()) == [luca_report.PAPER_STRATEGY["heuristic"]["gene_coverage"]]
 
 
 # -- the network ------------------------------------------------------------------------------
@@ -181,7 +183,7 @@ def organism():
 
 
 def test_network_draws_arrows_signals_readouts_and_legend(organism, tmp_path, figures):
-    report.draw_network(organism, str(tmp_path / "net.png"))
+    viewer.draw_network(organism, str(tmp_path / "net.png"))
     assert_png(tmp_path / "net.png")
     (ax,) = figures[0].axes
     a, m = organism.arrays, organism.meta
@@ -207,7 +209,7 @@ def test_network_draws_arrows_signals_readouts_and_legend(organism, tmp_path, fi
 
 
 def test_network_marks_the_malfunction_when_asked(organism, tmp_path, figures):
-    report.draw_network(organism, str(tmp_path / "net.png"), malfunction=True)
+    viewer.draw_network(organism, str(tmp_path / "net.png"), malfunction=True)
     (ax,) = figures[0].axes
     a, m = organism.arrays, organism.meta
     name = calls.target_name(m, int(a.malfunction_target))
@@ -219,7 +221,7 @@ def test_network_marks_the_malfunction_when_asked(organism, tmp_path, figures):
 
 def test_network_of_a_healthy_organism_says_there_is_no_malfunction(tmp_path, figures):
     healthy = world.make_organism(3, "hard", 20, "healthy")
-    report.draw_network(healthy, str(tmp_path / "net.png"), malfunction=True)
+    viewer.draw_network(healthy, str(tmp_path / "net.png"), malfunction=True)
     assert "healthy: no malfunction" in figures[0].axes[0].get_title()
 
 
@@ -272,8 +274,8 @@ def test_show_session_unknown_choices_name_what_exists(results, tmp_path, seed, 
 
 def test_session_file_names_are_filesystem_safe():
     record = {"agent": "openai:gpt-4o/mini", "tier": "hard", "mode": "disease", "n_genes": 20, "seed": 4}
-    assert report.session_file_name(record) == "session_openai-gpt-4o-mini_hard_disease_4.png"
-    assert report.session_file_name({**record, "agent": "ppo:/runs/a b", "n_genes": 40, "backwards": True}) == \
+    assert viewer.session_file_name(record) == "session_openai-gpt-4o-mini_hard_disease_4.png"
+    assert viewer.session_file_name({**record, "agent": "ppo:/runs/a b", "n_genes": 40, "backwards": True}) == \
         "session_ppo-runs-a-b_hard_disease_4_N40_backwards.png"
 
 
@@ -292,7 +294,7 @@ def test_truth_is_regenerated_only_for_this_builds_unsealed_records(records):
 
 def test_a_record_without_calls_still_draws(records, tmp_path):
     record = {k: v for k, v in records[0].items() if k != "calls"}
-    report.draw_session(record, str(tmp_path / "bare.png"))
+    viewer.draw_session(record, str(tmp_path / "bare.png"))
     assert_png(tmp_path / "bare.png")
 
 

@@ -18,6 +18,7 @@ from luca_gym.agents.sb3 import CURVE_FIELDS, load_policy, train_maskable_ppo
 from luca_gym.worlds.luca.core import flat
 from luca_gym.worlds.luca.envs import LucaFlatEnv, LucaSB3VecEnv
 from luca_gym.worlds.luca.envs.sb3 import TRAINING_SEED_LOW
+from luca_gym.worlds.luca.evaluation import luca_spec
 
 N = 20
 B = 4
@@ -146,7 +147,7 @@ def test_maskable_ppo_trains_saves_and_runs_in_the_harness(tmp_path):
     for path in (str(tmp_path), str(tmp_path / "model.zip")):
         policy = load_policy(path)
         assert isinstance(policy, FlatPolicy) and policy.analyst == "logit-additive" and policy.name == f"sb3:{path}"
-    session = harness.luca_spec(policy.name, "easy", "healthy", N, seed=0)
+    session = luca_spec(policy.name, "easy", "healthy", N, seed=0)
     record = harness.run_session(policy, session)
     assert not record["truncated"] and 0.0 <= record["scores"]["composite"] <= 1.0
     assert record["return"] == pytest.approx(record["scores"]["composite"], abs=1e-5)

@@ -26,11 +26,12 @@ from luca_gym.worlds.luca.envs import LucaEnv, LucaVectorEnv
 from luca_gym.worlds.luca.functional import organism_batch
 from luca_gym.tools.loop import ScriptedAgent
 from luca_gym.worlds.luca.tools import ToolSession
+from luca_gym.worlds.luca.evaluation import luca_spec
 
 SECRET = "correct horse battery staple 42"
 OTHER = "an entirely different secret!!"
 TIER, MODE, N = "easy", "disease", 20
-SPECS = ev.plan(["random", "heuristic"], [TIER], [MODE], [N], [0, 1])
+SPECS = ev.plan_world("luca", ["random", "heuristic"], [0, 1], tier=[TIER], mode=[MODE], n_genes=[N])
 
 
 @pytest.fixture(scope="module")
@@ -206,7 +207,7 @@ def test_lines_of_two_builds_in_one_file_are_refused(public_results):
 
 
 def test_the_model_server_is_part_of_the_configuration(tmp_path):
-    spec = ev.luca_spec("openai:some-model", TIER, MODE, N, 0)
+    spec = luca_spec("openai:some-model", TIER, MODE, N, 0)
     factory = lambda name: ScriptedAgent([("end", {})])  # noqa: E731 -- no network
     path = ev.sweep([spec], str(tmp_path), policy_factory=factory, base_url="http://localhost:8000/v1")
     (record,) = ev.load_sessions(path)
@@ -215,7 +216,7 @@ def test_the_model_server_is_part_of_the_configuration(tmp_path):
         ev.sweep([spec], str(tmp_path), policy_factory=factory, base_url="http://elsewhere/v1")
     ev.sweep([spec], str(tmp_path), policy_factory=factory, base_url="http://localhost:8000/v1")  # same server: resumes
     # A baseline sweep into the same folder does not care about the server.
-    ev.sweep([ev.luca_spec("random", TIER, MODE, N, 0)], str(tmp_path), policy_factory=lambda n: ev.make_runner(n))
+    ev.sweep([luca_spec("random", TIER, MODE, N, 0)], str(tmp_path), policy_factory=lambda n: ev.make_runner(n))
 
 
 def test_reading_drops_duplicate_lines_and_says_so(public_results):

@@ -16,6 +16,7 @@ from luca_gym.envs.tools import parse_tool_call
 from luca_gym.worlds.luca.envs.tools import LucaToolsEnv
 from luca_gym.tools.loop import ReplayAgent, ScriptedAgent, run_agent
 from luca_gym.worlds.luca.tools import ToolSession
+from luca_gym.worlds.luca.evaluation import luca_spec
 
 TIER, MODE, SEED = "easy", "disease", 2
 
@@ -121,7 +122,7 @@ def test_sealed_text_env_plays_the_sealed_organism():
 
 # -- replay ---------------------------------------------------------------------------
 def test_a_replayed_baseline_session_scores_exactly_as_recorded():
-    spec = ev.luca_spec("heuristic", TIER, MODE, 20, SEED)
+    spec = luca_spec("heuristic", TIER, MODE, 20, SEED)
     record = ev.run_session(make_policy("heuristic"), spec)
     replayed = run_agent(ReplayAgent(record), ToolSession(SEED, tier=TIER, mode=MODE))
     assert replayed["scores"] == record["scores"]
@@ -131,7 +132,7 @@ def test_a_replayed_baseline_session_scores_exactly_as_recorded():
 def test_a_replayed_tool_session_from_a_results_file_scores_exactly(tmp_path):
     session = ToolSession(SEED, tier=TIER, mode=MODE)
     script = script_for(session)
-    spec = ev.luca_spec("scripted", TIER, MODE, 20, SEED)
+    spec = luca_spec("scripted", TIER, MODE, 20, SEED)
     path = ev.sweep([spec], str(tmp_path), policy_factory=lambda name: ScriptedAgent(script))
     (record,) = ev.load_sessions(path)
     again = run_agent(ReplayAgent(record), ToolSession(SEED, tier=TIER, mode=MODE))

@@ -11,7 +11,8 @@ from luca_gym.worlds.luca.baselines import make_policy
 from luca_gym.worlds.luca.baselines.batched import causal_sweep_policy, heuristic_policy, random_policy, task_directed_policy
 from luca_gym.worlds.luca.envs import LucaEnv, LucaVectorEnv
 from luca_gym.worlds.luca.functional import organism_batch, rollout
-from luca_gym.harness import luca_spec, run_session
+from luca_gym.harness import run_session
+from luca_gym.worlds.luca.evaluation import luca_spec
 
 B = 6
 

@@ -153,7 +153,8 @@ def test_the_toy_world_runs_through_eval_and_report(tmp_path, capsys):
     (["--world", "toy", "--set", "colour=red"], "settings: colour unknown for world 'toy'; allowed n_bits"),
     (["--world", "toy", "--agents", "random"], "agent: 'random' unknown for world 'toy'; allowed probe-then-guess"),
     (["--world", "toy", "--set", "n_bits"], "set: 'n_bits'; write KEY=VALUE"),
-    (["--set", "n_bits=6"], "set: LUCA's settings are --tiers"),
+    (["--set", "n_bits=6"], "settings: n_bits unknown for world 'luca'; allowed tier, mode, n_genes"),
+    (["--world", "toy", "--tiers", "easy"], "tiers: an option of world 'luca', not of 'toy'"),
 ])
 def test_eval_refuses_a_bad_world_setting_by_name(tmp_path, capsys, argv, message):
     from luca_gym import cli
@@ -164,7 +165,8 @@ def test_eval_refuses_a_bad_world_setting_by_name(tmp_path, capsys, argv, messag
 
 
 def test_the_toy_world_is_served_over_mcp_by_the_command(tmp_path):
-    """luca-gym mcp --world package.module:WORLD serves a world the package never names."""
+    """luca-gym mcp --world package.module:WORLD serves a world the package never names, and records the
+    session in the harness's format (--out) when it ends."""
     import json
     import os
     import sys
@@ -178,7 +180,8 @@ def test_the_toy_world_is_served_over_mcp_by_the_command(tmp_path):
     env = {**{k: os.environ[k] for k in ("PATH", "JAX_COMPILATION_CACHE_DIR") if k in os.environ},
            "JAX_PLATFORMS": "cpu", "PYTHONPATH": os.pathsep.join([str(tests), *filter(None, [os.environ.get("PYTHONPATH")])])}
     params = StdioServerParameters(command=sys.executable, env=env, cwd=str(tmp_path),
-                                   args=["-m", "luca_gym.cli", "mcp", "--world", "toy_world:WORLD", "--seed", "3", "--set", "n_bits=6"])
+                                   args=["-m", "luca_gym.cli", "mcp", "--world", "toy_world:WORLD", "--seed", "3", "--set", "n_bits=6",
+                                         "--out", str(tmp_path / "rec")])
     local = toy_world.ToyToolSession(3, n_bits=6)
     script = local.demo_calls()
     expected = [local.call(name, arguments) for name, arguments in script]
@@ -197,3 +200,8 @@ def test_the_toy_world_is_served_over_mcp_by_the_command(tmp_path):
     assert [t.name for t in tools] == ["probe", "submit", "end"]
     assert results == json.loads(json.dumps(expected)) and results[-1]["scores"]["accuracy"] == local.scores["accuracy"]
     assert refused.is_error
+    from luca_gym import harness as ev
+
+    (line,) = ev.load_sessions(str(tmp_path / "rec"))
+    assert (line["world"], line["agent"], line["n_bits"], line["seed"]) == ("toy", "mcp-client", 6, 3)
+    assert line["scores"] == local.scores and line["return"] == local.total_reward

@@ -73,13 +73,14 @@ def step(state: ToyState, kind, index, guess, config: ToyConfig):
 
 
 class ToyToolSession(ToolSessionBase):
+    world = "toy"
     opening = "A new row of switches is ready. Begin."
     status_keys = ("budget_remaining",)
     title = "Toy switches"
 
     def __init__(self, seed: int = 0, *, sealed=None, n_bits: int = 8):
         super().__init__()
-        self.config = ToyConfig(n_bits)
+        self.config, self.seed = ToyConfig(n_bits), seed
         self.seal = seal_mod.make_seal(sealed)
         self.state = reset(instance(seed, self.config, self.seal), self.config)
         self.instance_id = seal_mod.instance_id(seed, self.seal, prefix="toy")
@@ -115,6 +116,9 @@ class ToyToolSession(ToolSessionBase):
             self.scores = {"accuracy": float(self.state.score)}
             result.update(ended=True, end_reason="end", scores=self.scores)
         return {**result, **self.status()}
+
+    def key_settings(self) -> dict:
+        return {"n_bits": self.config.n_bits}
 
     def record(self) -> dict:
         return {"instance_id": self.instance_id, **super().record()}

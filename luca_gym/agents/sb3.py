@@ -102,6 +102,7 @@ def train_maskable_ppo(
     seed: int = 0,
     analyst: str = "logit-additive",
     min_organism_seed: int = TRAINING_SEED_LOW,
+    world: str = "luca",
 ) -> dict:
     """Train ``MaskablePPO("MlpPolicy")`` with :data:`PPO_SETTINGS` (torch on
     one thread, on the CPU) for ``steps`` environment steps on ``num_envs``
@@ -114,6 +115,9 @@ def train_maskable_ppo(
     least ``steps``), "wall_s", "steps_per_s", "episodes", "mean_return" (last
     100 episodes)}. Raises ValueError naming a bad argument.
     """
+    if world != "luca":
+        raise ValueError(f"world: {world!r}; MaskablePPO trains on LUCA's SB3 vector env only (use --algo ppo, any world "
+                         "with a flat codec)")
     steps = check_positive_int(steps, "steps")
     seed = check_seed(seed)
     if not isinstance(out, (str, os.PathLike)):

@@ -1,38 +1,40 @@
 """The evaluation harness, split by job:
 
-* :mod:`~luca_gym.harness.spec` -- :class:`SessionSpec`, the key fields, :func:`plan`;
+* :mod:`~luca_gym.harness.spec` -- :func:`plan_world`, :func:`record_key`;
 * :mod:`~luca_gym.harness.agents` -- agents by name, :func:`make_runner`, prices;
 * :mod:`~luca_gym.harness.runner` -- one session: :func:`run_session`, :func:`run_tool_session`;
 * :mod:`~luca_gym.harness.results` -- the results file (digest, signature, lock);
 * :mod:`~luca_gym.harness.sweep` -- resumable, concurrent :func:`sweep`;
-* :mod:`~luca_gym.harness.tables` -- summaries and LUCA's paper-format tables.
+* :mod:`~luca_gym.harness.tables` -- summaries by agent and settings.
+
+It names no world: it reaches each through the registry and the world's
+:class:`~luca_gym.protocol.World` entries (its policy runner, tool session,
+baselines, expected record fields). LUCA's key field names, ``luca_spec`` and
+paper tables are the world's (:mod:`luca_gym.worlds.luca.evaluation`,
+:mod:`luca_gym.worlds.luca.tables`); their names here are deprecated.
 
 A sweep runs agents x settings x seeds; each session is appended to
 ``<out>/sessions.jsonl`` as one JSON line the moment it ends. Run the same
 sweep again and it resumes: a session already on file is skipped.
 (Formerly ``luca_gym.eval``, kept as a deprecated alias for one release.)
 """
+from luca_gym.protocol import SessionSpec  # noqa: F401
 from luca_gym.harness.spec import (  # noqa: F401
-    luca_spec,
+    LEGACY_WORLD,
+    complete_settings,
     plan_world,
     record_key,
-    KEY_FIELDS,
-    KEY_DEFAULTS,
-    REQUIRED_KEY_FIELDS,
-    SCORE_FIELDS,
-    STRATEGY_FIELDS,
     ResultsError,
-    SessionSpec,
     plan,
     expected_fields,
 )
 from luca_gym.harness.agents import (  # noqa: F401
-    AGENTS_ALLOWED,
     RL_EXTRA,
     check_price,
     session_cost,
     is_llm_agent,
     is_learned_agent,
+    agents_allowed,
     check_agent,
     make_runner,
 )
@@ -56,6 +58,7 @@ from luca_gym.harness.runner import (  # noqa: F401
     record_tool_session,
     check_recordable,
     check_recordable_spec,
+    session_spec,
 )
 from luca_gym.harness.sweep import (  # noqa: F401
     sweep,
@@ -63,33 +66,20 @@ from luca_gym.harness.sweep import (  # noqa: F401
 )
 from luca_gym.harness.tables import (  # noqa: F401
     world_table,
-    PAPER_COMPOSITE,
-    PAPER_SCALING,
     group,
-    summary,
     agents_in,
-    composite_table,
-    disease_table,
-    strategy_table,
-    scaling_table,
 )
 
 __all__ = [
-    "AGENTS_ALLOWED",
     "CONFIG_FIELDS",
-    "KEY_DEFAULTS",
-    "KEY_FIELDS",
-    "PAPER_COMPOSITE",
-    "PAPER_SCALING",
-    "REQUIRED_KEY_FIELDS",
+    "LEGACY_WORLD",
     "RL_EXTRA",
     "Results",
     "ResultsError",
     "ResultsWarning",
-    "SCORE_FIELDS",
     "SESSIONS_FILE",
-    "STRATEGY_FIELDS",
     "SessionSpec",
+    "agents_allowed",
     "agents_in",
     "append_record",
     "check_agent",
@@ -97,16 +87,14 @@ __all__ = [
     "check_price",
     "check_recordable",
     "check_recordable_spec",
-    "composite_table",
+    "complete_settings",
     "describe_key",
-    "disease_table",
     "expected_fields",
     "folder_lock",
     "group",
     "is_learned_agent",
     "is_llm_agent",
     "load_sessions",
-    "luca_spec",
     "make_runner",
     "open_tool_session",
     "plan",
@@ -117,11 +105,19 @@ __all__ = [
     "run_config",
     "run_session",
     "run_tool_session",
-    "scaling_table",
+    "session_spec",
     "session_cost",
-    "strategy_table",
-    "summary",
     "sweep",
     "trim_unfinished",
     "world_table",
 ]
+
+
+def __getattr__(name: str):
+    # LUCA's field names, spec builder and paper tables moved into the world
+    # (luca_gym.worlds.luca.evaluation, luca_gym.worlds.luca.tables): importable from here for one release.
+    if name == "AGENTS_ALLOWED":
+        return agents_allowed()
+    from luca_gym._deprecated import moved_name
+
+    return moved_name(__name__, name)

@@ -7,12 +7,8 @@ from __future__ import annotations
 import os
 
 from luca_gym import worlds
-from luca_gym.worlds.luca import WORLD as LUCA
-from luca_gym.worlds.luca.baselines import BASELINES, make_policy
 
-
-AGENTS_ALLOWED = f"{', '.join(BASELINES)}, openai:MODEL, anthropic:MODEL, ppo:RUN_DIR or sb3:FILE.zip"
-
+DEFAULT_WORLD = "luca"
 RL_EXTRA = 'pip install -e ".[rl]"'
 
 
@@ -50,18 +46,43 @@ def is_learned_agent(name: str) -> bool:
     return str(name).startswith(("ppo:", "sb3:"))
 
 
-def check_agent(name, world: str = LUCA.name) -> str:
-    """A baseline's name, ``openai:MODEL``, ``anthropic:MODEL``, ``ppo:RUN_DIR``
-    (an existing folder) or ``sb3:FILE.zip`` (an existing file or run folder); ValueError
-    otherwise. On another world: one of its baselines or a tool agent."""
-    if world != LUCA.name:
-        baselines = worlds.get(world).baseline_policies()
-        if not isinstance(name, str) or not (name in baselines or (is_llm_agent(name) and name.partition(":")[2])):
-            allowed = ", ".join([*baselines, "openai:MODEL", "anthropic:MODEL"])
-            raise ValueError(f"agent: {str(name)[:40]!r} unknown for world {world!r}; allowed {allowed}")
-        return name
-    if not isinstance(name, str) or not (name in BASELINES or ((is_llm_agent(name) or is_learned_agent(name)) and name.partition(":")[2])):
-        raise ValueError(f"agent: {name!r} unknown; allowed {AGENTS_ALLOWED}")
+def agents_allowed(world=DEFAULT_WORLD) -> str:
+    """The agent names ``world`` takes, for messages: its baselines, the tool
+    agents where it has tools, the learned agents where it has a flat codec."""
+    world = worlds.get(world)
+    names = list(world.baseline_policies())
+    if world.tools is not None:
+        names += ["openai:MODEL", "anthropic:MODEL"]
+    if _takes_learned(world):
+        names += ["ppo:RUN_DIR", "sb3:FILE.zip"]
+    return ", ".join(names[:-1]) + (" or " if len(names) > 1 else "") + names[-1] if names else "none"
+
+
+def _takes_learned(world) -> bool:
+    return world.flat is not None and world.play is not None
+
+
+def __getattr__(name: str):
+    if name == "AGENTS_ALLOWED":  # the default world's, as before worlds
+        return agents_allowed()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def check_agent(name, world=DEFAULT_WORLD) -> str:
+    """One of ``world``'s baselines, ``openai:MODEL`` or ``anthropic:MODEL``
+    (a world with tools), ``ppo:RUN_DIR`` (an existing folder) or
+    ``sb3:FILE.zip`` (an existing file or run folder; a world with a flat
+    codec and a policy runner); ValueError otherwise."""
+    world = worlds.get(world)
+    baselines = world.baseline_policies()
+    known = isinstance(name, str) and (
+        name in baselines
+        or (is_llm_agent(name) and world.tools is not None and name.partition(":")[2])
+        or (is_learned_agent(name) and _takes_learned(world) and name.partition(":")[2])
+    )
+    if not known:
+        where = "" if world.name == DEFAULT_WORLD else f" for world {world.name!r}"
+        raise ValueError(f"agent: {str(name)[:40]!r} unknown{where}; allowed {agents_allowed(world)}")
     algo, _, path = name.partition(":")
     if algo == "ppo" and not os.path.isdir(path):
         raise ValueError(f"agent {name!r}: no such run folder {path!r}; write one with `luca-gym train --algo ppo --out {path}`")
@@ -71,20 +92,20 @@ def check_agent(name, world: str = LUCA.name) -> str:
     return name
 
 
-def make_runner(name: str, base_url: str | None = None, world: str = LUCA.name):
-    """A baseline policy; an LLM agent callable for ``openai:MODEL`` /
-    ``anthropic:MODEL``; or a learned agent's :class:`~luca_gym.agents.FlatPolicy`
-    loaded from ``ppo:RUN_DIR`` or ``sb3:FILE.zip`` (ValueError names a
-    missing or corrupt checkpoint, or the missing ``rl`` extra). On another
-    world: one of its baselines (a tool agent or a policy), new for each session."""
+def make_runner(name: str, base_url: str | None = None, world=DEFAULT_WORLD):
+    """A baseline (a policy or a tool agent, new for each session); an LLM
+    agent callable for ``openai:MODEL`` / ``anthropic:MODEL``; or a learned
+    agent's :class:`~luca_gym.agents.FlatPolicy` loaded from ``ppo:RUN_DIR``
+    or ``sb3:FILE.zip`` (ValueError names a missing or corrupt checkpoint, or
+    the missing ``rl`` extra)."""
+    world = worlds.get(world)
+    check_agent(name, world)
     if is_llm_agent(name):
         from luca_gym.tools.providers import make_agent
 
         return make_agent(name, base_url)
-    if world != LUCA.name:
-        return worlds.get(world).baseline_policies()[check_agent(name, world)]()
     if is_learned_agent(name):
-        algo, _, path = check_agent(name).partition(":")
+        algo, _, path = name.partition(":")
         if algo == "ppo":
             from luca_gym.agents import ppo
 
@@ -94,4 +115,4 @@ def make_runner(name: str, base_url: str | None = None, world: str = LUCA.name):
         except ImportError as exc:
             raise ValueError(f"agent {name!r}: needs the rl extra ({exc}); {RL_EXTRA}") from None
         return load_policy(path)
-    return make_policy(name)
+    return world.baseline_policies()[name]()

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from luca_gym import __version__
 from luca_gym import worlds
-from luca_gym.harness.spec import LUCA, ResultsError, record_key
+from luca_gym.harness.spec import LEGACY_WORLD, ResultsError, record_key
 
 
 SESSIONS_FILE = "sessions.jsonl"
@@ -64,13 +64,13 @@ def describe_key(key) -> str:
     """``agent=..., tier=..., ...`` for a :func:`record_key` (the world named when not LUCA)."""
     world = worlds.get(key[0])
     fields = zip(world.key_fields(), key)
-    return ", ".join(f"{k}={v}" for k, v in fields if k != "world" or v != LUCA.name)
+    return ", ".join(f"{k}={v}" for k, v in fields if k != "world" or v != LEGACY_WORLD)
 
 
 def _line_world(record):
     """The world a parsed line names (LUCA's for a line written before worlds
     existed), or None when it names none that is registered."""
-    name = record.get("world", LUCA.name) if isinstance(record, dict) else None
+    name = record.get("world", LEGACY_WORLD) if isinstance(record, dict) else None
     return worlds.get(name) if isinstance(name, str) and name in worlds.names() else None
 
 

@@ -9,69 +9,39 @@ import os
 import time
 from typing import Callable
 
-from luca_gym.worlds.luca import calls
 from luca_gym import seal as seal_mod
 from luca_gym import worlds
-from luca_gym.protocol import load
-from luca_gym.worlds.luca import WORLD as LUCA
-from luca_gym.worlds.luca.baselines import Policy
-from luca_gym.worlds.luca.session import Session
+from luca_gym.protocol import SessionSpec, load
 from luca_gym.harness.agents import check_price, session_cost
-from luca_gym.harness.spec import ResultsError, SessionSpec, luca_spec
+from luca_gym.harness.spec import ResultsError, expected_fields
 from luca_gym.harness.results import SESSIONS_FILE, append_record, describe_key, trim_unfinished, folder_lock, read_results, run_config
 
 
-def run_session(
-    policy: Policy,
-    spec: SessionSpec,
-    env: Session | None = None,
-    max_calls: int | None = None,
-    *,
-    sealed=None,
-) -> dict:
-    """Run one session of ``policy`` and return its JSON-ready record.
-    ``env``, if given, must have been built from ``spec``'s settings (and
-    ``sealed``, :mod:`luca_gym.seal`)."""
+def run_session(policy, spec: SessionSpec, env=None, max_calls: int | None = None, *, sealed=None) -> dict:
+    """Run one session of ``policy`` (a baseline or learned policy) on the
+    world's host session (its ``World.play``) and return its JSON-ready
+    record. ``env``, if given, is the world's host session to reuse, built
+    from ``spec``'s settings (and ``sealed``, :mod:`luca_gym.seal`)."""
     seal = seal_mod.make_seal(sealed)
-    if spec.world != LUCA.name:
-        raise ValueError(f"agent {spec.agent!r}: run_session plays LUCA's policies; on world {spec.world!r} agents are tool agents")
-    env, obs = calls.open_session(**_organism_settings(spec), env=env, sealed=seal)
-    meta = env.organism.meta
-    policy.reset(env.params, spec.seed)
-    log, total = [], 0.0
+    world = worlds.get(spec.world)
+    if world.play is None:
+        raise ValueError(f"agent {spec.agent!r}: world {spec.world!r} has no policy runner (World.play); its agents are tool agents")
     started = time.perf_counter()
-    limit = max_calls or env.params.max_steps
-    for _ in range(limit):
-        action = policy.act(obs)
-        record = calls.describe_action(meta, action)
-        obs, reward, terminated, truncated, info = env.step(action)
-        total += reward
-        record["result"] = calls.describe_result(meta, int(action["kind"]), obs, info)
-        record["budget_remaining"] = int(obs["budget_left"])
-        log.append(record)
-        if terminated or truncated:
-            break
-    else:
-        raise RuntimeError(f"agent {spec.agent!r} did not end the session within {limit} calls")
-    fields = {"organism_id": seal_mod.instance_id(spec.seed, seal), "budget": env.params.budget,
-              "call_limit": env.params.max_steps, "n_alt": info["scores"]["n_alt"]}
-    return _record(spec, fields, log, info["scores"], total, time.perf_counter() - started, truncated=bool(truncated),
-                   end_reason="call_limit" if truncated else "end", seal=seal)
-
-
-def _organism_settings(spec: SessionSpec) -> dict:
-    """A LUCA spec's organism settings and seed, as :func:`luca_gym.worlds.luca.calls.open_session`
-    takes them (the stance is the prompt's, not the organism's)."""
-    return {"seed": spec.seed, **{k: v for k, v in spec.settings if k != "stance"}}
+    try:
+        out = load(world.play)(policy, spec.seed, env=env, max_calls=max_calls, sealed=seal, **spec.options())
+    except RuntimeError as exc:
+        raise RuntimeError(f"agent {spec.agent!r}: {exc}") from None
+    return _record(spec, out["fields"], out["calls"], out["scores"], out["return"], time.perf_counter() - started,
+                   truncated=out["truncated"], end_reason=out["end_reason"], seal=seal)
 
 
 def run_tool_session(
-    agent, spec: SessionSpec, env: Session | None = None, *, sealed=None, base_url: str | None = None,
+    agent, spec: SessionSpec, env=None, *, sealed=None, base_url: str | None = None,
     retries: int | None = None, backoff: float | None = None, price=None, sleep: Callable[[float], object] = time.sleep,
 ) -> dict:
     """Run one session of a tool-calling agent (a language model, or a world's
-    tool-agent baseline) through the world's tool session (LUCA's:
-    :class:`~luca_gym.worlds.luca.tools.ToolSession`); same record format, plus
+    tool-agent baseline) through the world's tool session (``World.tools``);
+    same record format, plus
     ``usage`` (tokens, provider calls, retries and the failed calls, see
     :func:`~luca_gym.tools.loop.run_agent`), ``price_usd_per_mtok`` and
     ``cost_usd`` (None without a ``price``, (input, output) USD per million
@@ -89,7 +59,7 @@ def run_tool_session(
 
 
 def open_tool_session(spec: SessionSpec, sealed=None, env=None):
-    """The world's tool session for ``spec`` (``env``: LUCA's Session to reuse)."""
+    """The world's tool session for ``spec`` (``env``: the world's host session to reuse, where it takes one)."""
     open_tools = load(worlds.get(spec.world).tools)
     return open_tools(spec.seed, sealed=sealed, **spec.options(), **({} if env is None else {"env": env}))
 
@@ -110,17 +80,22 @@ def _tool_record(spec: SessionSpec, session, result: dict, wall: float, base_url
     return record
 
 
+def session_spec(session, agent: str) -> SessionSpec:
+    """The spec of a tool session (its world's key settings from ``session.key_settings()``)."""
+    world = worlds.get(session.world)
+    settings = session.key_settings()
+    return SessionSpec(agent, session.seed, world.name, tuple((k, settings[k]) for k in world.session_keys if k != "seed"))
+
+
 def record_tool_session(session, out_dir: str, *, agent: str = "mcp-client", wall_s: float = 0.0, wait_s: float = 5.0) -> str:
-    """Append an ended :class:`~luca_gym.worlds.luca.tools.ToolSession` (driven
-    from outside the harness, e.g. over MCP) to ``out_dir/sessions.jsonl`` in
-    the harness format, under the folder's lock (waiting up to ``wait_s``
-    seconds for it); ``luca-gym report`` reads it. Returns the file's path.
-    Refuses an open session, and whatever :func:`check_recordable` refuses."""
+    """Append an ended tool session (driven from outside the harness, e.g.
+    over MCP) to ``out_dir/sessions.jsonl`` in the harness format, under the
+    folder's lock (waiting up to ``wait_s`` seconds for it); ``luca-gym
+    report`` reads it. Returns the file's path. Refuses an open session, and
+    whatever :func:`check_recordable` refuses."""
     if not session.ended:
         raise ValueError("session: still open; a session is recorded once it has ended")
-    m = session.meta
-    spec = luca_spec(agent, m.tier, m.mode, m.n_genes, session.seed, m.backwards, m.vocabulary, session.stance)
-    record = _tool_record(spec, session, session.record(), wall_s)
+    record = _tool_record(session_spec(session, agent), session, session.record(), wall_s)
     path = os.path.join(out_dir, SESSIONS_FILE)
     with folder_lock(out_dir, wait_s=wait_s):
         check_recordable(session, out_dir, agent=agent)
@@ -131,25 +106,24 @@ def record_tool_session(session, out_dir: str, *, agent: str = "mcp-client", wal
 
 
 def check_recordable(session, out_dir: str, *, agent: str = "mcp-client") -> None:
-    """Raise ResultsError (file and line) if ``session`` could not be recorded
-    in ``out_dir`` under ``agent``: the file written by another configuration
-    (build, seal, budget, call limit) or this session already there.
-    ``session``: a :class:`~luca_gym.worlds.luca.tools.ToolSession`, or a
-    :class:`SessionSpec` (``agent`` is then its agent) with ``seal=`` and
-    ``params=`` given through :func:`check_recordable_spec`."""
-    m = session.meta
-    spec = luca_spec(agent, m.tier, m.mode, m.n_genes, session.seed, m.backwards, m.vocabulary, session.stance)
-    check_recordable_spec(out_dir, spec, session.seal, session.env.params)
+    """Raise ResultsError (file and line) if tool session ``session`` could
+    not be recorded in ``out_dir`` under ``agent``: the file written by
+    another configuration (build, seal, the world's expected fields such as
+    LUCA's budget and call limit) or this session already there."""
+    spec = session_spec(session, agent)
+    fields = session.record_fields()
+    check_recordable_spec(out_dir, spec, session.seal, {k: fields[k] for k in expected_fields(spec) if k in fields})
 
 
-def check_recordable_spec(out_dir: str, spec: SessionSpec, seal, params) -> None:
-    """:func:`check_recordable` from a session's spec, seal and ``core.EnvParams``
-    alone (before the organism is generated)."""
+def check_recordable_spec(out_dir: str, spec: SessionSpec, seal, fields: dict) -> None:
+    """:func:`check_recordable` from a session's spec, seal and the record
+    fields the folder must agree on (:func:`~luca_gym.harness.spec.expected_fields`'s
+    names with the session's values), before the instance is generated."""
     path = os.path.join(out_dir, SESSIONS_FILE)
     if not os.path.exists(path) or not os.path.getsize(path):
         return
     results = read_results(path, seal=seal)
-    results.check_config(run_config(spec.agent, seal), {spec.key(): {"budget": params.budget, "call_limit": params.max_steps}})
+    results.check_config(run_config(spec.agent, seal), {spec.key(): dict(fields)})
     recorded = results.keys()
     if spec.key() in recorded:
         raise ResultsError(f"{path}:{recorded[spec.key()]}: this session ({describe_key(spec.key())}) is already recorded; "

@@ -1,137 +1,19 @@
-"""Summary tables over results lines: :func:`summary` and :func:`group`
-(mean, std and n per cell), and LUCA's paper-format tables (composite,
-disease, strategy, scaling) with the paper's figures beside ours."""
+"""Summary tables over results lines that serve every world: :func:`group`,
+:func:`agents_in` and :func:`world_table` (a world's headline score by agent
+and settings). A world's own tables live in the world (LUCA's paper-format
+tables: :mod:`luca_gym.worlds.luca.tables`; their old names here are
+deprecated)."""
 
 from __future__ import annotations
 
-import numpy as np
+from luca_gym._deprecated import moved_name
+from luca_gym.summaries import agents_in, cell, group, stats
 
-from luca_gym.worlds.luca import generator as world
-from luca_gym.worlds.luca.baselines import BASELINES
-from luca_gym.worlds.luca.spec import MODES, TIER_NAMES
-from luca_gym.harness.spec import SCORE_FIELDS, STRATEGY_FIELDS
+__all__ = ["agents_in", "group", "world_table"]
 
 
-# Paper figures for the baselines (SPEC §4 and the paper's Tables 6-8, 11).
-PAPER_COMPOSITE = {
-    "causal-sweep": {("easy", "healthy"): 1.000, ("medium", "healthy"): 0.983, ("hard", "healthy"): 0.550,
-                     ("easy", "disease"): 0.553, ("medium", "disease"): 0.561, ("hard", "disease"): 0.650},
-    "heuristic": {("easy", "healthy"): 0.708, ("medium", "healthy"): 0.575, ("hard", "healthy"): 0.350,
-                  ("easy", "disease"): 0.511, ("medium", "disease"): 0.475, ("hard", "disease"): 0.361},
-    "random": {("easy", "healthy"): 0.667, ("medium", "healthy"): 0.633, ("hard", "healthy"): 0.350,
-               ("easy", "disease"): 0.358, ("medium", "disease"): 0.225, ("hard", "disease"): 0.144},
-}
-
-
-PAPER_SCALING = {
-    "causal-sweep": {20: 0.983, 40: 0.950, 80: 0.883, 160: 0.933, 320: 0.800, 640: 0.883, 1280: 0.800},
-    "heuristic": {20: 0.550, 40: 0.567, 80: 0.583, 160: 0.583, 320: 0.667, 640: 0.667, 1280: 0.667},
-    "random": {20: 0.650, 40: 0.617, 80: 0.650, 160: 0.667, 320: 0.667, 640: 0.667, 1280: 0.667},
-}
-
-
-# -- summaries -----------------------------------------------------------------
-def _stats(values) -> tuple[float, float, int]:
-    v = np.asarray(values, float)
-    return float(v.mean()), float(v.std()), int(v.size)  # population std, as the paper
-
-
-def group(records, *fields) -> dict:
-    out: dict = {}
-    for r in records:
-        out.setdefault(tuple(r[f] for f in fields), []).append(r)
-    return out
-
-
-def summary(records, fields=("agent", "tier", "mode", "n_genes")) -> dict:
-    """{group key: {metric: (mean, population std, count)}} for the score and
-    strategy metrics."""
-    return {
-        key: {m: _stats([r["scores"][m] for r in rs]) for m in (*SCORE_FIELDS, *STRATEGY_FIELDS, "n_alt")}
-        for key, rs in group(records, *fields).items()
-    }
-
-
-def _cell(stats) -> str:
-    mean, std, _ = stats
-    return f"{mean:.3f} ± {std:.3f}"
-
-
-def agents_in(records) -> list:
-    """The agents of ``records``: the baselines in their usual order, then the others by name."""
-    order = list(BASELINES)
-    return sorted({r["agent"] for r in records}, key=lambda a: (order.index(a) if a in order else len(order), a))
-
-
-def composite_table(records, n_genes: int = 20, with_paper: bool = True) -> str:
-    """Markdown: composite (mean ± std) per agent over the six conditions, with
-    the paper's baseline figures beside ours (Tables 6-7)."""
-    s = summary([r for r in records if r["n_genes"] == n_genes])
-    conds = [(t, m) for m in MODES for t in TIER_NAMES if any((a, t, m, n_genes) in s for a in agents_in(records))]
-    header = "| agent | " + " | ".join(f"{t} {m[0].upper()}" for t, m in conds) + " |"
-    lines = [header, "|" + " --- |" * (len(conds) + 1)]
-    for a in agents_in(records):
-        cells = []
-        for t, m in conds:
-            st = s.get((a, t, m, n_genes))
-            cell = _cell(st["composite"]) if st else "-"
-            paper = PAPER_COMPOSITE.get(a, {}).get((t, m))
-            if with_paper and paper is not None and st:
-                cell += f" (paper {paper:.3f})"
-            cells.append(cell)
-        lines.append(f"| {a} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def disease_table(records, n_genes: int = 20) -> str:
-    """Markdown: disease sub-scores and the rescue - diagnosis gap (Table 8)."""
-    s = summary([r for r in records if r["n_genes"] == n_genes and r["mode"] == "disease"])
-    lines = ["| tier | agent | prediction | diagnosis | rescue | composite | rescue - diagnosis |", "|" + " --- |" * 7]
-    for t in TIER_NAMES:
-        for a in agents_in(records):
-            st = s.get((a, t, "disease", n_genes))
-            if st:
-                gap = st["rescue"][0] - st["diagnosis"][0]
-                lines.append(
-                    f"| {t} | {a} | {st['prediction'][0]:.3f} | {st['diagnosis'][0]:.3f} | {st['rescue'][0]:.3f} "
-                    f"| {st['composite'][0]:.3f} | {gap:+.3f} |"
-                )
-    return "\n".join(lines)
-
-
-def strategy_table(records, tier: str = "medium", mode: str = "healthy", n_genes: int = 20) -> str:
-    """Markdown: budget fraction, single-gene %, coverage % (Table 10)."""
-    s = summary([r for r in records if (r["tier"], r["mode"], r["n_genes"]) == (tier, mode, n_genes)])
-    lines = ["| agent | budget frac | single-gene % | coverage % | BLOCK % | redundancy | commit point |", "|" + " --- |" * 7]
-    for a in agents_in(records):
-        st = s.get((a, tier, mode, n_genes))
-        if st:
-            lines.append(
-                f"| {a} | {st['budget_fraction'][0]:.2f} | {100 * st['single_gene_fraction'][0]:.1f}% "
-                f"| {100 * st['gene_coverage'][0]:.1f}% | {100 * st['block_fraction'][0]:.1f}% "
-                f"| {st['redundancy'][0]:.2f} | {st['commit_point'][0]:.2f} |"
-            )
-    return "\n".join(lines)
-
-
-def scaling_table(records, tier: str = "medium", mode: str = "healthy", with_paper: bool = True) -> str:
-    """Markdown: prediction accuracy by N (Table 11), paper figures beside."""
-    rs = [r for r in records if (r["tier"], r["mode"]) == (tier, mode)]
-    s = summary(rs)
-    ns = sorted({r["n_genes"] for r in rs})
-    agents = agents_in(rs)
-    lines = ["| N | budget | " + " | ".join(agents) + " |", "|" + " --- |" * (len(agents) + 2)]
-    for n in ns:
-        cells = []
-        for a in agents:
-            st = s.get((a, tier, mode, n))
-            cell = _cell(st["prediction"]) if st else "-"
-            paper = PAPER_SCALING.get(a, {}).get(n)
-            if with_paper and paper is not None and st:
-                cell += f" (paper {paper:.3f})"
-            cells.append(cell)
-        lines.append(f"| {n} | {world.sizes(n).budget} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+def __getattr__(name: str):
+    return moved_name(__name__, name)
 
 
 def world_table(records, world) -> str:
@@ -144,6 +26,6 @@ def world_table(records, world) -> str:
     lines = [f"| agent | {' | '.join(names)} | {world.headline} |" if names else f"| agent | {world.headline} |",
              "| --- " * (len(names) + 2) + "|"]
     for key, rs in cells.items():
-        lines.append("| " + " | ".join(map(str, key)) + f" | {_cell(_stats([r['scores'][world.headline] for r in rs]))} |")
+        lines.append("| " + " | ".join(map(str, key)) + f" | {cell(stats([r['scores'][world.headline] for r in rs]))} |")
     return "\n".join(lines)
 

@@ -43,15 +43,19 @@ class ToolSessionBase:
       agent that stops);
     * ``status_keys``: the keys of :meth:`status`, copied from every answer
       into its transcript entry;
-    * ``title``: the server title (MCP).
+    * ``title``: the server title (MCP);
+    * ``world``: the world's registry name (a results line of a session
+      driven from outside, :func:`luca_gym.harness.record_tool_session`).
     """
 
+    world: str | None = None
     opening = "Begin."
     end_tool = "end"
     status_keys: tuple[str, ...] = ()
     title = "luca-gym"
 
     def __init__(self):
+        self.seed: int | None = None  # the instance's seed (the subclass sets it)
         self.instance_id: str | None = None  # what the session calls its instance (sealed: opaque)
         self.seal = None  # the session's luca_gym.seal.Seal, or None unsealed
         self.transcript: list[dict] = []
@@ -93,6 +97,11 @@ class ToolSessionBase:
     def record_fields(self) -> dict:
         """What a results line holds of this session beside its key, calls and scores."""
         return {"instance_id": self.instance_id}
+
+    def key_settings(self) -> dict:
+        """The session's key settings (the world's ``session_keys`` but the
+        seed), for a results line of a session driven from outside the harness."""
+        raise NotImplementedError(f"{type(self).__name__}.key_settings: needed to record a session driven from outside")
 
     def annotations(self, name: str) -> dict | None:
         """MCP ToolAnnotations fields of a tool (title, readOnlyHint, ...), or None."""

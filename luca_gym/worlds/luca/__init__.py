@@ -37,6 +37,13 @@ WORLD = World(
     flat="luca_gym.worlds.luca.functional:make_codec",
     tools_env="luca_gym.worlds.luca.envs.tools:LucaToolsEnv",
     baselines="luca_gym.worlds.luca.baselines:BASELINES",
+    play="luca_gym.worlds.luca.evaluation:play_policy",
+    expected_fields="luca_gym.worlds.luca.evaluation:expected_fields",
+    check_settings="luca_gym.worlds.luca.evaluation:check_settings",
+    report="luca_gym.worlds.luca.report:sections",
+    viewer="luca_gym.worlds.luca.viewer:VIEWER",
+    cli="luca_gym.worlds.luca.cli:CLI",
+    sweep_order=("n_genes", "tier", "mode", "backwards", "vocabulary", "stance"),
     reference="LUCA (shared/reference/luca-paper.txt, luca-tables.txt)",
     session_keys=("tier", "mode", "n_genes", "seed", "backwards", "vocabulary", "stance"),
     # Added after the first results were written: older lines are of the default condition.

@@ -187,6 +187,7 @@ class ToolSession(ToolSessionBase):
     descriptions state the limit.
     """
 
+    world = "luca"
     opening = "A new organism is ready. Begin."
     status_keys = ("budget_remaining",)
     title = "LUCA gym"
@@ -281,7 +282,12 @@ class ToolSession(ToolSessionBase):
 
     def record_fields(self) -> dict:
         return {"organism_id": self.organism_id, "budget": self.env.params.budget, "call_limit": self.call_limit,
-                "n_alt": self.scores["n_alt"]}
+                "n_alt": (self.scores or {}).get("n_alt")}
+
+    def key_settings(self) -> dict:
+        m = self.meta
+        return {"tier": m.tier, "mode": m.mode, "n_genes": m.n_genes, "backwards": m.backwards, "vocabulary": m.vocabulary,
+                "stance": self.stance}
 
     def demo_calls(self) -> list[tuple[str, dict]]:
         """A short legal session that ends (:func:`luca_gym.testing.check_world` plays it):

@@ -505,3 +505,14 @@ def _summary_panel(ax, record, s, organism) -> None:
                  f"{' (truncated)' if record.get('truncated') else ''}")
     ax.text(0.0, 1.0, "\n".join(lines), family="monospace", fontsize=8.5, va="top", ha="left", transform=ax.transAxes)
     ax.set_title("(d) diagnosis vs truth, rescue, scores", fontsize=10, loc="left")
+
+
+class _Viewer:
+    """What ``luca-gym show`` asks of a world's viewer (``World.viewer``)."""
+
+    draw_session = staticmethod(draw_session)
+    session_file_name = staticmethod(session_file_name)
+    describe_session = staticmethod(describe_session)
+
+
+VIEWER = _Viewer()

@@ -1,0 +1,39 @@
+"""Statistics over results lines that every world's tables use: mean,
+population std and count per cell (:func:`stats`, as the paper reports
+them), :func:`group` and :func:`agents_in`."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def stats(values) -> tuple[float, float, int]:
+    """(mean, population std, count) of ``values``."""
+    v = np.asarray(values, float)
+    return float(v.mean()), float(v.std()), int(v.size)  # population std, as the paper
+
+
+def cell(values_stats) -> str:
+    """``mean ± std`` of :func:`stats`' triple, three decimals."""
+    mean, std, _ = values_stats
+    return f"{mean:.3f} ± {std:.3f}"
+
+
+def group(records, *fields) -> dict:
+    """{tuple of ``fields``' values: [records]} in first-seen order."""
+    out: dict = {}
+    for r in records:
+        out.setdefault(tuple(r[f] for f in fields), []).append(r)
+    return out
+
+
+def agents_in(records) -> list:
+    """The agents of ``records``: each world's baselines in their usual order
+    (the registry's), then the others by name."""
+    from luca_gym import worlds
+
+    order: list = []
+    for name in dict.fromkeys(r.get("world", "luca") for r in records):
+        if name in worlds.names():
+            order += [a for a in worlds.get(name).baseline_policies() if a not in order]
+    return sorted({r["agent"] for r in records}, key=lambda a: (order.index(a) if a in order else len(order), a))
