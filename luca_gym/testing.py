@@ -99,7 +99,7 @@ def check_world(world, *, settings: dict | None = None, seeds=(0, 1), gym_ids: b
     ran: list[str] = []
 
     _check(isinstance(world, World) and world.name in worlds.names(), "registry", f"{world.name!r} is not registered")
-    config_fields = set(load(world.config).__dataclass_fields__)
+    config_fields = set(world.config_fields())
     world.make_config(**{k: v for k, v in settings.items() if k in config_fields})
     import gymnasium
 

@@ -509,7 +509,7 @@ def test_anthropic_answers_in_the_wrong_shape(content, failed):
 # -- the command line ------------------------------------------------------------------------
 def test_eval_runs_concurrently_from_the_command_line(monkeypatch, tmp_path, capsys):
     factory = MockFactory(**FAULTY)
-    monkeypatch.setattr(ev, "make_runner", lambda name, base_url=None: factory(name))
+    monkeypatch.setattr(ev, "make_runner", lambda name, base_url=None, world="luca": factory(name))
     argv = ["eval", "--agents", "openai:mock", "--tiers", TIER, "--modes", MODE, "--seeds", "0-11", "--out", str(tmp_path),
             "--quiet", "--concurrency", "4", "--retries", "8", "--backoff", "0", "--price", "2.5,10"]
     assert main(argv) == 0

@@ -108,7 +108,7 @@ def test_an_unreachable_provider_is_one_line_and_completed_sessions_are_kept(mon
             with providers.provider_errors("openai:some-model at http://127.0.0.1:9/v1"):
                 raise APIConnectionError("Connection error.\nsecond line of a long traceback text")
 
-    monkeypatch.setattr(ev, "make_runner", lambda name, base_url=None: Unreachable() if name.startswith("openai:") else make_policy(name))
+    monkeypatch.setattr(ev, "make_runner", lambda name, base_url=None, world="luca": Unreachable() if name.startswith("openai:") else make_policy(name))
     argv = ["eval", "--agents", "random,openai:some-model", "--tiers", "easy", "--modes", "healthy", "--seeds", "0",
             "--out", str(tmp_path), "--quiet", "--retries", "2", "--backoff", "0"]
     assert main(argv) == 1

@@ -501,8 +501,11 @@ def plot_curve(rows: list[dict], path: str, title: str = "PPO", baselines: dict 
     import matplotlib.pyplot as plt
 
     steps = np.array([r["env_steps"] for r in rows], float) / 1e6
+    # The score column: mean_score in a run's rows, mean_<headline> (LUCA's mean_composite) in its CSV.
+    column = "mean_score" if rows and "mean_score" in rows[0] else next(
+        (k for k in (rows[0] if rows else {}) if k.startswith("mean_") and k not in ("mean_return", "mean_length")), "mean_score")
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    ax.plot(steps, [r["mean_score"] for r in rows], label="PPO, training (sampled actions)")
+    ax.plot(steps, [r[column] for r in rows], label="PPO, training (sampled actions)")
     for name, value in (baselines or {}).items():
         ax.axhline(value, color="grey", linestyle=":", linewidth=1)
         ax.annotate(name, (steps[0] if steps.size else 0, value), fontsize=8, va="bottom")

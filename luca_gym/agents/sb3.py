@@ -187,8 +187,9 @@ def load_policy(path: str, deterministic: bool = True) -> FlatPolicy:
         with open(config_path) as f:
             config = json.load(f)
         analyst, n_genes = config["analyst"], config["n_genes"]
-        codec = functional.make_env(config["tier"], n_genes, config["mode"], budget=config["budget"], analyst=analyst,
-                                    world=config.get("world", "luca"))
+        # Encoding and decoding read the session's own settings (FlatPolicy.reset); the run gives its analyst.
+        codec = functional.make_env(config.get("tier", "easy"), n_genes, config.get("mode", "healthy"),
+                                    budget=config.get("budget"), analyst=analyst, world=config.get("world", "luca"))
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise ValueError(f"path: {config_path!r} is not a run's config ({type(error).__name__}: {error})") from None
     try:
