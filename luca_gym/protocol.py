@@ -20,6 +20,8 @@ from luca_gym.validate import short_repr
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
 _STEM = re.compile(r"[A-Z][A-Za-z0-9]{0,31}")
 _ENTRY = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+# What a world may mark as host-side (World.host_side).
+HOST_SIDE_PARTS = ("tools", "flat")
 
 
 def load(entry_point: str) -> Any:
@@ -177,6 +179,11 @@ class World:
             ``instructions(settings)`` (mcp), ``add_show_arguments`` /
             ``show_filters`` and ``add_commands(subparsers)``), or None: the
             world's settings are then given as ``--set KEY=VALUE``.
+        host_side: the parts of the world that run on the host, outside any
+            jit (a released data set, a code sandbox): ``"tools"`` (its tool
+            session) and/or ``"flat"`` (its flat codec's ``step``).
+            :func:`luca_gym.testing.check_world` applies its jit checks
+            (no retrace across instances) to the pure parts only.
         sweep_order: the key settings from the outermost loop of a sweep
             inwards (default: :attr:`session_keys` order).
         reference: the paper or document the world follows.
@@ -207,6 +214,7 @@ class World:
     report: str | None = None
     viewer: str | None = None
     cli: str | None = None
+    host_side: tuple[str, ...] = ()
     sweep_order: tuple[str, ...] = ()
     reference: str = ""
     session_keys: tuple[str, ...] = ("seed",)
@@ -224,6 +232,8 @@ class World:
                              "starting with a capital, at most 32 characters")
         if "seed" not in self.session_keys:
             raise ValueError(f"World.session_keys: {self.session_keys!r} must name 'seed'")
+        if not set(self.host_side) <= set(HOST_SIDE_PARTS):
+            raise ValueError(f"World.host_side: {self.host_side!r} not allowed; a tuple of {', '.join(HOST_SIDE_PARTS)}")
         if not set(self.sweep_order) <= set(self.session_keys) - {"seed"}:
             raise ValueError(f"World.sweep_order: {self.sweep_order!r} must name key settings only "
                              f"({', '.join(k for k in self.session_keys if k != 'seed')})")

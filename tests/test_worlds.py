@@ -120,6 +120,21 @@ def test_check_world_fails_when_a_rule_breaks(cls, check):
         check_world(broken, gym_ids=False, mcp=False)
 
 
+def test_a_host_side_tool_session_is_exempt_from_the_jit_checks_only():
+    """A world that marks its tools host-side (World.host_side: a data set, a sandbox) may trace per
+    instance; every other check still holds it, and an unknown part is refused."""
+    host = World(name="host_toy", version="1", gym_stem="HostToy", summary="a host-side toy", config="toy_world:ToyConfig",
+                 headline="accuracy", tools="test_worlds:RetracePerInstance", host_side=("tools",))
+    ran = check_world(host, gym_ids=False, mcp=False)
+    assert "no-retrace" not in ran and {"return-equals-headline", "refusals", "replay", "sealed"} <= set(ran)
+    costly = World(name="host_costly", version="1", gym_stem="HostCostly", summary="", config="toy_world:ToyConfig",
+                   headline="accuracy", tools="test_worlds:CostlyRefusals", host_side=("tools",))
+    with pytest.raises(AssertionError, match=r"check_world \[refusals\]"):
+        check_world(costly, gym_ids=False, mcp=False)
+    with pytest.raises(ValueError, match="World.host_side"):
+        World(name="x", version="1", gym_stem="X", summary="", config="toy_world:ToyConfig", host_side=("database",))
+
+
 def test_the_toy_world_runs_through_eval_and_report(tmp_path, capsys):
     """luca-gym eval --world toy and luca-gym report, with no generic file naming the toy."""
     from luca_gym import cli
