@@ -84,8 +84,8 @@ class AttemptSpy:
 )
 def test_batch_rows_equal_make_organism_bitwise(monkeypatch, tier, mode, seeds):
     """Row i of ``generate(seeds)`` is bitwise ``make_organism(seeds[i]).arrays``
-    (a 1-organism call), for large seeds too, although the batch runs as padded
-    16-organism calls; attempt k+1 retries exactly the organisms attempt k failed."""
+    (a 1-organism call), for large seeds too, whatever the calls the batch
+    runs as (``call_sizes``); attempt k+1 retries exactly the organisms attempt k failed."""
     spy = AttemptSpy(generator.run_attempt_batch)  # every attempt call, stored program or traced
     monkeypatch.setattr(generator, "run_attempt_batch", spy)
     got = as_numpy(world.generate(np.asarray(seeds, np.int64), tier, N, mode))
@@ -448,9 +448,9 @@ def test_grouped_generation_matches_one_at_a_time(monkeypatch):
     """LUCA_GYM_GENERATION_GROUP=4 (four organisms vmapped side by side, calls
     padded to the accelerator sizes) gives the same organisms as the CPU's
     groups of one: the structure bitwise, float fields within 1e-6."""
-    seeds = DISEASE_SEEDS[10:18]
+    seeds = DISEASE_SEEDS[10:14]  # one group: a single padded call of 4
     base = batch(DISEASE_SEEDS, "hard", "disease")
-    base = {k: v[10:18] for k, v in base.items()}
+    base = {k: v[10:14] for k, v in base.items()}
     monkeypatch.setenv("LUCA_GYM_GENERATION_GROUP", "4")
     assert world.map_batch() == 4
     grouped = as_numpy(world.generate(np.asarray(seeds, np.int64), "hard", N, "disease"))

@@ -42,7 +42,7 @@ from luca_gym import seal as seal_mod
 from luca_gym.worlds.luca.functional import organism_batch
 
 TRAINING_SEED_LOW = 10_000  # above the evaluation seeds 0-19 with room to spare
-GENERATION_BATCH = 16  # generator.organisms.call_sizes on a CPU: (1, 16)
+GENERATION_BATCH = 16  # organisms generated ahead per refill on a CPU
 REOPEN_ROWS = 16  # the fewest rows one autoreset opens (padding), fewer compiles
 SCORE_NAMES = ("composite", "prediction", "diagnosis", "rescue")
 
@@ -89,9 +89,9 @@ class LucaSB3VecEnv(VecEnv):
         generation_batch: the fewest organisms generated in one call. Fresh
             organisms are generated ahead in batches of this many times a
             power of two, and each is used once; 1 generates (nearly) only
-            the finished sub-envs' organisms on each step. The default 16 is
-            the CPU generator's call size (``generator.organisms.call_sizes``); on an
-            accelerator, whose calls hold 256, pass 256.
+            the finished sub-envs' organisms on each step. The default 16 suits
+            a CPU (one organism per generator call, ``generator.organisms.call_sizes``);
+            on an accelerator, whose calls hold 256, pass 256.
         seed: seeds the draw of organism seeds (``seed()`` before a
             ``reset()`` reseeds it, SB3's convention).
 
