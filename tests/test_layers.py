@@ -192,14 +192,14 @@ print("ok")
 def test_the_list_of_welds_only_shrinks(tree_copy):
     """A weld removed from the code must leave the contract's list too (an
     unmatched ignored import is an error), so the list never hides a weld."""
-    path = tree_copy / "luca_gym" / "agents" / "sb3.py"
-    line = "from luca_gym.worlds.luca.envs.sb3 import TRAINING_SEED_LOW, LucaSB3VecEnv\n"
+    path = tree_copy / "luca_gym" / "__init__.py"
+    line = "from luca_gym.worlds.luca.types import Organism, OrganismArrays, OrganismMeta, SteadyState\n"
     text = path.read_text()
     assert line in text
     path.write_text(text.replace(line, ""))
     result = lint(tree_copy)
     assert result.returncode != 0
-    assert "No matches for ignored import luca_gym.agents.sb3 -> luca_gym.worlds.luca.envs.sb3" in " ".join(result.stdout.split())
+    assert "No matches for ignored import luca_gym -> luca_gym.worlds.luca.types" in " ".join(result.stdout.split())
 
 
 def test_luca_config_reaches_the_functions_in_either_order():

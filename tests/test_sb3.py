@@ -137,9 +137,10 @@ def test_maskable_ppo_trains_saves_and_runs_in_the_harness(tmp_path):
     summary = train_maskable_ppo("easy", "healthy", N, steps=256, num_envs=B, out=str(tmp_path), seed=0)
     assert summary["steps"] >= 256 and summary["steps_per_s"] > 0
     config = json.loads((tmp_path / "config.json").read_text())
-    assert {k: config[k] for k in ("tier", "mode", "n_genes", "analyst")} == {
+    assert config["world"] == "luca"
+    assert {k: config["settings"][k] for k in ("tier", "mode", "n_genes", "analyst")} == {
         "tier": "easy", "mode": "healthy", "n_genes": N, "analyst": "logit-additive"}
-    assert config["min_organism_seed"] == TRAINING_SEED_LOW
+    assert config["min_instance_seed"] == TRAINING_SEED_LOW
     with open(tmp_path / "learning_curve.csv") as f:
         rows = list(csv.reader(f))
     assert tuple(rows[0]) == CURVE_FIELDS and len(rows) >= 2 and int(rows[-1][0]) == summary["steps"]

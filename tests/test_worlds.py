@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from functools import partial
 
+import json
+
 import gymnasium as gym
 import jax
+import numpy as np
 import pytest
 
 import toy_world
@@ -60,6 +63,40 @@ def test_the_functional_env_and_ppo_run_a_world_they_do_not_name(tmp_path):
         ppo.PPOConfig(world="toy", n_bits=0)
     with pytest.raises(ValueError, match="no flat codec"):
         F.make_env(world=World(name="noflat", version="1", gym_stem="NoFlat", summary="", config="toy_world:ToyConfig"))
+
+
+def test_maskable_ppo_trains_on_a_world_it_does_not_name(tmp_path):
+    """The SB3 VecEnv and MaskablePPO over the toy's flat codec: an ended
+    session's info carries its score (the return), a masked action is refused
+    at no cost, and the run folder names the world and loads back."""
+    from luca_gym import functional as F
+    from luca_gym.agents.sb3 import load_policy, train_maskable_ppo
+    from luca_gym.envs.sb3_vec import FlatSB3VecEnv
+
+    env = FlatSB3VecEnv(F.make_env(world="toy", n_bits=6), 3, seed=0)
+    env.reset()
+    first = env.instance_seeds.copy()
+    assert (first >= 10_000).all() and env.reset_infos[0] == {"instance_seed": int(first[0])}
+    _, rewards, dones, infos = env.step(np.zeros(3, np.int64))  # probe switch 0
+    assert not dones.any() and (rewards == 0).all() and all(i == {"error_code": 0} for i in infos)
+    _, rewards, dones, infos = env.step(np.full(3, 6))  # submit: switch 0 as probed, 1 for the rest
+    assert dones.all()
+    for i, info in enumerate(infos):
+        truth = np.asarray(toy_world.instance(int(first[i]), toy_world.ToyConfig(6)))
+        guess = np.where(np.arange(6) == 0, truth, True)
+        assert info["score"] == info["accuracy"] == pytest.approx(float((guess == truth).mean()))
+        assert info["episode"] == {"r": pytest.approx(info["score"]), "l": 2, "t": info["episode"]["t"]}
+        assert info["instance_seed"] == first[i] and info["TimeLimit.truncated"] is False
+    assert not set(env.instance_seeds) & set(first)
+
+    summary = train_maskable_ppo(world="toy", n_bits=6, steps=128, num_envs=4, out=str(tmp_path), seed=0)
+    assert summary["steps"] >= 128 and summary["episodes"] > 0 and 0 <= summary["mean_return"] <= 1
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert (config["world"], config["settings"]) == ("toy", {"n_bits": 6})
+    policy = load_policy(str(tmp_path))
+    assert policy.codec == F.make_env(world="toy", n_bits=6) and policy.name == f"sb3:{tmp_path}"
+    with pytest.raises(ValueError, match="n_bits"):
+        train_maskable_ppo(world="toy", n_bits=0, steps=8, num_envs=2, out=str(tmp_path / "bad"))
 
 
 def test_count_traces_sees_a_new_shape():

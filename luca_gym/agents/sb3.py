@@ -1,14 +1,14 @@
-"""Maskable PPO (sb3-contrib) on the flat action space: train on
-:class:`~luca_gym.worlds.luca.envs.sb3.LucaSB3VecEnv`, save, and load back as a
-:class:`~luca_gym.agents.FlatPolicy` that runs through the evaluation harness
-like any baseline.
+"""Maskable PPO (sb3-contrib) on the flat action space of any world with a
+flat codec: train on :class:`~luca_gym.envs.sb3_vec.FlatSB3VecEnv`, save, and
+load back as a :class:`~luca_gym.agents.FlatPolicy` that runs through the
+evaluation harness like any baseline.
 
 A run directory holds ``model.zip`` (the SB3 model), ``config.json`` (the
-settings it was trained on, read back by :func:`load_policy`) and
-``learning_curve.csv`` (one row per rollout: environment steps, wall seconds,
-mean return of the last 100 episodes). Training organisms are drawn from seeds
-``min_organism_seed`` and up (10 000 by default), apart from the evaluation
-seeds 0-19.
+world and the codec settings it was trained on, read back by
+:func:`load_policy`) and ``learning_curve.csv`` (one row per rollout:
+environment steps, wall seconds, mean return of the last 100 episodes).
+Training instances are drawn from seeds ``min_instance_seed`` and up (10 000
+by default), apart from the evaluation seeds 0-19.
 
 Needs the ``rl`` extra (``pip install 'luca-gym[rl]'``).
 """
@@ -30,10 +30,10 @@ try:
 except ImportError as error:
     raise ImportError("luca_gym.agents.sb3 needs sb3-contrib: pip install 'luca-gym[rl]'") from error
 
-from luca_gym import functional
+from luca_gym import functional, worlds
 from luca_gym.agents.base import FlatPolicy
+from luca_gym.envs.sb3_vec import TRAINING_SEED_LOW, FlatSB3VecEnv
 from luca_gym.validate import check_bool, check_positive_int, check_seed, short_repr
-from luca_gym.worlds.luca.envs.sb3 import TRAINING_SEED_LOW, LucaSB3VecEnv
 
 MODEL_FILE, CONFIG_FILE, CURVE_FILE = "model.zip", "config.json", "learning_curve.csv"
 CURVE_FIELDS = ("steps", "wall_s", "mean_return")
@@ -92,42 +92,53 @@ class _Curve(BaseCallback):
 
 
 def train_maskable_ppo(
-    tier: str,
-    mode: str,
-    n_genes: int,
-    budget: int | None = None,
+    *keys,
     steps: int = 200_000,
     num_envs: int = 64,
     out: str = "runs/maskable-ppo",
     seed: int = 0,
-    analyst: str = "logit-additive",
-    min_organism_seed: int = TRAINING_SEED_LOW,
-    world: str = "luca",
+    min_instance_seed: int | None = None,
+    world="luca",
+    min_organism_seed: int | None = None,
+    **settings,
 ) -> dict:
     """Train ``MaskablePPO("MlpPolicy")`` with :data:`PPO_SETTINGS` (torch on
     one thread, on the CPU) for ``steps`` environment steps on ``num_envs``
-    sessions of :class:`LucaSB3VecEnv` at once, on organisms drawn from seeds
-    ``min_organism_seed`` and up; write ``out``/model.zip, config.json and
-    learning_curve.csv (``out`` is created first; existing files are
-    replaced).
+    sessions of :class:`~luca_gym.envs.sb3_vec.FlatSB3VecEnv` at once, over
+    ``world``'s flat codec for ``settings`` (e.g. LUCA's ``tier="easy",
+    mode="healthy", n_genes=20, budget=None, analyst="logit-additive"``;
+    positional values are the world's session keys in order, LUCA's tier,
+    mode, n_genes), on instances drawn from seeds ``min_instance_seed`` and up
+    (10 000 by default; ``min_organism_seed`` is its older name); write
+    ``out``/model.zip, config.json and learning_curve.csv (``out`` is created
+    first; existing files are replaced).
 
     Returns {"out", "steps" (environment steps taken: whole rollouts, so at
     least ``steps``), "wall_s", "steps_per_s", "episodes", "mean_return" (last
     100 episodes)}. Raises ValueError naming a bad argument.
     """
-    if world != "luca":
-        raise ValueError(f"world: {world!r}; MaskablePPO trains on LUCA's SB3 vector env only (use --algo ppo, any world "
-                         "with a flat codec)")
+    spec = worlds.get(world)
+    if len(keys) > len(spec.session_keys):
+        raise ValueError(f"settings: {len(keys)} positional values; world {spec.name!r} takes at most "
+                         f"{len(spec.session_keys)} ({', '.join(spec.session_keys)}), pass the rest by name")
+    for name, value in zip(spec.session_keys, keys):
+        if name in settings:
+            raise ValueError(f"{name}: given twice (positionally and by name)")
+        settings[name] = value
+    if min_organism_seed is not None:
+        if min_instance_seed is not None:
+            raise ValueError("min_organism_seed: the older name of min_instance_seed; give one of them")
+        min_instance_seed = min_organism_seed
+    min_instance_seed = TRAINING_SEED_LOW if min_instance_seed is None else min_instance_seed
     steps = check_positive_int(steps, "steps")
     seed = check_seed(seed)
     if not isinstance(out, (str, os.PathLike)):
         raise ValueError(f"out: {short_repr(out)} not allowed; a directory path")
-    env = LucaSB3VecEnv(
-        num_envs, tier, mode, n_genes, budget=budget, analyst=analyst, min_organism_seed=min_organism_seed, seed=seed
-    )
+    codec = functional.make_env(world=spec, **settings)
+    env = FlatSB3VecEnv(codec, num_envs, min_instance_seed=min_instance_seed, seed=seed)
     os.makedirs(out, exist_ok=True)  # before training: an unwritable out fails at once
-    settings = dict(PPO_SETTINGS, batch_size=min(PPO_SETTINGS["batch_size"], PPO_SETTINGS["n_steps"] * env.num_envs))
-    model = MaskablePPO("MlpPolicy", env, seed=seed, device="cpu", verbose=0, **settings)
+    hyper = dict(PPO_SETTINGS, batch_size=min(PPO_SETTINGS["batch_size"], PPO_SETTINGS["n_steps"] * env.num_envs))
+    model = MaskablePPO("MlpPolicy", env, seed=seed, device="cpu", verbose=0, **hyper)
     rows: list = []
     curve = _Curve(rows)
     started = time.perf_counter()
@@ -137,17 +148,13 @@ def train_maskable_ppo(
     model.save(os.path.join(out, MODEL_FILE))
     config = {
         "algorithm": "MaskablePPO",
-        "world": "luca",
-        "tier": tier,
-        "mode": mode,
-        "n_genes": n_genes,
-        "budget": env.params.budget,
-        "analyst": analyst,
+        "world": spec.name,
+        "settings": codec.settings(),
         "steps": int(model.num_timesteps),
         "num_envs": env.num_envs,
         "seed": seed,
-        "min_organism_seed": env.min_organism_seed,
-        "ppo": settings,
+        "min_instance_seed": env.min_instance_seed,
+        "ppo": hyper,
     }
     with open(os.path.join(out, CONFIG_FILE), "w") as f:
         json.dump(config, f, indent=2)
@@ -166,13 +173,22 @@ def train_maskable_ppo(
     }
 
 
+def _codec_of(config: dict):
+    """The flat codec a run was trained on: its world and settings; a LUCA run
+    written before runs named their world keeps its settings at the top level."""
+    if "settings" in config:
+        return functional.make_env(world=config["world"], **config["settings"])
+    legacy = {k: config[k] for k in ("tier", "mode", "budget") if k in config}
+    return functional.make_env(world=config.get("world", "luca"), n_genes=config["n_genes"], analyst=config["analyst"], **legacy)
+
+
 def load_policy(path: str, deterministic: bool = True) -> FlatPolicy:
     """A trained run as a harness policy. ``path`` is the run directory or its
     ``model.zip`` (with ``config.json`` beside it). ``choose`` is the model's
     masked prediction on the flat vector: its most likely legal action
     (``deterministic``), or one drawn from its masked distribution with the
-    harness's per-session RNG (so a session replays exactly). The values come
-    from the analyst the model was trained with. The policy's name is
+    harness's per-session RNG (so a session replays exactly). The codec is
+    the one the model was trained with (LUCA's: its analyst writes the values). The policy's name is
     ``sb3:<path>`` (the harness's agent name). Raises ValueError naming the
     path for a missing, unreadable or mismatched run."""
     deterministic = check_bool(deterministic, "deterministic")
@@ -186,10 +202,7 @@ def load_policy(path: str, deterministic: bool = True) -> FlatPolicy:
     try:
         with open(config_path) as f:
             config = json.load(f)
-        analyst, n_genes = config["analyst"], config["n_genes"]
-        # Encoding and decoding read the session's own settings (FlatPolicy.reset); the run gives its analyst.
-        codec = functional.make_env(config.get("tier", "easy"), n_genes, config.get("mode", "healthy"),
-                                    budget=config.get("budget"), analyst=analyst, world=config.get("world", "luca"))
+        codec = _codec_of(config)
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise ValueError(f"path: {config_path!r} is not a run's config ({type(error).__name__}: {error})") from None
     try:
@@ -202,7 +215,7 @@ def load_policy(path: str, deterministic: bool = True) -> FlatPolicy:
         if vector.shape != size:
             raise ValueError(
                 f"observation: size {vector.shape[0]} does not match the model at {str(path)!r} (size {size[0]}, "
-                f"trained on n_genes={n_genes}); evaluate it at n_genes={n_genes}, or retrain if the flat encoding changed"
+                f"trained on {codec.describe()}); evaluate it on that size, or retrain if the flat encoding changed"
             )
         # A copy: torch refuses to wrap the read-only arrays that jax.device_get returns.
         mask = np.array(mask, bool)

@@ -1,0 +1,274 @@
+"""``FlatSB3VecEnv``: many sessions of any world with a flat codec
+(:class:`luca_gym.protocol.FlatCodec`) as one stable-baselines3 ``VecEnv``,
+stepped by ``jit(vmap(codec.step))``.
+
+The sessions' state stays on the device as one batched pytree; only the
+observation vectors, masks, rewards and flags cross to numpy. A finished
+session is replaced on the same step (SB3's convention) by a session on a
+*fresh* instance: a new seed drawn from the env's RNG, its instance built by
+``codec.instances`` and never used twice. Instances are built a batch ahead
+of need (``generation_batch`` at a time), so the host-side generator runs a
+few large calls rather than one per finished session (LUCA, 64 envs, when its
+CPU generator padded calls to 16 organisms: 2.7-4.6x faster, ``benchmarks/sb3.py``).
+The last observation of the finished episode is in
+``infos[i]["terminal_observation"]``.
+
+Training instances are drawn from ``[min_instance_seed, DRAWN_SEED_LIMIT)``,
+by default from 10 000 up, so that they never include the evaluation seeds
+(0-19 by default in the harness).
+
+Needs the ``rl`` extra (``pip install 'luca-gym[rl]'``).
+"""
+
+from __future__ import annotations
+
+import time
+from functools import partial
+from typing import Any
+
+import jax
+import numpy as np
+
+try:
+    from stable_baselines3.common.vec_env import VecEnv
+except ImportError as error:
+    raise ImportError("luca_gym.envs.sb3_vec needs stable-baselines3: pip install 'luca-gym[rl]'") from error
+from gymnasium import spaces
+
+from luca_gym.boundary import check_flat_actions, reset_options
+from luca_gym.protocol import FlatCodec
+from luca_gym.validate import DRAWN_SEED_LIMIT, check_positive_int, check_seed, short_repr
+
+TRAINING_SEED_LOW = 10_000  # above the evaluation seeds 0-19 with room to spare
+GENERATION_BATCH = 16  # instances built ahead per refill
+REOPEN_ROWS = 16  # the fewest rows one autoreset opens (padding), fewer compiles
+
+
+@partial(jax.jit, static_argnames=("codec",))
+def _open(instances, codec):
+    """Sessions on ``instances`` (R leading): (state, vectors float32 (R, D), masks bool (R, K))."""
+    return jax.vmap(codec.open)(instances)
+
+
+@partial(jax.jit, static_argnames=("codec",))
+def _reopen(rows, instances, state, codec):
+    """``state`` with the sessions at ``rows`` (int32 (R,)) opened anew on
+    ``instances``; a row may repeat with the same instance (padding). Returns
+    (state, the new sessions' vectors (R, D) and masks (R, K))."""
+    fresh, vectors, masks = _open(instances, codec)
+    state = jax.tree_util.tree_map(lambda full, new: full.at[rows].set(new), state, fresh)
+    return state, vectors, masks
+
+
+@partial(jax.jit, static_argnames=("codec",))
+def _step(state, actions, codec):
+    return jax.vmap(codec.step)(state, actions)
+
+
+@partial(jax.jit, static_argnames=("codec",))
+def _scores(state, codec):
+    return jax.vmap(codec.score)(state)
+
+
+def _padded(values: np.ndarray, least: int) -> np.ndarray:
+    """``values`` padded by repeating the first to a power of two no smaller
+    than ``least``, so that ``_reopen`` compiles for a few batch sizes only."""
+    size = 1 << max(0, (max(values.size, least) - 1).bit_length())
+    return np.concatenate([values, np.full(size - values.size, values[0])])
+
+
+def _take(tree, rows):
+    return jax.tree_util.tree_map(lambda x: x[rows], tree)
+
+
+class FlatSB3VecEnv(VecEnv):
+    """``num_envs`` sessions of a world's flat codec, for SB3.
+
+    Args:
+        codec: the world's flat codec (``luca_gym.functional.make_env(world=..., **settings)``).
+        num_envs: the batch size B.
+        min_instance_seed: instance seeds are drawn uniformly from
+            [min_instance_seed, DRAWN_SEED_LIMIT); the default 10 000 keeps
+            training instances apart from the evaluation seeds 0-19.
+        generation_batch: the fewest instances built in one call. Fresh
+            instances are built ahead in batches of this many times a power
+            of two, and each is used once.
+        seed: seeds the draw of instance seeds (``seed()`` before a
+            ``reset()`` reseeds it, SB3's convention).
+
+    Observations float32 (B, D), actions int (B,) in [0, K),
+    ``action_masks()`` bool (B, K). ``reset()`` and every step return numpy.
+    ``set_options([{"instance_seed": k}, ...])`` pins instances for the next
+    ``reset()``.
+
+    ``infos[i]`` holds ``error_code`` (0: accepted; a masked action is
+    refused at no cost); where sub-env i's episode ended on this step, also
+    ``terminal_observation`` (float32 (D,)), ``episode`` (``r`` return, ``l``
+    length, ``t`` seconds since construction: SB3's Monitor format),
+    ``TimeLimit.truncated``, ``score`` (the world's headline score, also under
+    its name) and ``instance_seed``. ``reset_infos[i]`` holds ``instance_seed``.
+    """
+
+    seed_name = "instance_seed"  # the key of an instance's seed in infos, options and get_attr
+
+    def __init__(self, codec: FlatCodec, num_envs: int, *, min_instance_seed: int = TRAINING_SEED_LOW,
+                 generation_batch: int = GENERATION_BATCH, seed: int | None = None):
+        if not isinstance(codec, FlatCodec):
+            raise ValueError(f"codec: {short_repr(codec)} is not a flat codec; make one with functional.make_env(world=...)")
+        num_envs = check_positive_int(num_envs, "num_envs")
+        self.codec = codec
+        self.generation_batch = check_positive_int(generation_batch, "generation_batch")
+        name = self._min_seed_name()
+        if (isinstance(min_instance_seed, (bool, np.bool_)) or not isinstance(min_instance_seed, (int, np.integer))
+                or not 0 <= min_instance_seed < DRAWN_SEED_LIMIT):
+            raise ValueError(f"{name}: {short_repr(min_instance_seed)} not allowed; an integer in 0..{DRAWN_SEED_LIMIT - 1}")
+        self.min_instance_seed = int(min_instance_seed)
+        self.render_mode = None
+        self.rng = np.random.default_rng(None if seed is None else check_seed(seed))
+        observation_space = spaces.Box(-1.0, 1.0, (codec.observation_size,), np.float32)
+        super().__init__(num_envs, observation_space, spaces.Discrete(codec.num_actions))
+        self.state = None
+        self.instance_seeds = np.zeros(num_envs, np.int64)
+        self._vectors = np.zeros((num_envs, codec.observation_size), np.float32)
+        self._masks = np.zeros((num_envs, codec.num_actions), bool)
+        self._returns = np.zeros(num_envs, np.float64)
+        self._lengths = np.zeros(num_envs, np.int64)
+        self._actions: np.ndarray | None = None
+        self._stock = (np.zeros(0, np.int64), None)  # fresh instances built ahead, unused
+        self._started = time.perf_counter()
+
+    def _min_seed_name(self) -> str:
+        return f"min_{self.seed_name}"
+
+    # -- hooks a world's subclass may override ----------------------------------------
+    def _instances(self, seeds: np.ndarray):
+        """The instances of ``seeds`` (B leading), as numpy."""
+        return jax.device_get(self.codec.instances(seeds))
+
+    def _ended_info(self, state, rows: np.ndarray) -> list[dict]:
+        """What ``infos[i]`` reports of the session that ended at each of ``rows``
+        (``state``: the batch after the step): the headline score."""
+        scores = np.asarray(jax.device_get(_scores(state, self.codec)))
+        return [{"score": float(scores[i]), self.codec.headline: float(scores[i])} for i in rows]
+
+    # -- sessions ---------------------------------------------------------------------
+    def _draw_seeds(self, count: int) -> np.ndarray:
+        return self.rng.integers(self.min_instance_seed, DRAWN_SEED_LIMIT, size=count, dtype=np.int64)
+
+    def _fresh(self, count: int):
+        """(seeds int64 (count,), instances) never used before: taken from the
+        stock, which is refilled when it runs short with ``generation_batch``
+        x a power of two newly drawn instances (few distinct batch sizes)."""
+        seeds, instances = self._stock
+        if seeds.size < count:
+            batches = -(-(count - seeds.size) // self.generation_batch)
+            new = self._draw_seeds(self.generation_batch << max(0, (batches - 1).bit_length()))
+            more = self._instances(new)
+            seeds = np.concatenate([seeds, new])
+            instances = more if instances is None else jax.tree_util.tree_map(lambda a, b: np.concatenate([a, b]), instances, more)
+        self._stock = seeds[count:], _take(instances, slice(count, None))
+        return seeds[:count], _take(instances, slice(None, count))
+
+    def _reopen(self, rows: np.ndarray) -> None:
+        """Open sessions on fresh instances at ``rows`` (int (R,))."""
+        seeds, instances = self._fresh(rows.size)
+        pad = _padded(np.arange(rows.size), min(REOPEN_ROWS, self.num_envs))
+        self.state, vectors, masks = _reopen(rows[pad].astype(np.int32), _take(instances, pad), self.state, self.codec)
+        vectors, masks = jax.device_get((vectors, masks))
+        self._vectors[rows], self._masks[rows] = vectors[: rows.size], masks[: rows.size]
+        self.instance_seeds[rows] = seeds
+        self._returns[rows], self._lengths[rows] = 0.0, 0
+
+    # -- VecEnv API -------------------------------------------------------------------
+    def reset(self) -> np.ndarray:
+        """Open a session in every sub-env. Returns float32 (B, D)."""
+        if self._seeds[0] is not None:
+            self.rng = np.random.default_rng(check_seed(self._seeds[0], "seed"))
+        seeds = self._draw_seeds(self.num_envs)
+        for i, options in enumerate(self._options):
+            options = reset_options(options, (self.seed_name,))
+            if self.seed_name in options:
+                seeds[i] = check_seed(options[self.seed_name], f"options[{i}][{self.seed_name!r}]")
+        self.state, vectors, masks = _open(self._instances(seeds), self.codec)
+        vectors, masks = jax.device_get((vectors, masks))
+        self._vectors, self._masks = np.array(vectors), np.array(masks)
+        self._stock = (np.zeros(0, np.int64), None)
+        self.instance_seeds = seeds
+        self._returns[:], self._lengths[:] = 0.0, 0
+        self.reset_infos = [{self.seed_name: int(s)} for s in seeds]
+        self._reset_seeds()
+        self._reset_options()
+        return self._vectors.copy()
+
+    def step_async(self, actions: np.ndarray) -> None:
+        """Check ``actions`` (integers (B,) in [0, K)); ValueError otherwise, and nothing changes."""
+        if self.state is None:
+            raise RuntimeError("step() called before reset()")
+        self._actions = check_flat_actions(actions, self.codec.num_actions, (self.num_envs,), "actions")
+
+    def step_wait(self):
+        """Returns (observations float32 (B, D), rewards float32 (B,), dones
+        bool (B,), infos list of B dicts)."""
+        if self._actions is None:
+            raise RuntimeError("step_wait() called without step_async()")
+        state, vectors, masks, reward, terminated, truncated, codes = _step(self.state, self._actions, self.codec)
+        self._actions = None
+        self.state = state
+        vectors, masks, reward, terminated, truncated, codes = jax.device_get(
+            (vectors, masks, reward, terminated, truncated, codes)
+        )
+        self._vectors, self._masks = np.array(vectors), np.array(masks)  # writable: finished rows are replaced below
+        self._returns += reward
+        self._lengths += 1
+        dones = terminated | truncated
+        infos: list[dict[str, Any]] = [{"error_code": int(c)} for c in codes]
+        rows = np.flatnonzero(dones)
+        if rows.size:
+            wall = round(time.perf_counter() - self._started, 6)
+            for i, ended in zip(rows, self._ended_info(state, rows)):
+                infos[i].update(
+                    terminal_observation=self._vectors[i].copy(),
+                    episode={"r": float(self._returns[i]), "l": int(self._lengths[i]), "t": wall},
+                    **ended,
+                )
+                infos[i][self.seed_name] = int(self.instance_seeds[i])
+                # SB3 bootstraps the value of an episode cut by the call limit, not of one that ended.
+                infos[i]["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
+            self._reopen(rows)
+        return self._vectors.copy(), reward.astype(np.float32), dones, infos
+
+    def action_masks(self) -> np.ndarray:
+        """bool (B, K): each sub-env's legal flat actions now."""
+        if self.state is None:
+            raise RuntimeError("action_masks() called before reset()")
+        return self._masks.copy()
+
+    def close(self) -> None:
+        self.state = None
+
+    def get_attr(self, attr_name: str, indices=None) -> list:
+        """The sub-envs share one compiled setting, so every attribute is this
+        env's, repeated per index; the instance seed is per sub-env."""
+        rows = list(self._get_indices(indices))
+        if attr_name == self.seed_name:
+            return [int(self.instance_seeds[i]) for i in rows]
+        value = getattr(self, attr_name)
+        return [value for _ in rows]
+
+    def set_attr(self, attr_name: str, value: Any, indices=None) -> None:
+        raise AttributeError(
+            f"set_attr: {attr_name!r} cannot be set; the sub-envs share one compiled setting "
+            f"(build a new {type(self).__name__})"
+        )
+
+    def env_method(self, method_name: str, *method_args, indices=None, **method_kwargs) -> list:
+        """Only ``action_masks`` (sb3-contrib's ``get_action_masks``): one
+        bool (K,) row per index."""
+        if method_name != "action_masks":
+            raise AttributeError(f"env_method: {method_name!r} not available; allowed 'action_masks'")
+        masks = self.action_masks(*method_args, **method_kwargs)
+        return [masks[i] for i in self._get_indices(indices)]
+
+    def env_is_wrapped(self, wrapper_class, indices=None) -> list[bool]:
+        """No sub-env is a wrapped Gymnasium env."""
+        return [False for _ in self._get_indices(indices)]
