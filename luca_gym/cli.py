@@ -89,6 +89,27 @@ def _settings(args, hook, method: str, one: bool = False) -> dict:
     return settings
 
 
+def ablation_arms(args, world, hook, settings: dict) -> dict:
+    """``settings`` with both arms of each contrast ``--ablation`` names
+    (``World.contrasts``); a setting the user fixed (a world option the hook's
+    ``given_settings(args)`` reports, or ``--set``) is refused."""
+    if args.ablation is None:
+        return settings
+    allowed = ", ".join(c.name for c in world.contrasts) or f"none (world {world.name!r} declares no contrasts)"
+    by_option = set(hook.given_settings(args)) if hook is not None and hasattr(hook, "given_settings") else set()
+    by_set = {_setting_values(text)[0] for text in args.set}
+    for name in _names(args.ablation, "ablation", allowed):
+        try:
+            contrast = world.contrast(name)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+        if contrast.field in by_option | by_set:
+            option = f"--{contrast.field.replace('_', '-')}" if contrast.field in by_option else f"--set {contrast.field}=..."
+            raise UsageError(f"ablation: {name} runs both arms; drop {option}, which fixes one")
+        settings[contrast.field] = list(contrast.arms)
+    return settings
+
+
 class Progress:
     """The sweep's progress bar on stderr (tqdm: count, rate, ETA, the session
     running). While the first session takes longer than 3 s (it compiles),
@@ -114,10 +135,9 @@ class Progress:
             self.bar.set_postfix_str("done")
             self.bar.close()
             return
-        if spec.world == "luca":
-            arms = [a for a, on in (("backwards", spec.backwards), (spec.vocabulary, spec.vocabulary != "invented"),
-                                    (spec.stance, spec.stance != "suppress")) if on]
-            what = f"{spec.agent} {spec.tier} {spec.mode} N={spec.n_genes}{''.join(' ' + a for a in arms)} seed {spec.seed}"
+        hook = _hooks().get(spec.world)
+        if hook is not None and hasattr(hook, "progress_label"):
+            what = hook.progress_label(spec)
         else:
             what = f"{spec.agent} {spec.world} {' '.join(f'{k}={v}' for k, v in spec.settings)} seed {spec.seed}"
         self.bar.set_postfix_str(what)
@@ -142,7 +162,7 @@ def cmd_eval(args) -> int:
     else:
         agents = _names(args.agents, "agent", ev.agents_allowed(world))
     seeds = parse_seeds(args.seeds)
-    specs = ev.plan_world(world, agents, seeds, **_settings(args, hook, "eval_settings"))
+    specs = ev.plan_world(world, agents, seeds, **ablation_arms(args, world, hook, _settings(args, hook, "eval_settings")))
     price, concurrency = _price(args.price), ev.check_concurrency(args.concurrency)
     check_retry(args.retries, args.backoff)
     _writable_dir(args.out)
@@ -384,6 +404,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="USD per million input and output tokens: each record gets its cost_usd (default: none)")
     p.add_argument("--seeds", default="0-19", help="instance seeds, e.g. 0-19, 0,3,7 or 0-4,10")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUES", help=set_help)
+    p.add_argument("--ablation", default=None, metavar="NAMES",
+                   help="comma-separated contrasts of the world (`luca-gym worlds`; LUCA: backwards, vocabulary, stance): "
+                        "run both arms of each, paired by seed; `luca-gym report` adds the paired tests")
     _add_world_arguments(p, "add_eval_arguments")
     p.add_argument("--out", default="results", help="results folder (sessions.jsonl is appended)")
     _sealed_arguments(p, eval_=True)

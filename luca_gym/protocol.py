@@ -117,6 +117,52 @@ class FlatCodec(Protocol):
 
 
 @dataclass(frozen=True)
+class Contrast:
+    """An ablation: two arms of one key setting, everything else fixed, paired
+    by seed (``luca-gym eval --ablation NAME`` runs both arms; ``luca-gym
+    report`` adds the paired tests, :mod:`luca_gym.paired`).
+
+    Attributes:
+        name: how ``--ablation`` names it.
+        field: the key setting (one of the world's ``session_keys``).
+        arms: (default arm, manipulated arm), in table order.
+        labels: the arms' names in tables.
+        minuend: the arm Δ is taken from: Δ = minuend - the other arm.
+        title: a heading for the report (default: the name).
+    """
+
+    name: str
+    field: str
+    arms: tuple
+    labels: tuple
+    minuend: Any
+    title: str = ""
+
+    def __post_init__(self):
+        if len(self.arms) != 2 or self.arms[0] == self.arms[1]:
+            raise ValueError(f"Contrast.arms: {short_repr(self.arms)} not allowed; two different values")
+        if len(self.labels) != 2:
+            raise ValueError(f"Contrast.labels: {short_repr(self.labels)} not allowed; one name per arm")
+        if self.minuend not in self.arms:
+            raise ValueError(f"Contrast.minuend: {short_repr(self.minuend)} is not one of the arms {short_repr(self.arms)}")
+
+    @property
+    def default(self):
+        return self.arms[0]
+
+    @property
+    def subtrahend(self):
+        return self.arms[1] if self.minuend == self.arms[0] else self.arms[0]
+
+    def label(self, value) -> str:
+        return self.labels[self.arms.index(value)]
+
+    @property
+    def delta_text(self) -> str:
+        return f"{self.label(self.minuend)} - {self.label(self.subtrahend)}"
+
+
+@dataclass(frozen=True)
 class World:
     """A world as the registry holds it.
 
@@ -193,6 +239,8 @@ class World:
             the field existed.
         required_scores: the score fields every results line must hold
             (default: the headline).
+        contrasts: the world's ablations (:class:`Contrast`), each over a key
+            setting other than the seed.
     """
 
     name: str
@@ -220,6 +268,7 @@ class World:
     session_keys: tuple[str, ...] = ("seed",)
     key_defaults: tuple[tuple[str, object], ...] = ()
     required_scores: tuple[str, ...] = ()
+    contrasts: tuple[Contrast, ...] = ()
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
@@ -237,6 +286,12 @@ class World:
         if not set(self.sweep_order) <= set(self.session_keys) - {"seed"}:
             raise ValueError(f"World.sweep_order: {self.sweep_order!r} must name key settings only "
                              f"({', '.join(k for k in self.session_keys if k != 'seed')})")
+        for c in self.contrasts:
+            if not isinstance(c, Contrast) or c.field not in set(self.session_keys) - {"seed"}:
+                raise ValueError(f"World.contrasts: {short_repr(c)} not allowed; a Contrast over a key setting "
+                                 f"({', '.join(k for k in self.session_keys if k != 'seed')})")
+        if len({c.name for c in self.contrasts}) != len(self.contrasts):
+            raise ValueError("World.contrasts: two contrasts share a name")
         for f in fields(self):
             if f.name in ("config", "tools", "env", "vector_env", "flat_env", "flat", "tools_env", "baselines", "play",
                            "expected_fields", "check_settings", "report", "viewer", "cli"):
@@ -246,6 +301,14 @@ class World:
                 if not isinstance(value, str) or not _ENTRY.fullmatch(value):
                     raise ValueError(f"World.{f.name}: {short_repr(value)} not allowed; an entry point "
                                      "'package.module:attribute'")
+
+    def contrast(self, name: str) -> Contrast:
+        """The contrast called ``name`` (ValueError naming the world's)."""
+        for c in self.contrasts:
+            if c.name == name:
+                return c
+        allowed = ", ".join(c.name for c in self.contrasts) or "none"
+        raise ValueError(f"ablation: {name!r} unknown for world {self.name!r}; allowed {allowed}")
 
     def key_fields(self) -> tuple[str, ...]:
         """The fields of a results line that name a session: world, agent, then :attr:`session_keys`."""

@@ -14,6 +14,7 @@ import os
 import warnings
 
 from luca_gym import harness as ev
+from luca_gym import paired as ablation
 from luca_gym import worlds
 from luca_gym._deprecated import moved_name
 from luca_gym.protocol import load
@@ -54,6 +55,9 @@ def write_report(results: str, out_dir: str | None = None) -> str:
             parts += load(world.report)(mine, out_dir, source=results, notes=read.notes())
         else:
             parts += [f"## {name}", ev.world_table(mine, name)]
+            paired = ablation.section(mine, world)
+            if paired:
+                parts.append(paired)
     text = "\n\n".join(parts) + "\n"
     with open(os.path.join(out_dir, "report.md"), "w", encoding="utf-8") as f:
         f.write(text)

@@ -185,7 +185,18 @@ def test_plan_crosses_the_arms_and_keys_them_apart():
 
 
 def test_cli_conditions_from_flags_and_ablations():
-    parse = lambda *a: conditions(build_parser().parse_args(["eval", *a]))  # noqa: E731
+    """LUCA's flags give the conditions; the generic --ablation plans both arms
+    of the world's contrasts and refuses one the user fixed."""
+    from luca_gym import worlds
+    from luca_gym.cli import ablation_arms
+    from luca_gym.protocol import load
+
+    world = worlds.get("luca")
+
+    def parse(*argv):
+        args = build_parser().parse_args(["eval", *argv])
+        return ablation_arms(args, world, load(world.cli), conditions(args))
+
     assert parse() == {"backwards": False, "vocabulary": "invented", "stance": "suppress"}
     assert parse("--ablation", "vocabulary,stance", "--backwards") == {
         "backwards": True, "vocabulary": ["invented", "real"], "stance": ["suppress", "permit"]}
@@ -193,8 +204,10 @@ def test_cli_conditions_from_flags_and_ablations():
         "backwards": [False, True], "vocabulary": "real", "stance": "suppress"}
     with pytest.raises(UsageError, match="ablation: backwards runs both arms; drop --backwards"):
         parse("--ablation", "backwards", "--backwards")
-    with pytest.raises(UsageError, match="ablation: 'names' unknown; allowed backwards, vocabulary, stance"):
+    with pytest.raises(UsageError, match="ablation: 'names' unknown for world 'luca'; allowed backwards, vocabulary, stance"):
         parse("--ablation", "names")
+    with pytest.raises(UsageError, match=r"ablation: stance runs both arms; drop --set stance=\.\.\."):
+        parse("--ablation", "stance", "--set", "stance=permit")
 
 
 def test_records_written_before_the_fields_read_as_invented_and_suppress(tmp_path):

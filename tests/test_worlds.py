@@ -99,6 +99,40 @@ def test_maskable_ppo_trains_on_a_world_it_does_not_name(tmp_path):
         train_maskable_ppo(world="toy", n_bits=0, steps=8, num_envs=2, out=str(tmp_path / "bad"))
 
 
+def test_ablations_are_a_worlds_contrasts():
+    """The generic ablation: a toy with a contrast over n_bits plans both arms
+    from --ablation, pairs sessions by seed and reports Δ with its interval;
+    the main tables keep the default arm. No generic file names the toy."""
+    import dataclasses
+
+    from luca_gym import paired
+    from luca_gym.cli import UsageError, ablation_arms, build_parser
+    from luca_gym.protocol import Contrast
+
+    size = Contrast("size", "n_bits", (6, 8), ("six", "eight"), minuend=8, title="Switch count")
+    world = dataclasses.replace(toy_world.WORLD, contrasts=(size,))
+    args = build_parser().parse_args(["eval", "--world", "toy", "--ablation", "size"])
+    assert ablation_arms(args, world, None, {}) == {"n_bits": [6, 8]}
+    fixed = build_parser().parse_args(["eval", "--world", "toy", "--ablation", "size", "--set", "n_bits=6"])
+    with pytest.raises(UsageError, match=r"drop --set n_bits=\.\.\."):
+        ablation_arms(fixed, world, None, {})
+    with pytest.raises(UsageError, match="'size' unknown for world 'toy'; allowed none"):
+        ablation_arms(args, toy_world.WORLD, None, {})
+
+    rng = np.random.default_rng(0)
+    six, eight = rng.uniform(0.5, 1, 10), rng.uniform(0.5, 1, 10)
+    records = [{"world": "toy", "agent": "probe-then-guess", "n_bits": n, "seed": s, "scores": {"accuracy": float(v[s])}}
+               for n, v in ((6, six), (8, eight)) for s in range(10) if (n, s) != (8, 3)]
+    (row,) = paired.paired(records, world, "size")
+    keep = np.arange(10) != 3
+    assert row.n == 9 and row.setting == () and row.delta == pytest.approx((eight - six)[keep].mean())
+    assert row.ci[0] <= row.delta <= row.ci[1] and row.p == pytest.approx(__import__("scipy").stats.wilcoxon((eight - six)[keep]).pvalue)
+    text = paired.section(records, world)
+    assert "#### Switch count" in text and f"| probe-then-guess | 9 | {six[keep].mean():.3f} ± {six[keep].std():.3f} |" in text
+    main, note = paired.main_records(records, world)
+    assert [r["n_bits"] for r in main] == [6] * 10 and "9 are ablation arms" in note
+
+
 def test_count_traces_sees_a_new_shape():
     f = jax.jit(lambda x: x * 2)
     f(jax.numpy.ones(3))

@@ -21,7 +21,7 @@ rules, observation, reward), :mod:`~luca_gym.worlds.luca.scoring`,
 of the parts.
 """
 
-from luca_gym.protocol import World
+from luca_gym.protocol import Contrast, World
 
 WORLD = World(
     name="luca",
@@ -50,6 +50,15 @@ WORLD = World(
     key_defaults=(("vocabulary", "invented"), ("stance", "suppress")),
     required_scores=("composite", "prediction", "diagnosis", "rescue", "budget_fraction", "single_gene_fraction",
                      "gene_coverage", "block_fraction", "redundancy", "commit_point", "n_alt"),
+    # The paper's ablations (appendix E): Δ = forward - backward, real - invented, permit - suppress.
+    contrasts=(
+        Contrast("backwards", "backwards", (False, True), ("forward", "backward"), minuend=False,
+                 title="Backwards organisms (paper appendix E.1, Table 13)"),
+        Contrast("vocabulary", "vocabulary", ("invented", "real"), ("invented", "real"), minuend="real",
+                 title="Gene names (paper appendix E.2, Table 14)"),
+        Contrast("stance", "stance", ("suppress", "permit"), ("suppress", "permit"), minuend="permit",
+                 title="Prompt stance (paper appendix E.2, Table 14)"),
+    ),
 )
 
 __all__ = ["WORLD"]

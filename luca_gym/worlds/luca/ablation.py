@@ -27,49 +27,28 @@ paper's null control for a substrate effect), when the heuristic is there.
 
 from __future__ import annotations
 
-import warnings
-from dataclasses import dataclass
-
 import numpy as np
 
+from luca_gym import paired as generic
+from luca_gym.paired import (  # noqa: F401 -- the statistics are the generic ones, re-exported
+    BOOTSTRAP_SEED,
+    LEVEL,
+    RESAMPLES,
+    Paired,
+    bootstrap_ci,
+    format_p,
+    wilcoxon_p,
+)
+from luca_gym.protocol import Contrast  # noqa: F401
 from luca_gym.summaries import agents_in
-from luca_gym.worlds.luca.evaluation import KEY_DEFAULTS, SCORE_FIELDS
+from luca_gym.worlds.luca import WORLD
+from luca_gym.worlds.luca.evaluation import SCORE_FIELDS
 from luca_gym.worlds.luca.spec import MODES, TIER_NAMES
 
-CONDITION_FIELDS = ("backwards", "vocabulary", "stance")
-DEFAULT_CONDITION = {"backwards": False, **KEY_DEFAULTS}
-RESAMPLES = 10_000
-BOOTSTRAP_SEED = 0
-LEVEL = 0.95
+CONTRASTS = {c.name: c for c in WORLD.contrasts}  # backwards, vocabulary, stance
+CONDITION_FIELDS = tuple(c.field for c in WORLD.contrasts)
+DEFAULT_CONDITION = {c.field: c.default for c in WORLD.contrasts}
 NULL_CONTROL = "heuristic"  # the agent whose Δ the backwards table subtracts (the paper's)
-
-
-@dataclass(frozen=True)
-class Contrast:
-    """Two arms of one condition field; Δ = ``minuend`` arm - ``subtrahend`` arm."""
-
-    field: str
-    arms: tuple  # (default arm, manipulated arm), in table order
-    labels: tuple  # the arms' names in tables
-    minuend: object
-
-    @property
-    def subtrahend(self):
-        return self.arms[1] if self.minuend == self.arms[0] else self.arms[0]
-
-    def label(self, value) -> str:
-        return self.labels[self.arms.index(value)]
-
-    @property
-    def delta_text(self) -> str:
-        return f"{self.label(self.minuend)} - {self.label(self.subtrahend)}"
-
-
-CONTRASTS = {
-    "backwards": Contrast("backwards", (False, True), ("forward", "backward"), minuend=False),
-    "vocabulary": Contrast("vocabulary", ("invented", "real"), ("invented", "real"), minuend="real"),
-    "stance": Contrast("stance", ("suppress", "permit"), ("suppress", "permit"), minuend="permit"),
-}
 
 
 def condition(record: dict) -> dict:
@@ -77,88 +56,25 @@ def condition(record: dict) -> dict:
     return {f: record.get(f, DEFAULT_CONDITION[f]) for f in CONDITION_FIELDS}
 
 
-# -- statistics ----------------------------------------------------------------
-def bootstrap_ci(differences, resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED, level: float = LEVEL) -> tuple[float, float]:
-    """Percentile-bootstrap interval of the mean of ``differences``: the pairs
-    resampled with replacement ``resamples`` times (numpy, ``seed``), the
-    ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles of the resampled means."""
-    d = np.asarray(differences, float)
-    if d.size == 0:
-        raise ValueError("differences: empty; a bootstrap needs at least one pair")
-    rng = np.random.default_rng(seed)
-    means = d[rng.integers(0, d.size, size=(resamples, d.size))].mean(axis=1)
-    lo, hi = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
-    return float(lo), float(hi)
-
-
-def wilcoxon_p(differences) -> float | None:
-    """Two-sided paired Wilcoxon signed-rank p of ``differences``
-    (``scipy.stats.wilcoxon``, zero differences dropped); None when every
-    difference is zero (or there are none): the test is then undefined."""
-    from scipy.stats import wilcoxon
-
-    d = np.asarray(differences, float)
-    if not np.any(d != 0):
-        return None
-    with warnings.catch_warnings():  # scipy warns on ties and few pairs; the p it returns stands
-        warnings.simplefilter("ignore")
-        return float(wilcoxon(d, zero_method="wilcox", alternative="two-sided").pvalue)
-
-
-@dataclass(frozen=True)
-class Paired:
-    """One contrast of one agent in one condition, over its paired seeds."""
-
-    contrast: str
-    agent: str
-    tier: str
-    mode: str
-    n_genes: int
-    fixed: tuple  # ((field, value), ...): the other two condition fields
-    seeds: tuple
-    arms: dict  # arm value -> (mean, population std) over the paired seeds
-    delta: float
-    ci: tuple
-    p: float | None
-
-    @property
-    def n(self) -> int:
-        return len(self.seeds)
+def fixed(p: Paired) -> tuple:
+    """((field, value), ...): the other two condition fields of a comparison."""
+    own = CONTRASTS[p.contrast].field
+    return tuple((f, getattr(p, f)) for f in CONDITION_FIELDS if f != own)
 
 
 def paired(records, contrast: str, metric: str = "composite", resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED) -> list[Paired]:
     """Every paired comparison of ``contrast`` (a key of :data:`CONTRASTS`)
-    that ``records`` hold both arms of, with at least one seed in common."""
+    that ``records`` hold both arms of, with at least one seed in common
+    (:func:`luca_gym.paired.paired`), in the paper's order: N,
+    mode, tier, default arms first, agents in the baselines' order."""
     if contrast not in CONTRASTS:
         raise ValueError(f"contrast: {contrast!r} unknown; allowed {', '.join(CONTRASTS)}")
     if metric not in SCORE_FIELDS:
         raise ValueError(f"metric: {metric!r} unknown; allowed {', '.join(SCORE_FIELDS)}")
-    c = CONTRASTS[contrast]
-    others = tuple(f for f in CONDITION_FIELDS if f != c.field)
-    cells: dict = {}
-    for r in records:
-        cond = condition(r)
-        if cond[c.field] not in c.arms:
-            continue
-        group = (r["agent"], r["tier"], r["mode"], r["n_genes"], tuple((f, cond[f]) for f in others))
-        cells.setdefault(group, {}).setdefault(cond[c.field], {})[r["seed"]] = float(r["scores"][metric])
-    out = []
-    for (agent, tier, mode, n, fixed), arms in cells.items():
-        if len(arms) < 2:
-            continue
-        seeds = tuple(sorted(set(arms[c.arms[0]]) & set(arms[c.arms[1]])))
-        if not seeds:
-            continue
-        values = {arm: np.array([arms[arm][s] for s in seeds]) for arm in c.arms}
-        diffs = values[c.minuend] - values[c.subtrahend]
-        out.append(Paired(
-            contrast, agent, tier, mode, n, fixed, seeds,
-            {arm: (float(v.mean()), float(v.std())) for arm, v in values.items()},
-            float(diffs.mean()), bootstrap_ci(diffs, resamples, seed), wilcoxon_p(diffs),
-        ))
+    out = generic.paired(records, WORLD, contrast, metric, resamples, seed)
     order = agents_in([{"agent": p.agent} for p in out])
-    arm_order = lambda fixed: tuple(CONTRASTS[f].arms.index(v) for f, v in fixed)  # noqa: E731 -- default arms first
-    out.sort(key=lambda p: (p.n_genes, MODES.index(p.mode), TIER_NAMES.index(p.tier), arm_order(p.fixed), order.index(p.agent)))
+    arm_order = lambda p: tuple(CONTRASTS[f].arms.index(v) for f, v in fixed(p))  # noqa: E731 -- default arms first
+    out.sort(key=lambda p: (p.n_genes, MODES.index(p.mode), TIER_NAMES.index(p.tier), arm_order(p), order.index(p.agent)))
     return out
 
 
@@ -167,15 +83,7 @@ def _pm(stats) -> str:
     return f"{stats[0]:.3f} ± {stats[1]:.3f}"
 
 
-def format_p(p: float | None) -> str:
-    """p as the paper prints it (0.50, 0.017); ``n/a`` when undefined."""
-    if p is None:
-        return "n/a"
-    return f"{p:.2f}" if p >= 0.095 else f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
-
-
-def _ci(ci) -> str:
-    return f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
+_ci = generic.format_ci
 
 
 def _fixed_text(fixed) -> str:
@@ -189,11 +97,11 @@ def backwards_table(records, metric: str = "composite") -> str:
     ``records`` hold no paired forward and backwards sessions."""
     rows = paired(records, "backwards", metric)
     blocks = []
-    for cond in dict.fromkeys((p.tier, p.mode, p.n_genes, p.fixed) for p in rows):
-        group = [p for p in rows if (p.tier, p.mode, p.n_genes, p.fixed) == cond]
+    for cond in dict.fromkeys((p.tier, p.mode, p.n_genes, fixed(p)) for p in rows):
+        group = [p for p in rows if (p.tier, p.mode, p.n_genes, fixed(p)) == cond]
         heur = next((p for p in group if p.agent == NULL_CONTROL), None)
-        tier, mode, n, fixed = cond
-        lines = [f"**{tier} {mode}, N={n}, {_fixed_text(fixed)}** ({metric}; Δ = forward - backward)", "",
+        tier, mode, n, arms = cond
+        lines = [f"**{tier} {mode}, N={n}, {_fixed_text(arms)}** ({metric}; Δ = forward - backward)", "",
                  "| Model | n | Forward | Backward | Δ | 95% CI | p | Δ - Δheur |", "|" + " --- |" * 8]
         for p in group:
             adjusted = "—" if heur is None or p is heur else f"{p.delta - heur.delta:+.3f}"
@@ -244,7 +152,7 @@ def contrast_table(records, contrasts=("vocabulary", "stance"), metric: str = "c
     rows = [p for name in contrasts for p in paired(records, name, metric)]
     for p in rows:
         c = CONTRASTS[p.contrast]
-        at = _fixed_text(p.fixed) + ("" if p.mode == "healthy" else f", {p.mode}")
+        at = _fixed_text(fixed(p)) + ("" if p.mode == "healthy" else f", {p.mode}")
         lines.append(f"| {p.tier}, N={p.n_genes} | {p.agent} | {c.delta_text} | {at} | {p.n} | {p.delta:+.3f} | {_ci(p.ci)} "
                      f"| {format_p(p.p)} |")
     return "\n".join(lines) if rows else ""

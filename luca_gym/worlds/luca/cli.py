@@ -27,7 +27,7 @@ from luca_gym.worlds.luca.spec import MODES, TIER_NAMES
 TIER_CHOICES = "{" + ",".join(TIER_NAMES) + "}"
 MODE_CHOICES = "{" + ",".join(MODES) + "}"
 
-ABLATIONS = ("backwards", "vocabulary", "stance")  # luca_gym.worlds.luca.ablation.CONTRASTS
+ABLATIONS = ("backwards", "vocabulary", "stance")  # WORLD.contrasts' names (the generic eval's --ablation)
 
 
 def ablation_arguments(p) -> None:
@@ -36,26 +36,19 @@ def ablation_arguments(p) -> None:
     p.add_argument("--stance", default=None, metavar="{suppress,permit}",
                    help="the system prompt on biological knowledge: suppress (default) or permit (appendix E.2; "
                         "tool-calling agents read it, baselines do not)")
-    p.add_argument("--ablation", default=None, metavar="NAMES",
-                   help=f"comma-separated, of {', '.join(ABLATIONS)}: run both arms of each (e.g. vocabulary,stance: "
-                        f"the 2x2), paired by seed; `luca-gym report` adds the paired tests")
 
 
 def conditions(args) -> dict:
     """``backwards``, ``vocabulary`` and ``stance`` for :func:`luca_gym.harness.plan_world`
-    from ``--backwards``, ``--vocabulary``, ``--stance`` and ``--ablation``
-    (which plans both arms of each contrast it names)."""
-    from luca_gym.worlds.luca.ablation import CONTRASTS
+    from ``--backwards``, ``--vocabulary`` and ``--stance`` (``--ablation``, the
+    generic command's, then plans both arms of a contrast)."""
+    return {"backwards": args.backwards, "vocabulary": args.vocabulary or "invented", "stance": args.stance or "suppress"}
 
-    values = {"backwards": args.backwards, "vocabulary": args.vocabulary or "invented", "stance": args.stance or "suppress"}
-    given = {"backwards": args.backwards, "vocabulary": args.vocabulary is not None, "stance": args.stance is not None}
-    for name in names(args.ablation, "ablation", ", ".join(ABLATIONS)) if args.ablation is not None else []:
-        if name not in CONTRASTS:
-            raise UsageError(f"ablation: {name!r} unknown; allowed {', '.join(ABLATIONS)}")
-        if given[name]:
-            raise UsageError(f"ablation: {name} runs both arms; drop --{name}, which fixes one")
-        values[name] = list(CONTRASTS[name].arms)
-    return values
+
+def given_settings(args) -> set:
+    """The conditions the user fixed with an option (``--ablation`` refuses to vary them)."""
+    return {name for name, given in (("backwards", args.backwards), ("vocabulary", args.vocabulary is not None),
+                                     ("stance", args.stance is not None)) if given}
 
 
 def cmd_fidelity(args) -> int:
@@ -181,6 +174,15 @@ class LucaCLI:
             "n_genes": ints(_given(args.n_genes, "20"), "n-genes"),
             **conditions(args),
         }
+
+    def given_settings(self, args) -> set:
+        return given_settings(args)
+
+    def progress_label(self, spec) -> str:
+        """The progress bar's line for a session: its organism and the arms that differ from the default."""
+        arms = [a for a, on in (("backwards", spec.backwards), (spec.vocabulary, spec.vocabulary != "invented"),
+                                (spec.stance, spec.stance != "suppress")) if on]
+        return f"{spec.agent} {spec.tier} {spec.mode} N={spec.n_genes}{''.join(' ' + a for a in arms)} seed {spec.seed}"
 
     def eval_summary(self, records, specs) -> str:
         """The composite table per N (the paper's figures in brackets), the
