@@ -37,8 +37,11 @@ ablation: $(STAMP)
 	$(ABLATION) --tiers hard --n-genes 30 --ablation vocabulary,stance
 	$(BIN)/luca-gym report results/ablation
 
+# Two workers; tests that share an expensive program or organism (N=80, 320,
+# 1280, the traced generator) carry one xdist_group and run on one worker, so
+# it is compiled and generated once.
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 2 --durations=15
+	$(BIN)/python -m pytest -n 2 --dist loadgroup --durations=15
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/solver.py

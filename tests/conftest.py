@@ -16,6 +16,26 @@ import pytest
 from luca_gym.worlds.luca import sim, spec, generator as world
 from luca_gym.worlds.luca.types import Organism
 
+def pytest_collection_modifyitems(config, items):
+    """``make test`` runs ``--dist loadgroup``: tests marked
+    ``xdist_group(name)`` (sharing an expensive organism or program) run on
+    one worker. pytest-xdist tags such a test's node id with ``@name`` by
+    writing ``Node._nodeid``, which pytest 9.2 no longer reads (node ids are
+    ``Node._id`` now), so the tag is written here the way pytest keeps it.
+    Where neither attribute exists the groups are ignored (plain ``load``:
+    slower, still correct)."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    try:
+        from _pytest.nodeid import NodeId
+    except ImportError:
+        return
+    for item in items:
+        groups = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")})
+        if groups and "@" not in item.nodeid.rsplit("]", 1)[-1] and hasattr(item, "_id"):
+            item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(groups)}")
+
+
 TIERS = spec.TIER_NAMES
 MODES = spec.MODES
 GUARANTEE_SEEDS = range(20)

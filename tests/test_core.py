@@ -477,7 +477,7 @@ def test_reset_is_a_pure_function_of_key_and_organism():
 
 
 def test_reset_refuses_an_organism_of_another_size():
-    params = params_of("easy", "healthy")
-    small = world.make_organism(0, "easy", 10, "healthy")
+    params = core.make_params("easy", 2 * N, "healthy")  # an N=20 organism (compiled for the other tests) is the wrong size
+    small = world.make_organism(0, "easy", N, "healthy")
     with pytest.raises(ValueError, match="organism"):
-        core.reset(core.noise_key(0, "easy", 10), small.arrays, params)
+        core.reset(core.noise_key(0, "easy", N), small.arrays, params)

@@ -281,10 +281,10 @@ def test_resume_after_killed_sweep(tmp_path):
     out = tmp_path / "results"
     cmd = luca_gym_command() + [
         "eval", "--agents", "random,heuristic", "--tiers", "easy", "--modes", "healthy,disease",
-        "--seeds", "0-9", "--out", str(out), "--quiet",
+        "--seeds", "0-4", "--out", str(out), "--quiet",
     ]
     expected = {("luca", a, "easy", m, 20, s, False, "invented", "suppress") for a in ("random", "heuristic") for m in ("healthy", "disease")
-                for s in range(10)}
+                for s in range(5)}
     path = out / ev.SESSIONS_FILE
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

@@ -466,15 +466,21 @@ def test_grouped_generation_matches_one_at_a_time(monkeypatch):
 
 
 @functools.cache
-def _traced_batch(seeds: tuple, tier: str, mode: str):
+def _traced_fn(tier: str, mode: str):
+    """``traced_generate`` vmapped over seeds in a jit, the attempt limit a traced argument."""
     p, t = world.plan(N, mode), world.tier_params(tier, N)
+    return jax.jit(jax.vmap(lambda h, l, m: world.traced_generate(h, l, t, p, max_attempts=m), in_axes=(0, 0, None)))
+
+
+@functools.cache
+def _traced_batch(seeds: tuple, tier: str, mode: str, max_attempts: int = world.MAX_ATTEMPTS):
     seeds = np.asarray(seeds, np.int64)
     hi, lo = (seeds >> 32).astype(np.uint32), (seeds & 0xFFFFFFFF).astype(np.uint32)
-    fn = jax.jit(jax.vmap(lambda h, l: world.traced_generate(h, l, t, p)))
-    arrays, ok = fn(hi, lo)
+    arrays, ok = _traced_fn(tier, mode)(hi, lo, np.int32(max_attempts))
     return as_numpy(arrays), np.asarray(ok)
 
 
+@pytest.mark.xdist_group("traced-generator")
 def test_traced_generate_equals_generate_with_its_retries():
     """``traced_generate`` (attempts in a lax.while_loop, inside a user's jit)
     gives the organisms ``generate`` gives (attempts retried on the host),
@@ -488,16 +494,19 @@ def test_traced_generate_equals_generate_with_its_retries():
     for k in FIELDS:
         np.testing.assert_allclose(traced[k].astype(np.float64), hosted[k].astype(np.float64), atol=1e-6, err_msg=k)
     # at least one of these seeds needed a second attempt, so the loop was exercised
-    first = generator.attempt_batch(np.zeros(12, np.uint32), np.arange(12, dtype=np.uint32), np.zeros(12, np.int32),
-                                    world.tier_params("hard", N), world.plan(N, "disease"), 1)[1]
-    assert not np.asarray(first).all()
+    # (each seed's first attempt through generate's own 1-organism program: no new compile)
+    t, p = world.tier_params("hard", N), world.plan(N, "disease")
+    one = lambda s: generator.run_attempt_batch(np.zeros(1, np.uint32), np.full(1, s, np.uint32), np.zeros(1, np.int32),  # noqa: E731
+                                                t, p, world.map_batch())[1]
+    assert not all(bool(np.asarray(one(s))[0]) for s in seeds)
 
 
+@pytest.mark.xdist_group("traced-generator")
 def test_traced_generate_reports_exhausted_attempts():
-    """With no attempts allowed the organism is not generated, and says so."""
-    p, t = world.plan(N, "healthy"), world.tier_params("easy", N)
-    _, ok = jax.jit(lambda: world.traced_generate(np.uint32(0), np.uint32(1), t, p, max_attempts=0))()
-    assert not bool(ok)
+    """With no attempts allowed the organism is not generated, and says so
+    (the same compiled program as above: the attempt limit is traced)."""
+    _, ok = _traced_batch(tuple(range(12)), "hard", "disease", max_attempts=0)
+    assert not ok.any()
 
 
 def test_fresh_rollout_generates_in_the_jit_and_matches_rollout():

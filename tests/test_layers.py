@@ -206,12 +206,12 @@ def test_luca_config_reaches_the_functions_in_either_order():
     from luca_gym.worlds.luca import core, generator
     from luca_gym.worlds.luca.config import LucaConfig
 
-    config = LucaConfig("easy", "disease", 12)
-    assert config.params(budget=9) == core.make_params("easy", 12, "disease", budget=9)
-    assert config.organism(3).fingerprint() == generator.make_organism(3, "easy", 12, "disease").fingerprint()
+    config = LucaConfig("easy", "disease", 20)
+    assert config.params(budget=9) == core.make_params("easy", 20, "disease", budget=9)
+    assert config.organism(3).fingerprint() == generator.make_organism(3, "easy", 20, "disease").fingerprint()
     session = config.session(max_steps=5)
     session.open(3)
-    assert (session.tier, session.mode, session.n_genes, session.params.max_steps) == ("easy", "disease", 12, 5)
+    assert (session.tier, session.mode, session.n_genes, session.params.max_steps) == ("easy", "disease", 20, 5)
 
 
 def test_luca_gym_worlds_lists_the_registry(capsys):

@@ -192,14 +192,17 @@ def test_disease_beyond_the_dense_family_is_refused_up_front():
         mf.ModelFitPolicy(LOCAL).reset(core.make_params("medium", 20, "disease"), 0)
 
 
+@pytest.mark.xdist_group("n40")
 def test_local_family_plays_a_large_organism_through_the_harness():
-    """N=48 (above the dense family): per task the six singles of its genes,
-    the task's own first, then repeats of them; nothing else is measured;
-    each task keeps to its share of the budget; both tasks answered well;
-    the session replays exactly."""
-    spec = luca_spec("model-fit", "medium", "healthy", 48, 3)
-    record = ev.run_session(mf.ModelFitPolicy(mf.AgentConfig(local_rounds=2, local_fit=LOCAL.local_fit,
-                                                               local_refit=LOCAL.local_refit)), spec)
+    """N=40, above the family's dense_max (30 here, so the organism is one the
+    other N=40 tests generate): per task the six singles of its genes, the
+    task's own first, then repeats of them; nothing else is measured; each
+    task keeps to its share of the budget; both tasks answered well; the
+    session replays exactly."""
+    config = mf.AgentConfig(local_rounds=2, local_fit=LOCAL.local_fit, local_refit=LOCAL.local_refit, dense_max=30)
+    assert config.family == "auto" and config.uses_local(40) and not config.uses_local(30)
+    spec = luca_spec("model-fit", "medium", "healthy", 40, 1)  # its two tasks share no gene: each task's singles are its own
+    record = ev.run_session(mf.ModelFitPolicy(config), spec)
     calls = record["calls"]
     assert calls[-1]["call"] == "end" and [c["call"] for c in calls].count("submit_prediction") == 2
     assert not [c for c in calls if "error" in c["result"]]
@@ -218,8 +221,7 @@ def test_local_family_plays_a_large_organism_through_the_harness():
         kinds = {(g, t["type"]) for c in experiments for g, t in c["arguments"]["interventions"].items()}
         assert len(kinds) == 6
     assert record["scores"]["prediction"] >= 0.5
-    again = ev.run_session(mf.ModelFitPolicy(mf.AgentConfig(local_rounds=2, local_fit=LOCAL.local_fit,
-                                                              local_refit=LOCAL.local_refit)), spec)
+    again = ev.run_session(mf.ModelFitPolicy(config), spec)
     assert again["calls"] == calls and again["scores"] == record["scores"]
 
 

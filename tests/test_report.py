@@ -1,7 +1,7 @@
 """The report's figures, the network drawing and the session view (``luca-gym show``).
 
 One small results folder is swept once per module (two baselines, easy, both
-modes, N=20 and a healthy N=8 for scaling, two seeds); the figure functions are
+modes, N=20 and a healthy N=40 for scaling, two seeds); the figure functions are
 checked through the figures they build (panels, error bars, paper marks, tick
 labels) and the PNGs they write.
 """
@@ -30,6 +30,9 @@ from luca_gym.worlds.luca.fidelity import PAPER_TABLE8
 from luca_gym.worlds.luca import tables as luca_tables
 from luca_gym.worlds.luca import report as luca_report
 
+# N=40 organisms: generated on the worker that runs the other N=40 tests
+pytestmark = pytest.mark.xdist_group("n40")
+
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 AGENTS = ["random", "heuristic"]
 SEEDS = [0, 1]
@@ -39,7 +42,7 @@ SEEDS = [0, 1]
 def results(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("results")
     ev.sweep(ev.plan(AGENTS, ["easy"], ["healthy", "disease"], [20], SEEDS), str(folder))
-    ev.sweep(ev.plan(AGENTS, ["easy"], ["healthy"], [8], SEEDS), str(folder))
+    ev.sweep(ev.plan(AGENTS, ["easy"], ["healthy"], [40], SEEDS), str(folder))
     return folder
 
 
@@ -111,7 +114,7 @@ def test_composite_has_error_bars_and_paper_marks(records, tmp_path, figures):
 
 
 def test_composite_marks_no_paper_figures_off_the_papers_size(records, tmp_path, figures):
-    luca_report.figure_composite(records, str(tmp_path / "c8.png"), 8)
+    luca_report.figure_composite(records, str(tmp_path / "c40.png"), 40)
     (ax,) = figures[0].axes
     assert "paper (Tables 6-7)" not in [line.get_label() for line in ax.get_lines()]
     assert len(errorbar_containers(ax)) == len(AGENTS)
@@ -156,8 +159,8 @@ def test_scaling_ticks_at_the_n_values_with_three_panels(records, tmp_path, figu
     assert len(fig.axes) == 3
     for ax in fig.axes:
         assert ax.get_xscale() == "log"
-        assert list(ax.get_xticks()) == [8, 20]
-        assert [t.get_text() for t in ax.get_xticklabels()] == ["8", "20"]
+        assert list(ax.get_xticks()) == [20, 40]
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["20", "40"]
         assert len(errorbar_containers(ax)) == len(AGENTS)
     assert [ax.get_title()[:3] for ax in fig.axes] == ["(a)", "(b)", "(c)"]
     # easy healthy: the paper has no figures for it, so none are marked
@@ -170,7 +173,7 @@ def test_scaling_marks_the_papers_medium_healthy_figures(records, tmp_path, figu
     prediction, budget, coverage = figures[0].axes
     for a in AGENTS:
         line = paper_line(prediction, f"{a} (paper)")
-        assert list(line.get_xdata()) == [20]  # only at N values present
+        assert list(line.get_xdata()) == [20, 40]  # only at N values present
         assert list(line.get_ydata()) == [luca_tables.PAPER_SCALING[a][20]]
     assert list(paper_line(budget, "heuristic (paper)").get_ydata()) == [luca_report.PAPER_STRATEGY["heuristic"]["budget_fraction"]]
     assert list(paper_line(coverage, "heuristic (paper)").get_ydata()) == [luca_report.PAPER_STRATEGY["heuristic"]["gene_coverage"]]
@@ -251,8 +254,8 @@ def test_show_session_names_the_one_drawn_when_several_match(results, tmp_path):
 
 
 def test_show_session_default_path_is_in_the_results_folder(results):
-    message = report.show_session(str(results / ev.SESSIONS_FILE), 0, "random", None, mode="healthy", n_genes=8)
-    assert message == str(results / "session_random_easy_healthy_0_N8.png")
+    message = report.show_session(str(results / ev.SESSIONS_FILE), 0, "random", None, mode="healthy", n_genes=40)
+    assert message == str(results / "session_random_easy_healthy_0_N40.png")
     assert_png(message)
 
 

@@ -383,6 +383,7 @@ def test_solve_organisms_matches_solve_alone():
     np.testing.assert_array_equal(np.asarray(many.converged), [bool(r.converged) for r in alone])
 
 
+@pytest.mark.xdist_group("n80")
 def test_stack_refuses_mixed_sizes():
     with pytest.raises(ValueError, match=r"organisms: .*\[20, 80\]"):
         sim.stack([make(0, "easy", 20), make(0, "easy", 80)])
@@ -561,6 +562,7 @@ def _check_solves_at(o):
     assert np.abs(phen - np.asarray(o.arrays.baseline_phenotypes)).max() > 0.01
 
 
+@pytest.mark.xdist_group("n80")
 @pytest.mark.parametrize("tier", TIERS)
 def test_solves_at_n80(tier):
     _check_solves_at(make(0, tier, 80))
@@ -572,6 +574,7 @@ def test_solves_at_n20():
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("n320")
 @pytest.mark.parametrize("tier", TIERS)
 def test_solves_at_n320(tier):
     o = make(0, tier, 320)
@@ -581,6 +584,7 @@ def test_solves_at_n320(tier):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("n1280")
 def test_solves_at_n1280():
     o = make_large(0, "medium", 1280)
     _check_solves_at(o)

@@ -110,20 +110,26 @@ def test_bad_construction_arguments():
 
 
 SHARD_SCRIPT = """
+import sys
 import jax, numpy as np
 from luca_gym.worlds.luca import core
-from luca_gym.worlds.luca.baselines.batched import random_policy\nfrom luca_gym.worlds.luca.functional import organism_batch, rollout
+from luca_gym.worlds.luca.baselines.batched import random_policy
+from luca_gym.worlds.luca.functional import rollout
+from luca_gym.worlds.luca.types import OrganismArrays
 assert len(jax.local_devices()) == 2, jax.local_devices()
+saved = np.load(sys.argv[1])
+organisms = OrganismArrays(**{k[2:]: saved[k] for k in saved.files if k.startswith("o_")})
+keys = saved["keys"]
 params = core.make_params("medium", 20, "disease")
-organisms, keys = organism_batch(range(8), "medium", 20, "disease")
 policy = random_policy(params)
 plain = rollout(policy, jax.random.PRNGKey(4), organisms, keys, params, 8)
 sharded = rollout(policy, jax.random.PRNGKey(4), organisms, keys, params, 8, shard=True)
 assert len(sharded[1].sharding.device_set) == 2
 for a, b in zip(plain, sharded):
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+three = jax.tree_util.tree_map(lambda x: x[:3], organisms)
 try:
-    rollout(policy, jax.random.PRNGKey(4), *organism_batch(range(3), "medium", 20, "disease"), params, 8, shard=True)
+    rollout(policy, jax.random.PRNGKey(4), three, keys[:3], params, 8, shard=True)
 except ValueError as exc:
     assert "batch" in str(exc)
 else:
@@ -133,13 +139,21 @@ print("sharded ok")
 
 
 @pytest.mark.slow
-def test_sharded_and_unsharded_rollouts_agree_on_two_cpu_devices():
+def test_sharded_and_unsharded_rollouts_agree_on_two_cpu_devices(tmp_path):
+    """The rollout sharded over two CPU devices (a process of its own, for the
+    device count) equals the unsharded one; the organisms come from this
+    process, generated with the shapes the other tests compile."""
+    import dataclasses
     import os
     import subprocess
     import sys
 
+    organisms, keys = organism_batch(range(8), "medium", 20, "disease")
+    path = tmp_path / "organisms.npz"
+    np.savez(path, keys=np.asarray(keys), **{f"o_{f.name}": np.asarray(getattr(organisms, f.name))
+                                              for f in dataclasses.fields(organisms)})
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu")
-    out = subprocess.run([sys.executable, "-c", SHARD_SCRIPT], env=env, capture_output=True, text=True, timeout=300)
+    out = subprocess.run([sys.executable, "-c", SHARD_SCRIPT, str(path)], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "sharded ok" in out.stdout
 
