@@ -316,11 +316,7 @@ def cmd_show(args) -> int:
     for text in args.set:
         key, values = _setting_values(text)
         filters[key] = values[0] if len(values) == 1 else values
-    record, note = report.pick_session(records, args.seed, args.agent, **filters)
-    viewer = report.viewer_of(record)
-    if viewer is None:
-        raise UsageError(f"world {record['world']!r} has no viewer to draw a session with")
-    out = args.out or os.path.join(report.results_folder(args.results), viewer.session_file_name(record))
+    record, viewer, out, note = report.session_to_draw(records, args.results, args.seed, args.agent, args.out, **filters)
     _writable_dir(os.path.dirname(os.path.abspath(out)), "out")
     viewer.draw_session(record, out)
     if note:

@@ -127,10 +127,17 @@ def show_session(results: str, seed, agent, out_path: str | None = None, **filte
     the session drawn when several matched (see :func:`pick_session`).
     ValueError for an unknown agent or seed, no session with the filters, or
     a world without a viewer."""
-    record, note = pick_session(ev.load_sessions(results), seed, agent, **filters)
+    record, viewer, out_path, note = session_to_draw(ev.load_sessions(results), results, seed, agent, out_path, **filters)
+    viewer.draw_session(record, out_path)
+    return out_path if note is None else f"{out_path} ({note})"
+
+
+def session_to_draw(records, results: str, seed, agent, out_path: str | None = None, **filters):
+    """What :func:`show_session` (and ``luca-gym show``) draws: (the record
+    :func:`pick_session` picks, its world's viewer, the path, the note or
+    None). ValueError where the world has no viewer."""
+    record, note = pick_session(records, seed, agent, **filters)
     viewer = viewer_of(record)
     if viewer is None:
         raise ValueError(f"world {record['world']!r} has no viewer (World.viewer) to draw a session with")
-    out_path = out_path or os.path.join(results_folder(results), viewer.session_file_name(record))
-    viewer.draw_session(record, out_path)
-    return out_path if note is None else f"{out_path} ({note})"
+    return record, viewer, out_path or os.path.join(results_folder(results), viewer.session_file_name(record)), note

@@ -81,13 +81,14 @@ def test_every_baseline_completes_clean_sessions_n20(env_for, agent, tier, mode)
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("n80")  # the N=80 organisms of test_sim and test_world, generated once
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("tier", TIERS)
-def test_every_baseline_completes_clean_sessions_n160(env_for, tier, mode):
+def test_every_baseline_completes_clean_sessions_n80(env_for, tier, mode):
     for agent in AGENTS:
-        record = session(env_for, agent, tier, mode, seed=0, n=160)
+        record = session(env_for, agent, tier, mode, seed=0, n=80)
         assert_clean(record)
-        assert record["budget"] == 160 + 23 + 8
+        assert record["budget"] == 80 + 11 + 8  # N + signals + 8
 
 
 def test_baselines_spend_budget_as_described(env_for):

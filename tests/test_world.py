@@ -32,11 +32,11 @@ def np_arrays(o):
 
 # -- determinism ---------------------------------------------------------------
 
+# Backwards organisms are pinned by test_golden's fingerprints (constants: the
+# same in every process); these need only the programs the other tests compile.
 FINGERPRINT_TRIPLES = [
     (0, "easy", 20, "healthy", False),
     (3, "hard", 20, "disease", False),
-    (5, "medium", 20, "healthy", True),
-    (1, "medium", 20, "disease", True),
     (2, "hard", 40, "healthy", False),
 ]
 

@@ -116,8 +116,10 @@ __all__ = [
 def __getattr__(name: str):
     # LUCA's field names, spec builder and paper tables moved into the world
     # (luca_gym.worlds.luca.evaluation, luca_gym.worlds.luca.tables): importable from here for one release.
-    if name == "AGENTS_ALLOWED":
-        return agents_allowed()
+    if name == "AGENTS_ALLOWED":  # the default world's (luca_gym.harness.agents computes it)
+        from luca_gym.harness import agents
+
+        return agents.AGENTS_ALLOWED
     from luca_gym._deprecated import moved_name
 
     return moved_name(__name__, name)
