@@ -19,6 +19,21 @@ from luca_gym import worlds
 from luca_gym.protocol import World
 from luca_gym.testing import check_world, count_traces
 
+@pytest.fixture(autouse=True, scope="module")
+def _no_cache_writes_here():
+    """Twice in full runs (session 2 in check_world on LUCA, session 3 in the
+    toy PPO's update), a worker died with "Fatal Python error: Aborted" inside
+    XLA's ``executable.serialize()``, called by JAX's persistent cache write
+    (``compilation_cache.put_executable_and_time``); it did not reproduce in
+    a process of its own. The programs compiled here are not written to the
+    cache (they are read from it as before): the tests check the worlds, not
+    the cache."""
+    previous = jax.config.jax_persistent_cache_min_compile_time_secs
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 1e9)
+    yield
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", previous)
+
+
 ALL_CHECKS = ["registry", "return-equals-headline", "refusals", "schemas", "replay", "sealed", "no-retrace", "text-env",
               "mcp", "flat", "flat-no-retrace", "check_env"]
 
