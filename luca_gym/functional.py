@@ -129,12 +129,14 @@ def make_pool(env: FlatCodec, seeds=None) -> Pool:
         raise ValueError("seeds: empty; a pool needs at least one instance seed")
     if seeds.max() >= DRAWN_SEED_LIMIT:
         raise ValueError(f"seeds: {int(seeds.max())} out of range for a pool; allowed 0..{DRAWN_SEED_LIMIT - 1}")
-    start, obs, mask = _open_sessions(env.instances(seeds), env)
+    start, obs, mask = open_sessions(env.instances(seeds), env)
     return Pool(start=start, obs=obs, mask=mask, seeds=jnp.asarray(seeds, jnp.int32), env=env)
 
 
 @partial(jax.jit, static_argnames=("env",))
-def _open_sessions(instances, env):
+def open_sessions(instances, env):
+    """Sessions on a batch of ``env.instances`` (B leading): (state, vectors
+    float32 (B, D), masks bool (B, K)), one jitted ``vmap(env.open)``."""
     return jax.vmap(env.open)(instances)
 
 

@@ -36,18 +36,13 @@ except ImportError as error:
 from gymnasium import spaces
 
 from luca_gym.boundary import check_flat_actions, reset_options
+from luca_gym.functional import TRAINING_SEED_START, open_sessions
 from luca_gym.protocol import FlatCodec
 from luca_gym.validate import DRAWN_SEED_LIMIT, check_positive_int, check_seed, short_repr
 
-TRAINING_SEED_LOW = 10_000  # above the evaluation seeds 0-19 with room to spare
+TRAINING_SEED_LOW = TRAINING_SEED_START  # 10 000: above the evaluation seeds 0-19 with room to spare
 GENERATION_BATCH = 16  # instances built ahead per refill
 REOPEN_ROWS = 16  # the fewest rows one autoreset opens (padding), fewer compiles
-
-
-@partial(jax.jit, static_argnames=("codec",))
-def _open(instances, codec):
-    """Sessions on ``instances`` (R leading): (state, vectors float32 (R, D), masks bool (R, K))."""
-    return jax.vmap(codec.open)(instances)
 
 
 @partial(jax.jit, static_argnames=("codec",))
@@ -55,7 +50,7 @@ def _reopen(rows, instances, state, codec):
     """``state`` with the sessions at ``rows`` (int32 (R,)) opened anew on
     ``instances``; a row may repeat with the same instance (padding). Returns
     (state, the new sessions' vectors (R, D) and masks (R, K))."""
-    fresh, vectors, masks = _open(instances, codec)
+    fresh, vectors, masks = open_sessions(instances, codec)
     state = jax.tree_util.tree_map(lambda full, new: full.at[rows].set(new), state, fresh)
     return state, vectors, masks
 
@@ -189,7 +184,7 @@ class FlatSB3VecEnv(VecEnv):
             options = reset_options(options, (self.seed_name,))
             if self.seed_name in options:
                 seeds[i] = check_seed(options[self.seed_name], f"options[{i}][{self.seed_name!r}]")
-        self.state, vectors, masks = _open(self._instances(seeds), self.codec)
+        self.state, vectors, masks = open_sessions(self._instances(seeds), self.codec)
         vectors, masks = jax.device_get((vectors, masks))
         self._vectors, self._masks = np.array(vectors), np.array(masks)
         self._stock = (np.zeros(0, np.int64), None)
