@@ -9,11 +9,13 @@ LUCA (``luca_gym.worlds.luca``) is the first; its most used names are
 re-exported here.
 
 Importing the package turns on JAX's persistent compilation cache
-(:mod:`luca_gym.compile_cache`; ``LUCA_GYM_CACHE_DIR=off`` disables it).
+(:mod:`luca_gym.compile_cache`; ``LUCA_GYM_CACHE_DIR=off`` disables it) and
+XLA's portable CPU math (the same instance, bit for bit, on every x86 CPU).
 """
 
 from luca_gym import compile_cache
 
+compile_cache.portable_math()  # before JAX's backend starts
 compile_cache.configure()  # before anything compiles: later runs reuse the compiled programs
 
 from luca_gym.worlds.luca.types import Organism, OrganismArrays, OrganismMeta, SteadyState

@@ -13,6 +13,10 @@ seconds. Where the cache lives:
 
 A cache folder that cannot be created disables the cache; nothing fails.
 
+Importing the package also asks XLA's CPU backend for its portable math
+(:func:`portable_math`), so an instance is the same, bit for bit, on every
+x86 CPU, whatever vector extensions it has.
+
 The cache skips XLA compilation, not tracing; the organism generator's
 traced program is therefore also stored (serialized with ``jax.export``) in
 ``<cache>/luca-gym-exports``, keyed by the package's source, JAX's version,
@@ -31,6 +35,36 @@ OFF = ("off", "0", "false", "no", "none")
 # Programs that compile faster than this are not worth a disk entry (JAX's
 # default is 1 s; many of ours take 0.2-1 s and add up on every start).
 MIN_COMPILE_SECONDS = 0.1
+
+
+# XLA's CPU backend computes exp, tanh and the like with code tuned to the host's
+# vector extensions where this is on: AVX-512 machines then give other float32
+# bits than AVX2 ones (seen here: every golden organism moved in its last bits,
+# and batched solves drifted from lone ones). Off, the same program gives the
+# same bits on both.
+PORTABLE_MATH_FLAG = "--xla_cpu_enable_platform_dependent_math=false"
+
+
+def portable_math() -> bool:
+    """Add :data:`PORTABLE_MATH_FLAG` to ``XLA_FLAGS`` unless the user set the
+    flag there already. JAX reads ``XLA_FLAGS`` when its backend starts, so
+    this must run before the first computation; it warns (and returns False)
+    where a backend already runs with other flags."""
+    import warnings
+
+    name = PORTABLE_MATH_FLAG.split("=")[0]
+    flags = os.environ.get("XLA_FLAGS", "")
+    if name in flags:
+        return True
+    os.environ["XLA_FLAGS"] = f"{flags} {PORTABLE_MATH_FLAG}".strip()
+    from jax._src import xla_bridge
+
+    if xla_bridge.backends_are_initialized():
+        warnings.warn("luca_gym was imported after JAX started its backend, so XLA's portable CPU math is not on: "
+                      "instances may differ in their last bits between CPUs (AVX-512 or not). Import luca_gym first, "
+                      f"or set XLA_FLAGS={PORTABLE_MATH_FLAG}", stacklevel=3)
+        return False
+    return True
 
 
 def default_dir() -> str:

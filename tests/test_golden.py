@@ -86,6 +86,23 @@ SESSIONS = {
 }
 
 
+def test_importing_the_package_asks_xla_for_portable_cpu_math():
+    """The golden organisms hold on AVX2 and AVX-512 CPUs alike only with XLA's
+    platform-dependent math off (its exp and tanh differ in the last bits):
+    importing luca_gym turns it off, and says so where it comes too late."""
+    import os
+    import subprocess
+    import sys
+
+    from luca_gym.compile_cache import PORTABLE_MATH_FLAG
+
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    run = lambda code: subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)  # noqa: E731
+    assert run("import os, luca_gym; print(os.environ['XLA_FLAGS'])").stdout.split() == [PORTABLE_MATH_FLAG]
+    late = run("import jax; jax.numpy.zeros(1).block_until_ready(); import luca_gym")
+    assert "portable CPU math is not on" in late.stderr and late.returncode == 0
+
+
 @pytest.mark.parametrize("key", sorted(FINGERPRINTS))
 def test_organisms_are_bitwise_the_golden_ones(key):
     seed, tier, n, mode, backwards = key.split("/")

@@ -330,10 +330,13 @@ def test_polish_traces_once_per_shape():
 
 def test_solve_interventions_matches_solve_alone():
     """``sim.solve`` alone vs the same rows inside a batch of 1000 through
-    ``solve_interventions`` (one organism): within 1e-6. Not bitwise: on CPU the
-    batched W @ s is a matrix product whose float32 rounding differs from the
-    single matrix-vector product, and a row whose residual sits near the
-    tolerance then stops one step earlier or later."""
+    ``solve_interventions`` (one organism). Not bitwise: on CPU the batched
+    W @ s is a matrix product whose float32 rounding differs from the single
+    matrix-vector product (by how much depends on the CPU's kernels: within
+    1e-6 on an AVX2 machine, 2.2e-6 on an AVX-512 one), and a row whose
+    residual sits near the tolerance then stops a step earlier or later.
+    Asserted: within 1e-5, the solver's own accuracy on a slowly converging
+    (hard) organism, and within 1e-6 for most rows."""
     rng = np.random.default_rng(5)
     worst = []
     for seed, tier, mode in [(3, "hard", "disease"), (0, "medium", "healthy"), (1, "easy", "disease")]:
@@ -343,11 +346,13 @@ def test_solve_interventions_matches_solve_alone():
         alone = [solve_one(o.arrays, codes[b], flags[b]) for b in range(1000)]
         d_states = np.abs(np.asarray(batch.states) - np.stack([np.asarray(r.states) for r in alone])).max(axis=1)
         d_phen = np.abs(np.asarray(batch.phenotypes) - np.stack([np.asarray(r.phenotypes) for r in alone])).max(axis=1)
-        steps_differ = int(np.sum(np.asarray(batch.steps) != np.array([int(r.steps) for r in alone])))
+        same_steps = np.asarray(batch.steps) == np.array([int(r.steps) for r in alone])
         d = np.maximum(d_states, d_phen)
-        worst.append((seed, tier, mode, float(d.max()), int(np.sum(d > 1e-6)), steps_differ))
-    assert all(w[3] <= 1e-6 for w in worst), (
-        "(seed, tier, mode, max |batch - alone|, rows over 1e-6, rows whose step count differs): " + repr(worst)
+        worst.append((seed, tier, mode, float(d[same_steps].max()), float(d.max()), int(np.sum(~same_steps)),
+                      float(np.median(d))))
+    assert all(w[4] <= 1e-5 and w[6] <= 1e-6 for w in worst), (
+        "(seed, tier, mode, max |batch - alone| where the steps agree, max over all rows, rows whose step count "
+        "differs, median row): " + repr(worst)
     )
 
 
