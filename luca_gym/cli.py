@@ -78,9 +78,51 @@ def _world_of(args):
     return world, _hooks().get(world.name)
 
 
+def _config_flags(p, world, many: bool) -> None:
+    """A world without a CLI hook: each field of its config as an option
+    (``n_nodes`` -> ``--n-nodes``), a comma list where the command sweeps."""
+    from dataclasses import MISSING, fields
+
+    from luca_gym.protocol import load
+
+    names = []
+    for f in fields(load(world.config)):
+        default = "" if f.default is MISSING else f" (default {f.default})"
+        p.add_argument(f"--{f.name.replace('_', '-')}", dest=f"setting__{f.name}", default=None,
+                       metavar="VALUES" if many else "VALUE",
+                       help=f"{world.name}: {f.name}{default}" + ("; a comma list sweeps" if many else ""))
+        names.append(f.name)
+    p.set_defaults(_config_flags=names)
+
+
+def _flag_world(argv):
+    """The world ``--world`` names on the command line when it has no CLI hook
+    (its config fields become options), else None."""
+    from luca_gym import worlds
+
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--world", default=None)
+    known, _ = pre.parse_known_args(sys.argv[1:] if argv is None else argv)
+    if known.world is None:
+        return None
+    try:
+        world = worlds.get(known.world)
+    except ValueError:
+        return None  # the command reports it
+    return world if world.cli is None else None
+
+
 def _settings(args, hook, method: str, one: bool = False) -> dict:
-    """The world's settings: its hook's options (``method``), then ``--set`` (which wins)."""
+    """The world's settings: its hook's options (``method``) or its config
+    fields' options, then ``--set`` (which wins)."""
     settings = getattr(hook, method)(args) if hook is not None and hasattr(hook, method) else {}
+    for name in getattr(args, "_config_flags", ()):
+        text = getattr(args, f"setting__{name}")
+        if text is not None:
+            values = _setting_values(f"{name}={text}")[1]
+            if one and len(values) != 1:
+                raise UsageError(f"{name}: takes one value here, got {len(values)}")
+            settings[name] = values[0] if one else values
     for text in args.set:
         key, values = _setting_values(text)
         if one and len(values) != 1:
@@ -364,7 +406,9 @@ def cmd_mcp(args) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(flag_world=None) -> argparse.ArgumentParser:
+    """The command's parser; ``flag_world``: a world without a CLI hook whose
+    config fields become options of ``eval``, ``train`` and ``mcp``."""
     from luca_gym import __version__
     from luca_gym.tools.loop import BACKOFF_S, RETRIES
 
@@ -404,6 +448,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="comma-separated contrasts of the world (`luca-gym worlds`; LUCA: backwards, vocabulary, stance): "
                         "run both arms of each, paired by seed; `luca-gym report` adds the paired tests")
     _add_world_arguments(p, "add_eval_arguments")
+    if flag_world is not None:
+        _config_flags(p, flag_world, many=True)
     p.add_argument("--out", default="results", help="results folder (sessions.jsonl is appended)")
     _sealed_arguments(p, eval_=True)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -416,6 +462,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "extra; LUCA)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a setting of the world's flat codec (repeatable)")
     _add_world_arguments(p, "add_train_arguments")
+    if flag_world is not None:
+        _config_flags(p, flag_world, many=False)
     p.add_argument("--steps", type=int, default=None,
                    help=f"env steps (default: ppo {TRAIN_DEFAULTS['ppo']['steps']}, maskable-ppo {TRAIN_DEFAULTS['maskable-ppo']['steps']})")
     p.add_argument("--num-envs", type=int, default=None,
@@ -456,6 +504,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="instance seed (a non-negative integer)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a setting of the world (repeatable)")
     _add_world_arguments(p, "add_session_arguments")
+    if flag_world is not None:
+        _config_flags(p, flag_world, many=False)
     _sealed_arguments(p)
     p.add_argument("--out", default=None, metavar="DIR",
                    help="record the session, once it ends (end, the call limit or the client gone after a "
@@ -475,7 +525,7 @@ def _as_flags(message: str, args) -> str:
     say the option the user typed (``--n-genes: ...``)."""
     name, sep, rest = message.partition(":")
     flag = "--" + name.replace("_", "-")
-    if sep and name.isidentifier() and hasattr(args, name) and name != "results":
+    if sep and name.isidentifier() and (hasattr(args, name) or hasattr(args, f"setting__{name}")) and name != "results":
         return flag + sep + rest
     return message
 
@@ -484,7 +534,7 @@ def main(argv=None) -> int:
     from luca_gym.harness import ResultsError
     from luca_gym.tools.loop import ProviderError
 
-    parser = build_parser()
+    parser = build_parser(_flag_world(argv))
     args = parser.parse_args(argv)
     try:
         return args.func(args)

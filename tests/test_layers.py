@@ -50,6 +50,7 @@ def tree_copy(tmp_path):
     ("harness/sweep.py", "from luca_gym.worlds.luca import diffsim", "Generic modules name no world"),  # a new weld
     ("worlds/luca/tools.py", "from luca_gym.tools import mcp_server", "A world knows nothing above it"),
     ("tools/loop.py", "from luca_gym.envs.luca_env import LucaEnv", "not through a Gymnasium env"),
+    ("worlds/graphs/core.py", "from luca_gym.worlds.luca import spec", "Worlds do not import each other"),
 ])
 def test_a_forbidden_import_breaks_its_contract(tree_copy, module, line, contract):
     path = tree_copy / "luca_gym" / module
@@ -59,6 +60,18 @@ def test_a_forbidden_import_breaks_its_contract(tree_copy, module, line, contrac
     broken = [row for row in result.stdout.splitlines() if "BROKEN" in row]
     assert broken, result.stdout
     assert contract in " ".join(result.stdout.split("Broken contracts")[1].split()), result.stdout  # names wrap
+
+
+def test_every_world_folder_is_under_every_contract():
+    """A new world folder cannot escape the contracts: each lists every package under luca_gym/worlds/."""
+    import tomllib
+
+    folders = {f"luca_gym.worlds.{p.name}" for p in (ROOT / "luca_gym" / "worlds").iterdir() if (p / "__init__.py").exists()}
+    contracts = {c["id"]: c for c in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]}
+    assert set(contracts["generic-names-no-world"]["forbidden_modules"]) == folders
+    assert set(contracts["world-knows-nothing-above"]["source_modules"]) == folders
+    assert set(contracts["worlds-independent"]["modules"]) == folders
+    assert set(worlds.BUILTIN.values()) <= {f"{f}:{a}" for f in folders for a in ("WORLD", "DAG", "RELATIONAL")}
 
 
 def test_the_registry_holds_luca_and_its_gym_ids():

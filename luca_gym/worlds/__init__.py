@@ -19,7 +19,12 @@ from luca_gym.validate import short_repr
 
 ENTRY_POINT_GROUP = "luca_gym.worlds"
 # The package's own worlds, by entry point.
-BUILTIN = {"luca": "luca_gym.worlds.luca:WORLD"}
+BUILTIN = {
+    "luca": "luca_gym.worlds.luca:WORLD",
+    "dag": "luca_gym.worlds.graphs:DAG",
+    "relational": "luca_gym.worlds.graphs:RELATIONAL",
+    "tracking": "luca_gym.worlds.tracking:WORLD",
+}
 
 _WORLDS: dict[str, World] = {}
 _LOCK = threading.RLock()

@@ -1,0 +1,57 @@
+"""The graph discovery worlds of Auto-Discovery-Bench
+(``shared/reference/auto-discovery-bench.txt``): :data:`DAG`, directed graph
+discovery (molecules; intervening on one re-draws its children's states), and
+:data:`RELATIONAL`, undirected relational discovery (houses; attacking one
+raises its anger and its allies'). One folder for both: they share the core
+(:mod:`~luca_gym.worlds.graphs.core`, the rules differ by static settings of
+the config), the tools, the flat codec, the baselines and the report.
+
+Importing this package imports none of its parts.
+"""
+
+from luca_gym.protocol import World
+
+_PACKAGE = "luca_gym.worlds.graphs"
+_REFERENCE = "Auto-Discovery-Bench (shared/reference/auto-discovery-bench.txt), Table 1"
+
+DAG = World(
+    name="dag",
+    version="1",
+    gym_stem="DagDiscovery",
+    summary="directed graph discovery: intervene on molecules, watch their children's states change, recover the DAG",
+    config=f"{_PACKAGE}.config:DagConfig",
+    headline="success",
+    tools=f"{_PACKAGE}.tools:DagToolSession",
+    env=f"{_PACKAGE}.envs:DagEnv",
+    flat_env=f"{_PACKAGE}.envs:DagFlatEnv",
+    flat=f"{_PACKAGE}.flat:dag_codec",
+    baselines=f"{_PACKAGE}.baselines:BASELINES",
+    play=f"{_PACKAGE}.tools:play_dag",
+    expected_fields=f"{_PACKAGE}.config:dag_expected_fields",
+    report=f"{_PACKAGE}.report:sections",
+    reference=_REFERENCE,
+    session_keys=("n_nodes", "n_states", "edge_density", "redraw_may_repeat", "proposals", "seed"),
+    required_scores=("success", "iterations", "edge_f1", "shd", "interventions", "wasted"),
+)
+
+RELATIONAL = World(
+    name="relational",
+    version="1",
+    gym_stem="RelationalDiscovery",
+    summary="undirected relational discovery: attack houses, watch their allies' anger rise, recover the alliances",
+    config=f"{_PACKAGE}.config:RelationalConfig",
+    headline="success",
+    tools=f"{_PACKAGE}.tools:RelationalToolSession",
+    env=f"{_PACKAGE}.envs:RelationalEnv",
+    flat_env=f"{_PACKAGE}.envs:RelationalFlatEnv",
+    flat=f"{_PACKAGE}.flat:relational_codec",
+    baselines=f"{_PACKAGE}.baselines:BASELINES",
+    play=f"{_PACKAGE}.tools:play_relational",
+    expected_fields=f"{_PACKAGE}.config:relational_expected_fields",
+    report=f"{_PACKAGE}.report:sections",
+    reference=_REFERENCE,
+    session_keys=("n_houses", "edge_density", "proposals", "seed"),
+    required_scores=("success", "iterations", "edge_f1", "shd", "interventions", "wasted"),
+)
+
+__all__ = ["DAG", "RELATIONAL"]

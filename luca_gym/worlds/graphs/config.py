@@ -1,0 +1,159 @@
+"""The two graph worlds' settings: :class:`DagConfig` (directed graph
+discovery: molecules whose children change state when they are intervened on)
+and :class:`RelationalConfig` (undirected relational discovery: houses whose
+anger rises with their neighbours' when they are attacked).
+
+Both are frozen value objects checked on construction, hashable, so a config
+is the static argument of the jitted core (one compile per config).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from luca_gym.validate import check_bool, is_integer, short_repr
+
+MAX_NODES = 64  # the largest graph; any N from 2 to this
+PROPOSALS = ("final", "every")  # when the agent's hypothesis is checked (see DagConfig)
+# The paper's settings (Auto-Discovery-Bench, Table 1).
+DAG_SETTINGS = ((3, 3), (3, 5), (10, 5))  # (molecules, states)
+RELATIONAL_SETTINGS = (3, 5, 10)  # houses
+
+
+def _check_int(value, name: str, low: int, high: int) -> int:
+    if not is_integer(value) or not low <= value <= high:
+        raise ValueError(f"{name}: {short_repr(value)} not allowed; an integer from {low} to {high}")
+    return int(value)
+
+
+def _check_density(value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
+        raise ValueError(f"edge_density: {short_repr(value)} not allowed; a probability from 0 to 1")
+    return float(value)
+
+
+def _check_proposals(value) -> str:
+    if value not in PROPOSALS:
+        raise ValueError(f"proposals: {short_repr(value)} not allowed; allowed {', '.join(PROPOSALS)}")
+    return value
+
+
+class _GraphSettings:
+    """What the core asks of either config."""
+
+    directed: bool
+
+    @property
+    def n(self) -> int:
+        """N, the number of nodes."""
+        raise NotImplementedError
+
+    @property
+    def budget(self) -> int:
+        """2N interventions, as the paper's episodes."""
+        return 2 * self.n
+
+    def settings(self) -> dict:
+        """The config's fields as keyword settings."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def describe(self) -> str:
+        """A few words for titles and logs."""
+        extra = f" S={self.n_states}" if self.directed else ""
+        return f"{self.world} N={self.n}{extra}"
+
+    @property
+    def max_calls(self) -> int:
+        """The most calls a session can take: the budget, then the submission."""
+        return self.budget + 1
+
+
+@dataclass(frozen=True)
+class DagConfig(_GraphSettings):
+    """Directed graph discovery (``dag``).
+
+    Attributes:
+        n_nodes: N molecules, 2..64 (the paper: 3 and 10; default 10).
+        n_states: the number of states a molecule can take, 2..64: states are
+            0..n_states-1, so the paper's S (the largest state) is
+            n_states - 1 (the paper's settings: 3 and 5; default 5).
+        edge_density: the probability of each edge the hidden order allows
+            (i before j in a random order of the molecules; default 0.3).
+        redraw_may_repeat: False (default): an intervened molecule's children
+            each take a new state different from their old one, so one
+            intervention shows every child. True: the new state is uniform over
+            all states, so a child keeps its state with probability
+            1/n_states and a molecule that did not change may still be a child.
+        proposals: "final" (default): the agent submits one adjacency matrix,
+            which ends the session. "every": the paper's loop, in which the
+            agent states its current matrix with every intervention and the
+            session ends, as a success, the first time it is right (a final
+            submission stays possible).
+    """
+
+    n_nodes: int = 10
+    n_states: int = 5
+    edge_density: float = 0.3
+    redraw_may_repeat: bool = False
+    proposals: str = "final"
+    directed = True
+    world = "dag"
+    node_noun, intervene_tool, size_field = "molecule", "intervene", "n_nodes"
+
+    def __post_init__(self):
+        object.__setattr__(self, "n_nodes", _check_int(self.n_nodes, "n_nodes", 2, MAX_NODES))
+        object.__setattr__(self, "n_states", _check_int(self.n_states, "n_states", 2, 64))
+        object.__setattr__(self, "edge_density", _check_density(self.edge_density))
+        object.__setattr__(self, "redraw_may_repeat", check_bool(self.redraw_may_repeat, "redraw_may_repeat"))
+        _check_proposals(self.proposals)
+
+    @property
+    def n(self) -> int:
+        return self.n_nodes
+
+    @property
+    def always_changes(self) -> bool:
+        """Whether an intervention changes every child (no change then proves no edge)."""
+        return not self.redraw_may_repeat
+
+
+@dataclass(frozen=True)
+class RelationalConfig(_GraphSettings):
+    """Undirected relational discovery (``relational``).
+
+    Attributes:
+        n_houses: N houses, 2..64 (the paper: 3, 5 and 10; default 10).
+        edge_density: the probability of each alliance (an undirected edge;
+            default 0.3).
+        proposals: "final" or "every", as :class:`DagConfig`'s.
+
+    Every house's anger starts at 0; attacking a house raises its anger and
+    each neighbour's by 1, so one attack shows every neighbour.
+    """
+
+    n_houses: int = 10
+    edge_density: float = 0.3
+    proposals: str = "final"
+    directed = False
+    always_changes = True
+    world = "relational"
+    node_noun, intervene_tool, size_field = "house", "attack", "n_houses"
+
+    def __post_init__(self):
+        object.__setattr__(self, "n_houses", _check_int(self.n_houses, "n_houses", 2, MAX_NODES))
+        object.__setattr__(self, "edge_density", _check_density(self.edge_density))
+        _check_proposals(self.proposals)
+
+    @property
+    def n(self) -> int:
+        return self.n_houses
+
+
+def dag_expected_fields(**settings) -> dict:
+    """``World.expected_fields`` of ``dag``: the budget a session of these settings records."""
+    return {"budget": DagConfig(**settings).budget}
+
+
+def relational_expected_fields(**settings) -> dict:
+    """``World.expected_fields`` of ``relational`` (see :func:`dag_expected_fields`)."""
+    return {"budget": RelationalConfig(**settings).budget}

@@ -1,0 +1,304 @@
+"""The graph worlds' pure core: instances, ``reset``, a jitted ``step``, what
+the evidence implies and the scores. One module for both worlds: they differ
+only in static settings of the config (directed or not, whether an
+intervention always shows every child), so one compiled step serves every
+instance of a config and ``vmap`` runs thousands at once.
+
+Directed (``dag``): intervening on molecule i re-draws the state of each child
+of i (the molecule itself keeps its state). Undirected (``relational``):
+attacking house i raises its anger and each neighbour's by 1. Either way the
+agent sees every node's state after each intervention and must recover the
+adjacency matrix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from luca_gym.validate import check_seed
+
+# Action kinds and the core's refusal codes (0: accepted).
+INTERVENE, SUBMIT, END = 0, 1, 2
+ERRORS = (
+    "",
+    "the budget is spent: submit your adjacency matrix",
+    "the session has ended",
+    "node out of range",
+    "a node cannot be its own neighbour: the adjacency matrix's diagonal must be 0",
+    "the graph is undirected: the adjacency matrix must be symmetric",
+)
+# What the evidence says of an ordered pair (i, j): an edge i -> j (i - j
+# undirected), no edge, or nothing yet.
+EDGE, NO_EDGE, UNKNOWN = 1, -1, 0
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class GraphInstance:
+    """A hidden graph (N nodes).
+
+    Attributes:
+        adjacency: bool (N, N) the truth: [i, j] an edge i -> j (symmetric, for
+            an undirected world); the diagonal is False.
+        states: int32 (N,) the nodes' states before the first intervention.
+        key: uint32 (2,) the instance's key for the re-drawn states (a
+            directed world's children): a pure function of the seed.
+    """
+
+    adjacency: jax.Array
+    states: jax.Array
+    key: jax.Array
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class GraphState:
+    """A session (N nodes). Hidden: ``adjacency`` and ``key``; everything
+    else is what the agent has seen or done.
+
+    Attributes:
+        adjacency: bool (N, N) the truth. key: uint32 (2,) the redraw key.
+        states: int32 (N,) the nodes' states now.
+        evidence: int8 (N, N) what the interventions showed directly: [i, j]
+            EDGE (j changed when i was intervened on), NO_EDGE (j did not
+            change where a change was certain), UNKNOWN.
+        reach: bool (N, N) directed: [i, j] a path of seen edges runs from i
+            to j (the closure of the seen edges, kept as they are seen);
+            undirected: all False.
+        intervened: int32 (N,) interventions on each node.
+        budget_left: int32 () interventions left. interventions: int32 () made.
+        wasted: int32 () interventions whose outcome the evidence already implied.
+        hypothesis: bool (N, N) the last adjacency the agent proposed.
+        proposed: bool () whether the session ended on a proposal.
+        ended: bool (). success: bool () the session ended on the truth.
+    """
+
+    adjacency: jax.Array
+    key: jax.Array
+    states: jax.Array
+    evidence: jax.Array
+    reach: jax.Array
+    intervened: jax.Array
+    budget_left: jax.Array
+    interventions: jax.Array
+    wasted: jax.Array
+    hypothesis: jax.Array
+    proposed: jax.Array
+    ended: jax.Array
+    success: jax.Array
+
+
+def _seed_key(lo, hi):
+    return jax.random.fold_in(jax.random.PRNGKey(lo), hi)
+
+
+def _generate(lo, hi, config) -> GraphInstance:
+    n = config.n
+    k_order, k_edges, k_states, k_redraw = jax.random.split(_seed_key(lo, hi), 4)
+    upper = jnp.triu(jnp.ones((n, n), bool), 1)
+    drawn = (jax.random.uniform(k_edges, (n, n)) < config.edge_density) & upper
+    if config.directed:
+        # Edges only from earlier to later in a random order: acyclic by construction.
+        order = jax.random.permutation(k_order, n)
+        adjacency = jnp.zeros((n, n), bool).at[order[:, None], order[None, :]].set(drawn)
+        states = jax.random.randint(k_states, (n,), 0, config.n_states, jnp.int32)
+    else:
+        adjacency = drawn | drawn.T
+        states = jnp.zeros((n,), jnp.int32)
+    return GraphInstance(adjacency, states, k_redraw)
+
+
+@partial(jax.jit, static_argnames=("config",))
+def _generate_batch(lo, hi, config) -> GraphInstance:
+    return jax.vmap(_generate, in_axes=(0, 0, None))(lo, hi, config)
+
+
+def instances(seeds, config, seal=None) -> GraphInstance:
+    """The instances of ``seeds`` (B leading), one jitted batch: each a pure
+    function of its seed (under ``seal``, of its sealed seed) and ``config``."""
+    seeds = [check_seed(s, "seeds") for s in np.asarray(seeds, object).reshape(-1)]
+    if seal is not None:
+        seeds = [seal.organism_seed(s) for s in seeds]
+    seeds = np.asarray(seeds, np.uint64)
+    return _generate_batch(jnp.asarray(seeds & 0xFFFFFFFF, jnp.uint32), jnp.asarray(seeds >> 32, jnp.uint32), config)
+
+
+def instance(seed: int, config, seal=None) -> GraphInstance:
+    """The instance of ``seed`` (see :func:`instances`)."""
+    return jax.tree_util.tree_map(lambda x: x[0], instances([seed], config, seal))
+
+
+def reset(inst: GraphInstance, config) -> GraphState:
+    """A session's opening state on ``inst``. Pure."""
+    n = config.n
+    return GraphState(
+        adjacency=inst.adjacency, key=inst.key, states=inst.states,
+        evidence=jnp.zeros((n, n), jnp.int8), reach=jnp.zeros((n, n), bool), intervened=jnp.zeros((n,), jnp.int32),
+        budget_left=jnp.int32(config.budget), interventions=jnp.int32(0), wasted=jnp.int32(0),
+        hypothesis=jnp.zeros((n, n), bool), proposed=jnp.bool_(False), ended=jnp.bool_(False), success=jnp.bool_(False),
+    )
+
+
+def knowledge(evidence: jax.Array, reach: jax.Array) -> jax.Array:
+    """What the evidence implies, int8 (N, N): EDGE, NO_EDGE or UNKNOWN for
+    each pair, the diagonal NO_EDGE. ``reach`` (:attr:`GraphState.reach`)
+    adds, for a directed graph, that no edge runs back along a path already
+    seen (j reaches i, so no i -> j: acyclicity); an undirected graph allows
+    no such inference (its ``reach`` is empty). Pure, elementwise."""
+    n = evidence.shape[0]
+    absent = (evidence == NO_EDGE) | jnp.eye(n, dtype=bool) | reach.T
+    return jnp.where(evidence == EDGE, EDGE, jnp.where(absent, NO_EDGE, UNKNOWN)).astype(jnp.int8)
+
+
+def open_rows(known: jax.Array, directed: bool) -> jax.Array:
+    """bool (N,): the nodes an intervention could still tell something new
+    of, from :func:`knowledge`: a pair of their row (undirected: row or
+    column) still unknown. Pure."""
+    unknown = known == UNKNOWN
+    return jnp.any(unknown, axis=1) | (jnp.any(unknown, axis=0) if not directed else False)
+
+
+def implied_hypothesis(evidence: jax.Array) -> jax.Array:
+    """bool (N, N): the adjacency the evidence implies, unknown pairs taken as
+    no edge (the likelier at the default density). Pure."""
+    return evidence == EDGE
+
+
+def _check_hypothesis(hypothesis, directed: bool):
+    """The core's refusal code for a proposed adjacency (0: well formed)."""
+    diagonal = jnp.any(jnp.diagonal(hypothesis))
+    asymmetric = jnp.bool_(False) if directed else jnp.any(hypothesis != hypothesis.T)
+    return jnp.where(diagonal, 4, jnp.where(asymmetric, 5, 0))
+
+
+def _intervene(state: GraphState, node, config) -> GraphState:
+    n = config.n
+    row = state.adjacency[node]
+    others = jnp.arange(n) != node
+    if config.directed:
+        k = jax.random.fold_in(state.key, state.interventions)
+        if config.redraw_may_repeat:
+            drawn = jax.random.randint(k, (n,), 0, config.n_states, jnp.int32)
+        else:  # a different state: old + 1..S-1, modulo the number of states
+            drawn = (state.states + jax.random.randint(k, (n,), 1, config.n_states, jnp.int32)) % config.n_states
+        states = jnp.where(row, drawn, state.states)
+    else:
+        states = state.states + (row | ~others).astype(jnp.int32)
+    changed = (states != state.states) & others
+    seen = jnp.where(changed, EDGE, jnp.where(others & config.always_changes, NO_EDGE, UNKNOWN)).astype(jnp.int8)
+    # What was seen before stays: an edge seen once is an edge (redraws that may repeat show it only sometimes).
+    new_row = jnp.where(state.evidence[node] == EDGE, EDGE, jnp.where(seen == UNKNOWN, state.evidence[node], seen))
+    evidence = state.evidence.at[node].set(new_row.astype(jnp.int8))
+    if config.directed:
+        # The closure grows by the paths through the new edges: whatever reaches node (or is node)
+        # now reaches each seen child and whatever the children reach.
+        children = new_row == EDGE
+        below = children | jnp.any(state.reach & children[:, None], axis=0)
+        above = state.reach[:, node] | ~others
+        reach = state.reach | (above[:, None] & below[None, :])
+    else:
+        evidence = evidence.at[:, node].set(new_row.astype(jnp.int8))
+        reach = state.reach
+    wasted = ~open_rows(knowledge(state.evidence, state.reach), config.directed)[node]
+    return GraphState(
+        adjacency=state.adjacency, key=state.key, states=states, evidence=evidence, reach=reach,
+        intervened=state.intervened.at[node].add(1), budget_left=state.budget_left - 1,
+        interventions=state.interventions + 1, wasted=state.wasted + wasted.astype(jnp.int32),
+        hypothesis=state.hypothesis, proposed=state.proposed, ended=state.ended, success=state.success,
+    )
+
+
+def _pick(flag, new: GraphState, old: GraphState) -> GraphState:
+    return jax.tree_util.tree_map(lambda a, b: jnp.where(flag, a, b), new, old)
+
+
+def step_pure(state: GraphState, kind, node, hypothesis, config):
+    """One call: INTERVENE on ``node`` (with ``hypothesis`` under
+    ``proposals="every"``), SUBMIT ``hypothesis`` (bool (N, N)) or END.
+    Returns (state, reward float32 (), error int32 ()). A refused call
+    (error != 0) changes nothing and earns nothing; the reward is 1 on the
+    call that ends the session on the truth, so the return equals
+    ``success``. Pure (jit and vmap apply)."""
+    kind, node = jnp.asarray(kind, jnp.int32), jnp.asarray(node, jnp.int32)
+    hypothesis = jnp.asarray(hypothesis, bool)
+    proposing = (kind == SUBMIT) | ((kind == INTERVENE) & (config.proposals == "every"))
+    error = jnp.where(
+        state.ended, 2,
+        jnp.where((kind == INTERVENE) & ((node < 0) | (node >= config.n)), 3,
+                  jnp.where(proposing, _check_hypothesis(hypothesis, config.directed), 0)))
+    error = jnp.where((error == 0) & (kind == INTERVENE) & (state.budget_left <= 0), 1, error).astype(jnp.int32)
+    ok = error == 0
+    right = jnp.all(hypothesis == state.adjacency)
+    ends = ok & ((kind == SUBMIT) | (kind == END) | (proposing & right))
+    success = ends & proposing & right
+    intervened = _intervene(state, jnp.clip(node, 0, config.n - 1), config)
+    acted = _pick(ok & (kind == INTERVENE) & ~success, intervened, state)
+    new = GraphState(
+        adjacency=acted.adjacency, key=acted.key, states=acted.states, evidence=acted.evidence, reach=acted.reach,
+        intervened=acted.intervened, budget_left=acted.budget_left, interventions=acted.interventions,
+        wasted=acted.wasted, hypothesis=jnp.where(ok & proposing, hypothesis, state.hypothesis),
+        proposed=state.proposed | (ends & proposing), ended=state.ended | ends, success=state.success | success,
+    )
+    return new, success.astype(jnp.float32), error
+
+
+step = jax.jit(step_pure, static_argnames=("config",))
+
+
+def iterations(state: GraphState) -> jax.Array:
+    """int32 (): the paper's cycles: the interventions made, plus the
+    proposal that ended the session where one did."""
+    return state.interventions + state.proposed.astype(jnp.int32)
+
+
+def edge_counts(hypothesis: jax.Array, adjacency: jax.Array, directed: bool):
+    """(true positives, false positives, false negatives) over the pairs that
+    can hold an edge: ordered pairs directed, unordered pairs undirected."""
+    n = adjacency.shape[0]
+    pairs = ~jnp.eye(n, dtype=bool) if directed else jnp.triu(jnp.ones((n, n), bool), 1)
+    tp = jnp.sum(hypothesis & adjacency & pairs)
+    fp = jnp.sum(hypothesis & ~adjacency & pairs)
+    fn = jnp.sum(~hypothesis & adjacency & pairs)
+    return tp, fp, fn
+
+
+def edge_f1(hypothesis, adjacency, directed: bool) -> jax.Array:
+    """float32 (): F1 of the hypothesis's edges against the truth's (1 when both have none)."""
+    tp, fp, fn = edge_counts(hypothesis, adjacency, directed)
+    return jnp.where(tp + fp + fn == 0, 1.0, 2 * tp / jnp.maximum(2 * tp + fp + fn, 1)).astype(jnp.float32)
+
+
+def shd(hypothesis, adjacency) -> jax.Array:
+    """int32 (): structural Hamming distance: the node pairs whose relation
+    (no edge, either direction, both) differs, so a reversed edge counts once."""
+    n = adjacency.shape[0]
+    differs = (hypothesis != adjacency) | (hypothesis.T != adjacency.T)
+    return jnp.sum(differs & jnp.triu(jnp.ones((n, n), bool), 1)).astype(jnp.int32)
+
+
+@partial(jax.jit, static_argnames=("directed",))
+def scores(state: GraphState, directed: bool) -> dict:
+    """A session's scores (arrays): ``success`` (the headline), ``iterations``,
+    ``edge_f1`` and ``shd`` of the last proposal (none: the empty graph),
+    ``interventions`` and ``wasted``. Pure."""
+    return {
+        "success": state.success.astype(jnp.float32),
+        "iterations": iterations(state),
+        "edge_f1": edge_f1(state.hypothesis, state.adjacency, directed),
+        "shd": shd(state.hypothesis, state.adjacency),
+        "interventions": state.interventions,
+        "wasted": state.wasted,
+    }
+
+
+def public_view(state: GraphState) -> dict:
+    """What the agent may see of a session (no hidden field): ``states``,
+    ``evidence``, ``knowledge`` (what the evidence implies), ``intervened``,
+    ``budget_left``, ``ended``."""
+    return {"states": state.states, "evidence": state.evidence, "knowledge": knowledge(state.evidence, state.reach),
+            "intervened": state.intervened, "budget_left": state.budget_left, "ended": state.ended}

@@ -1,0 +1,166 @@
+"""The graph worlds' flat codec (:class:`luca_gym.protocol.FlatCodec`) for
+learners: K = N + 1 actions, D = N*N + N + 1 observations.
+
+* Action i < N intervenes on node i (under ``proposals="every"`` with the
+  adjacency the evidence implies attached); action N submits the adjacency
+  the evidence implies (:func:`~luca_gym.worlds.graphs.core.implied_hypothesis`:
+  the "analyst" of this world, which writes the matrix the flat action leaves out).
+* The observation is what the evidence implies
+  (:func:`~luca_gym.worlds.graphs.core.knowledge`), each pair +1 (an edge was
+  seen), -1 (no edge: no change where a change was certain, or, directed, a
+  path already seen runs the other way) or 0 (unknown), row-major; then each
+  node's interventions over the budget; then the budget left over the budget.
+* The mask allows every intervention while the budget lasts and the
+  submission until the session ends.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from luca_gym.worlds.graphs import core
+from luca_gym.worlds.graphs.config import DagConfig, RelationalConfig
+
+
+@partial(jax.jit, static_argnames=("config",))
+def observation(view: dict, config) -> tuple[jax.Array, jax.Array]:
+    """(vector float32 (D,), mask bool (K,)) of a session's public view
+    (:func:`core.public_view`). Pure."""
+    budget = jnp.float32(config.budget)
+    vector = jnp.concatenate([
+        jnp.asarray(view["knowledge"], jnp.float32).reshape(-1),
+        jnp.asarray(view["intervened"], jnp.float32) / budget,
+        jnp.asarray(view["budget_left"], jnp.float32)[None] / budget,
+    ])
+    open_ = ~jnp.asarray(view["ended"], bool)
+    can_intervene = open_ & (jnp.asarray(view["budget_left"]) > 0)
+    mask = jnp.concatenate([jnp.broadcast_to(can_intervene, (config.n,)), open_[None]])
+    return vector, mask
+
+
+def knowledge_of(vector: jax.Array, n: int) -> jax.Array:
+    """int8 (..., N, N): what the evidence implies, as an observation vector carries it (its first N*N entries)."""
+    return jnp.round(vector[..., : n * n]).astype(jnp.int8).reshape(*vector.shape[:-1], n, n)
+
+
+def interventions_of(vector: jax.Array, n: int) -> jax.Array:
+    """float32 (..., N): each node's interventions over the budget."""
+    return vector[..., n * n: n * n + n]
+
+
+def budget_left_of(vector: jax.Array, n: int) -> jax.Array:
+    """float32 (...,): the budget left over the budget."""
+    return vector[..., n * n + n]
+
+
+@dataclass(frozen=True)
+class GraphFlat:
+    """The flat codec of a graph world's ``config``
+    (:class:`~luca_gym.worlds.graphs.config.DagConfig` or
+    :class:`~luca_gym.worlds.graphs.config.RelationalConfig`)."""
+
+    config: DagConfig | RelationalConfig
+    headline = "success"
+    observation_bounds = (-1.0, 1.0)
+
+    @property
+    def world(self) -> str:
+        return self.config.world
+
+    @property
+    def num_actions(self) -> int:
+        return self.config.n + 1
+
+    @property
+    def observation_size(self) -> int:
+        n = self.config.n
+        return n * n + n + 1
+
+    def settings(self) -> dict:
+        return self.config.settings()
+
+    def describe(self) -> str:
+        return self.config.describe()
+
+    def instances(self, seeds):
+        return core.instances(seeds, self.config)
+
+    def _view(self, state):
+        vector, mask = observation(core.public_view(state), self.config)
+        return state, vector, mask
+
+    def open(self, instance):
+        return self._view(core.reset(instance, self.config))
+
+    def step(self, state, action):
+        n = self.config.n
+        action = jnp.asarray(action, jnp.int32)
+        kind = jnp.where(action < n, core.INTERVENE, core.SUBMIT)
+        state, reward, error = core.step_pure(state, kind, jnp.minimum(action, n - 1),
+                                              core.implied_hypothesis(state.evidence), self.config)
+        state, vector, mask = self._view(state)
+        return state, vector, mask, reward, state.ended, jnp.bool_(False), error
+
+    def score(self, state):
+        return state.success.astype(jnp.float32)
+
+    def scores(self, state) -> dict:
+        """Every score of a session (:func:`core.scores`)."""
+        return core.scores(state, self.config.directed)
+
+    # -- a learned agent on a host session (luca_gym.agents.FlatPolicy) ---------------
+    def for_session(self, params) -> GraphFlat:
+        """The codec of a session of config ``params``."""
+        return GraphFlat(params)
+
+    def encode(self, obs: dict):
+        return observation(obs, self.config)
+
+    def decode(self, index: int, obs: dict) -> dict:
+        """Flat index -> a tool call ``{"tool", "arguments"}`` of the session."""
+        config = self.config
+        index = int(index)
+        hypothesis = np.asarray(core.implied_hypothesis(jnp.asarray(obs["evidence"]))).astype(int).tolist()
+        if index < config.n:
+            arguments = {config.node_noun: index}
+            if config.proposals == "every":
+                arguments["adjacency"] = hypothesis
+            return {"tool": config.intervene_tool, "arguments": arguments}
+        return {"tool": "submit_graph", "arguments": {"adjacency": hypothesis}}
+
+
+def dag_codec(**settings) -> GraphFlat:
+    """``World.flat`` of ``dag``: the codec of ``DagConfig(**settings)``."""
+    return GraphFlat(DagConfig(**settings))
+
+
+def relational_codec(**settings) -> GraphFlat:
+    """``World.flat`` of ``relational``: the codec of ``RelationalConfig(**settings)``."""
+    return GraphFlat(RelationalConfig(**settings))
+
+
+@partial(jax.jit, static_argnames=("codec", "policy_fn", "num_steps"))
+def play_batch(policy_fn, policy_params, key, codec: GraphFlat, instances, num_steps: int):
+    """Each of a batch of instances (B leading) played once by ``policy_fn``
+    (``(params, key, obs (B, D), mask (B, K)) -> actions (B,)``) for at most
+    ``num_steps`` calls, without autoreset. Returns the scores (B,) of
+    :func:`core.scores` and the return."""
+    state, vector, mask = jax.vmap(codec.open)(instances)
+
+    def body(carry, k):
+        state, vector, mask, total = carry
+        action = policy_fn(policy_params, k, vector, mask)
+        new, vector_n, mask_n, reward, *_ = jax.vmap(codec.step)(state, action)
+        live = ~state.ended  # an ended session stays as it ended
+        pick = lambda a, b: jnp.where(live.reshape(live.shape + (1,) * (a.ndim - 1)), a, b)  # noqa: E731
+        return (jax.tree_util.tree_map(pick, new, state), pick(vector_n, vector), pick(mask_n, mask),
+                total + jnp.where(live, reward, 0.0)), None
+
+    (state, _, _, total), _ = jax.lax.scan(body, (state, vector, mask, jnp.zeros(vector.shape[0])),
+                                           jax.random.split(key, num_steps))
+    return {**jax.vmap(codec.scores)(state), "return": total}

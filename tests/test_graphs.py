@@ -1,0 +1,233 @@
+"""The graph discovery worlds (``dag``, ``relational``): the world API check,
+the rules against a numpy reading of the hidden graph, the scores, the
+systematic baseline held equal between the harness and the batched form,
+the paper's "every cycle" proposals, hostile tool input, the command line and
+the report."""
+
+from __future__ import annotations
+
+import json
+
+import jax
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from luca_gym import harness as ev
+from luca_gym.testing import check_world
+from luca_gym.worlds.graphs import core
+from luca_gym.worlds.graphs.baselines import systematic_policy
+from luca_gym.worlds.graphs.config import DagConfig, RelationalConfig
+from luca_gym.worlds.graphs.flat import GraphFlat, play_batch
+from luca_gym.worlds.graphs.tools import DagToolSession, RelationalToolSession
+
+ALL_CHECKS = ["registry", "return-equals-headline", "refusals", "schemas", "replay", "sealed", "no-retrace", "text-env",
+              "mcp", "flat", "flat-no-retrace", "check_env"]
+DAG = DagConfig(n_nodes=6, n_states=3)
+REL = RelationalConfig(n_houses=6)
+
+
+@pytest.mark.parametrize("world, settings_", [("dag", {"n_nodes": 4, "n_states": 3}), ("relational", {"n_houses": 4})])
+def test_check_world_passes(world, settings_):
+    assert check_world(world, settings=settings_) == ALL_CHECKS
+
+
+def test_check_world_passes_on_the_papers_loop_with_repeats():
+    assert check_world("dag", settings={"n_nodes": 3, "n_states": 3, "proposals": "every", "redraw_may_repeat": True},
+                       gym_ids=False, mcp=False)[:8] == ALL_CHECKS[:8]
+
+
+def _acyclic(adjacency: np.ndarray) -> bool:
+    remaining = adjacency.copy()
+    alive = np.ones(len(adjacency), bool)
+    while alive.any():
+        sources = alive & ~remaining[alive].any(axis=0)
+        if not sources.any():
+            return False
+        alive &= ~sources
+        remaining[sources] = False
+    return True
+
+
+def test_instances_are_pure_functions_of_seed_and_config():
+    batch = core.instances(range(40), DagConfig(n_nodes=10))
+    adjacency = np.asarray(batch.adjacency)
+    assert all(_acyclic(a) for a in adjacency) and not adjacency[:, range(10), range(10)].any()
+    assert 0.2 < adjacency.sum() / (40 * 45) < 0.4  # about edge_density over the 45 pairs an order allows
+    assert len({a.tobytes() for a in adjacency}) == 40
+    again = core.instance(7, DagConfig(n_nodes=10))
+    assert np.array_equal(again.adjacency, adjacency[7]) and np.array_equal(again.states, batch.states[7])
+    high = core.instances([5, 5 + 2**32], DagConfig(n_nodes=10))  # both halves of a 64-bit seed count
+    assert not np.array_equal(high.adjacency[0], high.adjacency[1])
+    rel = np.asarray(core.instances(range(20), REL).adjacency)
+    assert (rel == rel.transpose(0, 2, 1)).all() and not rel[:, range(6), range(6)].any()
+
+
+@pytest.mark.parametrize("config", [DAG, DagConfig(n_nodes=6, n_states=3, redraw_may_repeat=True), REL])
+def test_an_intervention_changes_its_children_only(config):
+    kept = 0
+    for seed in range(6):
+        state = core.reset(core.instance(seed, config), config)
+        adjacency = np.asarray(state.adjacency)
+        for node in range(config.n):
+            before = np.asarray(state.states)
+            state, reward, error = core.step(state, core.INTERVENE, node, np.zeros((config.n,) * 2, bool), config)
+            after = np.asarray(state.states)
+            assert int(error) == 0 and float(reward) == 0.0
+            children = adjacency[node]
+            if config.directed:
+                assert (after[~children] == before[~children]).all()  # the intervened molecule keeps its state too
+                if config.always_changes:
+                    assert (after[children] != before[children]).all()
+                kept += int((after[children] == before[children]).sum())
+            else:
+                hit = children | (np.arange(config.n) == node)
+                assert (after == before + hit).all()
+        # with changes certain, one pass shows the whole graph
+        if config.always_changes:
+            assert (np.asarray(state.evidence == core.EDGE) == adjacency).all()
+    if config.directed and not config.always_changes:
+        assert kept > 0  # a child keeps its state now and then
+
+
+def test_knowledge_adds_acyclicity_and_nothing_else():
+    config = DagConfig(n_nodes=8, n_states=3, redraw_may_repeat=True, edge_density=0.4)
+    rng = np.random.default_rng(1)
+    for seed in range(4):
+        state = core.reset(core.instance(seed, config), config)
+        for node in rng.integers(0, 8, 12):
+            state, _, _ = core.step(state, core.INTERVENE, int(node), np.zeros((8, 8), bool), config)
+            seen = np.asarray(state.evidence) == core.EDGE
+            closure = seen.copy()
+            for k in range(8):  # Warshall
+                closure |= closure[:, [k]] & closure[[k], :]
+            assert np.array_equal(np.asarray(state.reach), closure)  # kept incrementally, step by step
+            known = np.asarray(core.knowledge(state.evidence, state.reach))
+            assert np.array_equal(known == core.EDGE, seen)
+            assert np.array_equal(known == core.NO_EDGE, closure.T | np.eye(8, dtype=bool))  # nothing but acyclicity
+    rel = core.reset(core.instance(0, REL), REL)
+    rel, _, _ = core.step(rel, core.INTERVENE, 0, np.zeros((6, 6), bool), REL)
+    known = np.asarray(core.knowledge(rel.evidence, rel.reach))
+    assert (known[0] != core.UNKNOWN).all() and (known[1:, 1:][~np.eye(5, dtype=bool)] == core.UNKNOWN).all()
+
+
+def test_edge_f1_and_shd_match_a_numpy_count():
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        truth = np.triu(rng.random((6, 6)) < 0.3, 1)
+        guess = rng.random((6, 6)) < 0.3
+        np.fill_diagonal(guess, False)
+        tp, fp, fn = (truth & guess).sum(), (~truth & guess).sum(), (truth & ~guess).sum()
+        f1 = 1.0 if tp + fp + fn == 0 else 2 * tp / (2 * tp + fp + fn)
+        assert float(core.edge_f1(guess, truth, True)) == pytest.approx(f1)
+        pairs = sum((truth[i, j], truth[j, i]) != (guess[i, j], guess[j, i]) for i in range(6) for j in range(i + 1, 6))
+        assert int(core.shd(guess, truth)) == pairs
+    reversed_edge = np.zeros((3, 3), bool)
+    reversed_edge[1, 0] = True
+    assert int(core.shd(reversed_edge, reversed_edge.T)) == 1  # a reversal is one error, not two
+
+
+@pytest.fixture(scope="module")
+def dag10_harness():
+    specs = ev.plan_world("dag", ["systematic"], range(12), n_nodes=[10], n_states=[5])
+    return [ev.run_session(ev.make_runner("systematic", world="dag"), s) for s in specs]
+
+
+def test_systematic_solves_every_instance_within_the_budget(dag10_harness):
+    for record in dag10_harness:
+        assert record["scores"]["success"] == 1.0 and record["return"] == 1.0
+        assert record["scores"]["iterations"] <= 2 * 10 + 1 and record["scores"]["wasted"] == 0
+        assert record["scores"]["edge_f1"] == 1.0 and record["scores"]["shd"] == 0
+
+
+def test_the_batched_systematic_takes_the_harness_sessions_calls(dag10_harness):
+    codec = GraphFlat(DagConfig(n_nodes=10, n_states=5))
+    out = jax.device_get(play_batch(systematic_policy(codec), None, jax.random.PRNGKey(0), codec,
+                                    codec.instances(range(12)), 2 * 10 + 1))
+    for i, record in enumerate(dag10_harness):
+        for key in ("success", "iterations", "interventions", "wasted", "edge_f1", "shd"):
+            assert float(out[key][i]) == record["scores"][key], (i, key)
+        assert float(out["return"][i]) == record["return"]
+
+
+def test_the_papers_loop_ends_on_the_first_right_matrix():
+    session = DagToolSession(3, n_nodes=4, n_states=3, proposals="every")
+    truth = np.asarray(session.state.adjacency).astype(int).tolist()
+    wrong = np.zeros((4, 4), int).tolist() if any(map(any, truth)) else [[0, 1, 0, 0]] + [[0] * 4] * 3
+    answer = session.call("intervene", {"molecule": 0, "adjacency": wrong})
+    assert answer["adjacency_correct"] is False and "states" in answer and not session.ended
+    answer = session.call("intervene", {"molecule": 1, "adjacency": truth})
+    assert answer["ended"] and answer["scores"]["success"] == 1.0 and answer["scores"]["iterations"] == 2
+    assert session.total_reward == 1.0 and int(session.state.interventions) == 1  # the right matrix ran no intervention
+
+
+def test_the_budget_ends_interventions_not_the_submission():
+    session = RelationalToolSession(0, n_houses=3)
+    for i in range(6):
+        assert "error" not in session.call("attack", {"house": i % 3})
+    refused = session.call("attack", {"house": 0})
+    assert refused == {"error": core.ERRORS[1], "budget_remaining": 0}
+    answer = session.call("submit_graph", {"adjacency": np.asarray(session.state.evidence == 1).astype(int).tolist()})
+    assert answer["scores"]["success"] == 1.0 and answer["scores"]["wasted"] == 4  # after houses 0 and 1, every pair is known
+
+
+@pytest.mark.parametrize("name, arguments, fragment", [
+    ("submit_graph", {"adjacency": [[1, 0, 0], [0, 0, 0], [0, 0, 0]]}, "diagonal"),
+    ("submit_graph", {"adjacency": [[0, 1, 0], [0, 0, 0], [0, 0, 0]]}, "symmetric"),
+    ("submit_graph", {"adjacency": [[0, 1], [1, 0]]}, "fewer than 3 items"),
+    ("submit_graph", {"adjacency": [[0, 2, 0], [2, 0, 0], [0, 0, 0]]}, "not allowed"),
+    ("attack", {"house": -1}, "below the minimum"),
+    ("attack", {"house": "1"}, "expected integer"),
+    ("attack", {"house": 1, "extra": 1}, "unknown field"),
+    ("submit_graph", "x" * 10_000_000, "characters"),
+])
+def test_malformed_calls_are_refused_for_free(name, arguments, fragment):
+    session = RelationalToolSession(2, n_houses=3)
+    before = jax.device_get(session.state)
+    answer = session.call(name, arguments)
+    assert fragment in answer["error"] and set(answer) == {"error", "budget_remaining"}
+    after = jax.device_get(session.state)
+    assert all(np.array_equal(a, b) for a, b in zip(jax.tree_util.tree_leaves(before), jax.tree_util.tree_leaves(after)))
+
+
+JSONISH = st.recursive(st.none() | st.booleans() | st.integers(-5, 70) | st.floats(allow_nan=True) | st.text(max_size=8),
+                       lambda children: st.lists(children, max_size=7) | st.dictionaries(st.text(max_size=10), children, max_size=3),
+                       max_leaves=60)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(name=st.sampled_from(["intervene", "submit_graph", "get_observations", "end", "attack", "__class__", ""]),
+       arguments=st.dictionaries(st.sampled_from(["molecule", "adjacency", "house", "x"]), JSONISH, max_size=3) | JSONISH)
+def test_hostile_calls_cost_nothing_and_reveal_nothing(name, arguments):
+    # Two instances whose hidden graphs differ answer a refusal alike: it tells nothing of the graph.
+    answers = []
+    for seed in (0, 1):
+        session = DagToolSession(seed, n_nodes=5, n_states=3)
+        budget = int(session.state.budget_left)
+        answer = session.call(name, arguments)
+        if "error" in answer:
+            assert int(session.state.budget_left) == budget and not session.ended and session.total_reward == 0.0
+            answers.append(answer)
+    if len(answers) == 2:
+        assert answers[0] == answers[1]
+
+
+def test_the_command_line_sweeps_config_fields_and_the_report_has_table_1(tmp_path, capsys):
+    from luca_gym.cli import main
+
+    out = tmp_path / "dag"
+    assert main(["eval", "--world", "dag", "--n-nodes", "3,4", "--n-states", "3", "--agents", "systematic,random",
+                 "--seeds", "0-3", "--out", str(out), "--quiet"]) == 0
+    lines = [json.loads(line) for line in (out / "sessions.jsonl").read_text().splitlines()]
+    assert sorted({(r["n_nodes"], r["n_states"], r["agent"]) for r in lines}) == [
+        (3, 3, "random"), (3, 3, "systematic"), (4, 3, "random"), (4, 3, "systematic")]
+    assert main(["report", str(out)]) == 0
+    report = (out / "report.md").read_text()
+    assert "| systematic | 100% / 4.00 (4) | 100% / 5.00 (4) |" in report  # 3 or 4 interventions and the submission
+    assert "| *paper's best* | *100% / 4.15 (GPT-4o)* | - |" in report  # (3 nodes, 3 states) is a setting of the paper's
+    capsys.readouterr()
+    assert main(["eval", "--world", "dag", "--n-nodes", "99", "--seeds", "0", "--out", str(tmp_path / "bad")]) == 2
+    assert "--n-nodes: 99 not allowed; an integer from 2 to 64" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["eval", "--n-nodes", "5", "--seeds", "0", "--out", str(tmp_path / "luca")])  # not an option of LUCA's
