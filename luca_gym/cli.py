@@ -55,10 +55,13 @@ def _hooks() -> dict:
     return {name: load(worlds.get(name).cli) for name in worlds.names() if worlds.get(name).cli is not None}
 
 
-def _add_world_arguments(p, method: str) -> None:
-    """Each world's options for this command (hook ``method``), remembering which world owns which option."""
+def _add_world_arguments(p, method: str, flag_world=None) -> None:
+    """Each world's options for this command (hook ``method``), remembering
+    which world owns which option; none where the command names a world
+    without a hook (``flag_world``: its config fields are the options, and
+    another world's could not be given anyway)."""
     owners = {}
-    for name, hook in _hooks().items():
+    for name, hook in ({} if flag_world is not None else _hooks()).items():
         if hasattr(hook, method):
             before = {a.dest for a in p._actions}
             getattr(hook, method)(p)
@@ -447,7 +450,7 @@ def build_parser(flag_world=None) -> argparse.ArgumentParser:
     p.add_argument("--ablation", default=None, metavar="NAMES",
                    help="comma-separated contrasts of the world (`luca-gym worlds`; LUCA: backwards, vocabulary, stance): "
                         "run both arms of each, paired by seed; `luca-gym report` adds the paired tests")
-    _add_world_arguments(p, "add_eval_arguments")
+    _add_world_arguments(p, "add_eval_arguments", flag_world)
     if flag_world is not None:
         _config_flags(p, flag_world, many=True)
     p.add_argument("--out", default="results", help="results folder (sessions.jsonl is appended)")
@@ -461,7 +464,7 @@ def build_parser(flag_world=None) -> argparse.ArgumentParser:
                    help="ppo (pure JAX, this package, any world with a flat codec) or maskable-ppo (sb3-contrib, the rl "
                         "extra; LUCA)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a setting of the world's flat codec (repeatable)")
-    _add_world_arguments(p, "add_train_arguments")
+    _add_world_arguments(p, "add_train_arguments", flag_world)
     if flag_world is not None:
         _config_flags(p, flag_world, many=False)
     p.add_argument("--steps", type=int, default=None,
@@ -503,7 +506,7 @@ def build_parser(flag_world=None) -> argparse.ArgumentParser:
     p.add_argument("--world", default=DEFAULT_WORLD, help=world_help)
     p.add_argument("--seed", type=int, default=0, help="instance seed (a non-negative integer)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a setting of the world (repeatable)")
-    _add_world_arguments(p, "add_session_arguments")
+    _add_world_arguments(p, "add_session_arguments", flag_world)
     if flag_world is not None:
         _config_flags(p, flag_world, many=False)
     _sealed_arguments(p)
@@ -520,6 +523,12 @@ def build_parser(flag_world=None) -> argparse.ArgumentParser:
     return parser
 
 
+def parser_for(argv=None) -> argparse.ArgumentParser:
+    """The parser for this command line: with ``--world NAME`` naming a world
+    without a CLI hook, its config fields are options (``--n-nodes``)."""
+    return build_parser(_flag_world(argv))
+
+
 def _as_flags(message: str, args) -> str:
     """An API error names its parameter (``n_genes: ...``); on the command line
     say the option the user typed (``--n-genes: ...``)."""
@@ -534,8 +543,7 @@ def main(argv=None) -> int:
     from luca_gym.harness import ResultsError
     from luca_gym.tools.loop import ProviderError
 
-    parser = build_parser(_flag_world(argv))
-    args = parser.parse_args(argv)
+    args = parser_for(argv).parse_args(argv)
     try:
         return args.func(args)
     except (UsageError, ResultsError, ValueError) as exc:

@@ -105,14 +105,14 @@ def test_python_block_runs(line, body, tmp_path, monkeypatch):
 
 
 def test_luca_gym_commands_parse():
-    from luca_gym.cli import build_parser
+    from luca_gym.cli import parser_for
 
     commands = [(n, c) for n, c in COMMANDS if c.startswith("luca-gym ")]
     assert commands, "README.md shows no luca-gym command"
     for n, command in commands:
         argv = shlex.split(command, comments=True)[1:]
         try:
-            build_parser().parse_args(argv)
+            parser_for(argv).parse_args(argv)
         except SystemExit as error:
             pytest.fail(f"README.md:{n}: `{command}` does not parse (exit {error.code})")
 

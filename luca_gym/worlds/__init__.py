@@ -23,6 +23,7 @@ BUILTIN = {
     "luca": "luca_gym.worlds.luca:WORLD",
     "dag": "luca_gym.worlds.graphs:DAG",
     "relational": "luca_gym.worlds.graphs:RELATIONAL",
+    "equation": "luca_gym.worlds.equation:WORLD",
     "tracking": "luca_gym.worlds.tracking:WORLD",
 }
 

@@ -1,0 +1,42 @@
+"""Equation, symbolic equation discovery after Auto-Discovery-Bench
+(``shared/reference/auto-discovery-bench.txt``): a hidden formula over
+variables with generic physical names, from a written-down grammar at three
+complexities (simple, medium, complex), with distractor variables that do not
+enter it. The agent chooses inputs and reads the output (10 queries by
+default), then submits the formula as text; it succeeds when it agrees with
+the hidden one within a relative error of 1e-6 on 100 held-out inputs.
+
+Its parts: :mod:`~luca_gym.worlds.equation.config` (settings and the
+grammar, written down), :mod:`~luca_gym.worlds.equation.grammar` (formulas
+as postfix programs, their JAX evaluator, the generator, the renderer),
+:mod:`~luca_gym.worlds.equation.formula` (the parser of submitted text),
+:mod:`~luca_gym.worlds.equation.core` (pure ``reset``/``step``, rules and
+scorer), :mod:`~luca_gym.worlds.equation.tools` (the tool session),
+:mod:`~luca_gym.worlds.equation.baselines` (``random``, ``systematic``) and
+:mod:`~luca_gym.worlds.equation.report` (success rate and iterations over
+successful sessions, as the paper's Table 1).
+
+:data:`WORLD` is what the registry holds; importing this package imports none
+of the parts.
+"""
+
+from luca_gym.protocol import World
+
+WORLD = World(
+    name="equation",
+    version="1",
+    gym_stem="EquationDiscovery",
+    summary="symbolic equation discovery: query a hidden formula under a budget, then submit it as text",
+    config="luca_gym.worlds.equation.config:EquationConfig",
+    headline="success",
+    tools="luca_gym.worlds.equation.tools:EquationToolSession",
+    baselines="luca_gym.worlds.equation.baselines:BASELINES",
+    expected_fields="luca_gym.worlds.equation.config:expected_fields",
+    report="luca_gym.worlds.equation.report:sections",
+    sweep_order=("n_variables", "n_distractors", "complexity"),
+    reference="Auto-Discovery-Bench, symbolic equation discovery (shared/reference/auto-discovery-bench.txt)",
+    session_keys=("complexity", "n_variables", "n_distractors", "seed"),
+    required_scores=("success", "iterations"),
+)
+
+__all__ = ["WORLD"]

@@ -1,0 +1,113 @@
+"""The equation world's settings and the constants of its grammar, written down once.
+
+The grammar (:data:`GRAMMAR`, shown to agents word for word; built by
+:mod:`~luca_gym.worlds.equation.grammar`): every formula is an instance of
+
+    c1 * M1 * f(M2)  +/-  c2 * M3
+
+with integer constants ``c1, c2`` in 1..9, ``f`` one of sin, exp, log, sqrt,
+``M1, M3`` monomials (products of distinct variables, each to a power in
+{-2, -1, 1, 2}; an empty product is 1) and ``M2`` a product of one or two
+distinct variables, each to the power -1 or 1. Every variable that enters
+the formula appears exactly once; the distractors never appear. The three
+complexities keep parts of it (depth: the levels of sums, products,
+functions and powers in the formula's tree, a power of -1 or 1 being the
+variable itself in a numerator or denominator):
+
+* simple (depth 2): ``c1*M1``;
+* medium (depth 3): ``c1*M1 + c2*M3`` or ``c1*M1 - c2*M3`` (M1, M3 not
+  empty), or ``c1*M1*f(M2)``, each with probability 1/2 (with one variable,
+  always the second);
+* complex (depth 4): ``c1*M1*f(M2) + c2*M3`` or ``... - c2*M3`` (M3 not empty).
+
+Inputs are real numbers in [:data:`INPUT_LOW`, :data:`INPUT_HIGH`] = [1, 5]:
+every formula of the grammar is finite there (``exp`` of at most 25, ``log``
+and ``sqrt`` of positive numbers), and the generator checks it anyway.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from luca_gym.validate import is_integer, short_repr
+
+COMPLEXITIES = ("simple", "medium", "complex")
+INPUT_LOW, INPUT_HIGH = 1.0, 5.0  # the range of every input, queried or held out
+CONSTANTS = tuple(range(1, 10))  # c1, c2
+EXPONENTS = (-2, -1, 1, 2)  # of a variable in M1 or M3
+INNER_EXPONENTS = (-1, 1)  # of a variable in M2, the argument of f
+FUNCTIONS = ("sin", "exp", "log", "sqrt")  # f
+MAX_INNER = 2  # variables in M2
+N_HELDOUT = 100  # held-out inputs a submission is scored on
+TOLERANCE = 1e-6  # relative error allowed on each held-out input
+FLOOR = 1e-12  # |truth| below this counts as this much in the relative error
+N_VARIABLES = range(1, 9)
+N_DISTRACTORS = range(0, 5)
+MAX_BUDGET = 1000
+# Generic physical names, drawn per instance (a name says nothing of a variable's role).
+NAMES = (
+    "mass", "velocity", "pressure", "temperature", "volume", "length", "time", "charge", "density", "frequency",
+    "area", "current", "voltage", "resistance", "radius", "height", "viscosity", "wavelength", "distance",
+    "concentration",
+)
+
+GRAMMAR = f"""\
+The hidden formula is built from these parts:
+- c1, c2 are integers from 1 to 9;
+- f is one of sin, exp, log (natural), sqrt;
+- M1 and M3 are products of distinct variables, each raised to a power in {{-2, -1, 1, 2}} (an empty product is 1);
+- M2 is a product of one or two distinct variables, each raised to the power -1 or 1;
+- every variable that enters the formula appears exactly once; the distractor variables do not appear.
+By complexity:
+- simple:  c1*M1
+- medium:  c1*M1 + c2*M3  or  c1*M1 - c2*M3  (M1, M3 not empty),  or  c1*M1*f(M2)
+- complex: c1*M1*f(M2) + c2*M3  or  c1*M1*f(M2) - c2*M3  (M3 not empty)
+Inputs are real numbers in [{INPUT_LOW:g}, {INPUT_HIGH:g}]."""
+
+
+@dataclass(frozen=True)
+class EquationConfig:
+    """The settings that, with a seed, name an equation instance.
+
+    Attributes:
+        complexity: "simple", "medium" or "complex" (the grammar above).
+        n_variables: 1..8 variables enter the formula (complex: 2..8); the paper: 3 or 5.
+        n_distractors: 0..4 more variables that do not (the paper: 0 or 2).
+        budget: queries allowed, 1..1000 (the paper: 10).
+
+    Checked on construction (ValueError naming the field, the value and what
+    is allowed), so a config that exists is a valid one.
+    """
+
+    complexity: str = "simple"
+    n_variables: int = 3
+    n_distractors: int = 0
+    budget: int = 10
+
+    def __post_init__(self):
+        if not isinstance(self.complexity, str) or self.complexity not in COMPLEXITIES:
+            raise ValueError(f"complexity: {short_repr(self.complexity)} not allowed; allowed {', '.join(map(repr, COMPLEXITIES))}")
+        _check_range(self.n_variables, "n_variables", N_VARIABLES)
+        _check_range(self.n_distractors, "n_distractors", N_DISTRACTORS)
+        _check_range(self.budget, "budget", range(1, MAX_BUDGET + 1))
+        if self.complexity == "complex" and self.n_variables < 2:
+            raise ValueError(f"n_variables: {self.n_variables} not allowed with complexity 'complex'; allowed 2..8 "
+                             "(f(M2) and M3 each hold a variable)")
+        for name in ("n_variables", "n_distractors", "budget"):
+            object.__setattr__(self, name, int(getattr(self, name)))
+
+    @property
+    def n_inputs(self) -> int:
+        """m: the variables an agent sees (the formula's and the distractors)."""
+        return self.n_variables + self.n_distractors
+
+
+def _check_range(value, name: str, allowed: range) -> None:
+    if not is_integer(value) or value not in allowed:
+        raise ValueError(f"{name}: {short_repr(value)} not allowed; an integer in {allowed.start}..{allowed.stop - 1}")
+
+
+def expected_fields(**settings) -> dict:
+    """What a session of these settings records beside its key: its budget
+    (a results folder must agree on it)."""
+    return {"budget": EquationConfig(**{k: v for k, v in settings.items() if k == "budget"}).budget}

@@ -1,0 +1,116 @@
+"""The pure core: an instance from its seed, ``reset`` and a jitted ``step``.
+The session's rules and the scorer live here once; the tool session translates.
+
+Rules: a query costs one unit of the budget and answers the hidden formula's
+output (float64) at the agent's inputs, each in [1, 5]; once the budget is
+spent only a submission or the end remains. A submission ends the session:
+``success`` is 1 when the submitted program agrees with the hidden formula on
+all N_HELDOUT held-out inputs (drawn from the seed, never shown) within a
+relative error of TOLERANCE (``|guess - truth| <= 1e-6 * max(|truth|, 1e-12)``,
+and finite), else 0; the reward is ``success``, so the return equals it.
+``iterations`` is the queries made plus one for the submission (or the end),
+the paper's count of cycles. A refused step returns the state unchanged and
+reward 0. The step reads no setting but the state's (the budget lives there),
+so it compiles once per number of inputs, whatever the complexity or budget.
+
+Evaluation is float64 throughout (:func:`~luca_gym.worlds.equation.grammar.x64`):
+the public functions here enter ``jax.enable_x64`` themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from luca_gym.validate import check_seed
+from luca_gym.worlds.equation.config import FLOOR, INPUT_HIGH, INPUT_LOW, TOLERANCE, EquationConfig
+from luca_gym.worlds.equation.formula import MAX_NODES
+from luca_gym.worlds.equation.grammar import NOP, Instance, Program, evaluate, instance_of, x64
+
+QUERY, SUBMIT, END = 0, 1, 2
+ERRORS = (
+    "",
+    "the session has ended",
+    "the budget is spent: no queries remain; submit a formula (submit_formula) or end",
+    f"inputs: each must be a finite number in [{INPUT_LOW:g}, {INPUT_HIGH:g}]",
+)
+# What a query or an end passes as the submission (a fixed shape: one compiled step).
+NO_SUBMISSION = Program(op=np.full(MAX_NODES, NOP, np.int32), arg=np.zeros(MAX_NODES), left=np.zeros(MAX_NODES, np.int32),
+                        right=np.zeros(MAX_NODES, np.int32))
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class EquationState:
+    """A session's state.
+
+    Attributes:
+        program: the hidden formula's :class:`~luca_gym.worlds.equation.grammar.Program` (9m+4 nodes).
+        heldout_x: float64 (N_HELDOUT, m). heldout_y: float64 (N_HELDOUT,): the scoring inputs and outputs.
+        budget_left: int (): queries left. queries: int (): queries made.
+        ended: bool (). success: float64 (): 1.0 once a correct formula is submitted.
+        iterations: int (): queries + 1, once ended (0 before).
+    """
+
+    program: Program
+    heldout_x: jax.Array
+    heldout_y: jax.Array
+    budget_left: jax.Array
+    queries: jax.Array
+    ended: jax.Array
+    success: jax.Array
+    iterations: jax.Array
+
+
+def instance(seed: int, config: EquationConfig, seal=None) -> Instance:
+    """The instance of ``seed`` (sealed: of its sealed seed), a pure function of them and the config."""
+    seed = check_seed(seed) if seal is None else seal.organism_seed(seed)
+    return instance_of(seed, config)
+
+
+@x64
+def reset(inst: Instance, config: EquationConfig) -> EquationState:
+    return EquationState(
+        program=jax.tree.map(jnp.asarray, inst.program), heldout_x=jnp.asarray(inst.heldout_x),
+        heldout_y=jnp.asarray(inst.heldout_y), budget_left=jnp.int32(config.budget), queries=jnp.int32(0),
+        ended=jnp.bool_(False), success=jnp.float64(0.0), iterations=jnp.int32(0),
+    )
+
+
+def agrees(guess, truth):
+    """Whether every guess is finite and within the relative TOLERANCE of the truth."""
+    return jnp.all(jnp.isfinite(guess) & (jnp.abs(guess - truth) <= TOLERANCE * jnp.maximum(jnp.abs(truth), FLOOR)))
+
+
+@jax.jit
+def _step(state: EquationState, kind, inputs, submission: Program):
+    """One compiled step per number of inputs: the rules read no setting but the state's."""
+    in_range = jnp.all(jnp.isfinite(inputs) & (inputs >= INPUT_LOW) & (inputs <= INPUT_HIGH))
+    is_query = kind == QUERY
+    error = jnp.where(state.ended, 1, jnp.where(is_query & (state.budget_left <= 0), 2, jnp.where(is_query & ~in_range, 3, 0)))
+    ok = error == 0
+    queried = ok & is_query
+    ending = ok & ~is_query
+    submitted = ok & (kind == SUBMIT)
+    success = jnp.where(submitted & agrees(evaluate(submission, state.heldout_x), state.heldout_y), 1.0, 0.0)
+    output = evaluate(state.program, jnp.clip(inputs, INPUT_LOW, INPUT_HIGH)[None])[0]
+    new = EquationState(
+        program=state.program, heldout_x=state.heldout_x, heldout_y=state.heldout_y,
+        budget_left=state.budget_left - queried.astype(jnp.int32),
+        queries=state.queries + queried.astype(jnp.int32),
+        ended=state.ended | ending,
+        success=jnp.where(ending, success, state.success),
+        iterations=jnp.where(ending, state.queries + 1, state.iterations),
+    )
+    return new, success, error, jnp.where(queried, output, 0.0)
+
+
+@x64
+def step(state: EquationState, kind: int, inputs=None, submission: Program | None = None, *, config: EquationConfig):
+    """(state, reward float64 (), error code int (), output float64 ()): a
+    query's output at ``inputs`` (float (m,)), or a submission's score. A
+    refused action (error != 0; ERRORS[error] says why) changes nothing."""
+    inputs = np.zeros(config.n_inputs) + INPUT_LOW if inputs is None else np.asarray(inputs, np.float64)
+    return _step(state, jnp.int32(kind), inputs, NO_SUBMISSION if submission is None else submission)
