@@ -181,11 +181,12 @@ def _intervene(state: GraphState, node, config) -> GraphState:
     row = state.adjacency[node]
     others = jnp.arange(n) != node
     if config.directed:
-        k = jax.random.fold_in(state.key, state.interventions)
+        # One threefry block per intervention; 32 random bits modulo S (or S - 1) are uniform to within 2^-27.
+        bits = jax.random.bits(jax.random.fold_in(state.key, state.interventions), (n,), jnp.uint32)
         if config.redraw_may_repeat:
-            drawn = jax.random.randint(k, (n,), 0, config.n_states, jnp.int32)
+            drawn = (bits % config.n_states).astype(jnp.int32)
         else:  # a different state: old + 1..S-1, modulo the number of states
-            drawn = (state.states + jax.random.randint(k, (n,), 1, config.n_states, jnp.int32)) % config.n_states
+            drawn = (state.states + 1 + (bits % (config.n_states - 1)).astype(jnp.int32)) % config.n_states
         states = jnp.where(row, drawn, state.states)
     else:
         states = state.states + (row | ~others).astype(jnp.int32)
