@@ -231,3 +231,44 @@ def test_the_command_line_sweeps_config_fields_and_the_report_has_table_1(tmp_pa
     assert "--n-nodes: 99 not allowed; an integer from 2 to 64" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["eval", "--n-nodes", "5", "--seeds", "0", "--out", str(tmp_path / "luca")])  # not an option of LUCA's
+
+
+def _sweeping_model(messages, tools):
+    """A mock model's strategy: attack each house in turn, then submit the allies it saw (read from the
+    tool results in the OpenAI-format messages alone)."""
+    results = []
+    for m in messages:
+        if m.get("role") == "tool":
+            try:
+                results.append(json.loads(m["content"]))
+            except ValueError:
+                continue
+    accepted = [r for r in results if isinstance(r, dict) and "error" not in r]
+    if any(r.get("ended") for r in accepted):
+        return None
+    n = next(t for t in tools if t["function"]["name"] == "attack")["function"]["parameters"]["properties"]["house"]["maximum"] + 1
+    attacks = [r for r in accepted if "house" in r]
+    if len(attacks) < n - 1:
+        return [("attack", {"house": len(attacks)})]
+    adjacency = np.zeros((n, n), int)
+    matrix = attacks[-1]["observation_matrix"] if attacks else [[0] * n]
+    for i, (before, after) in enumerate(zip(matrix, matrix[1:])):
+        for j in range(n):
+            if j != i and after[j] > before[j]:
+                adjacency[i, j] = adjacency[j, i] = 1
+    return [("submit_graph", {"adjacency": adjacency.tolist()})]
+
+
+def test_a_language_model_plays_through_the_openai_adapter_with_failures():
+    """The provider path a real model takes (OpenAIChatAgent, retries of
+    rate limits and malformed answers) on the relational world: solved, with
+    the observation matrix as the only memory it reads."""
+    from luca_gym.tools.loop import run_agent
+    from luca_gym.tools.mock_provider import MockClient
+    from luca_gym.tools.providers import OpenAIChatAgent
+
+    client = MockClient(_sweeping_model, fail_rate=0.2, malformed_rate=0.1, seed=3)
+    session = RelationalToolSession(4, n_houses=5)
+    record = run_agent(OpenAIChatAgent("mock", client=client), session, backoff=0)
+    assert session.ended and session.scores["success"] == 1.0 and record["return"] == 1.0
+    assert session.scores["iterations"] == 5 and "failed" in client.outcomes  # 4 attacks and the submission
