@@ -454,3 +454,22 @@ def test_the_report_averages_iterations_over_successful_sessions_only():
     records.append({"agent": "b", **key, "scores": {"success": 0.0, "iterations": 5}})
     text = table(records)
     assert "| a | simple | 3 | 0 | 3 | 67% | 3.00 | 5.67 |" in text and "| b | simple | 3 | 0 | 1 | 0% | ∞ | 5.00 |" in text
+
+
+def test_the_gymnasium_env_is_the_tool_session_in_dict_actions():
+    """``luca_gym/EquationDiscovery-v0``: a query's output is the session's;
+    a hostile formula is refused for free; the true formula ends it solved."""
+    import gymnasium as gym
+
+    env = gym.make("luca_gym/EquationDiscovery-v0", complexity="medium")
+    obs, info = env.reset(options={"instance_seed": 5})
+    session = EquationToolSession(5, complexity="medium")
+    assert info["variables"] == list(session.variables)
+    point = np.array([1.5, 2.0, 3.5])
+    obs, reward, ended, _, info = env.step({"kind": 0, "inputs": point, "formula": ""})
+    expected = session.call("query", {"inputs": dict(zip(session.variables, map(float, point)))})["output"]
+    assert obs["outputs"][0] == expected and obs["queries"] == 1 and obs["budget_left"] == 9 and not ended
+    obs, reward, ended, _, info = env.step({"kind": 1, "inputs": point, "formula": "().__class__"})
+    assert "not allowed" in info["error"] and reward == 0.0 and not ended and obs["budget_left"] == 9
+    obs, reward, ended, _, info = env.step({"kind": 1, "inputs": point, "formula": _truth(session)})
+    assert ended and reward == 1.0 and info["scores"] == {"success": 1.0, "iterations": 2}

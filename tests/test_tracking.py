@@ -250,3 +250,16 @@ def test_the_report_writes_table_2_and_figure_5(swept):
     with open(f"{out}/{report.FIGURE}", "rb") as f:
         png = f.read()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+
+
+def test_the_gymnasium_env_scores_one_submission():
+    """``luca_gym/StateTracking-v0``: X in, Y out; the one step ends it, its reward the exact score."""
+    import gymnasium as gym
+
+    env = gym.make("luca_gym/StateTracking-v0", **SMALL)
+    x, info = env.reset(options={"instance_seed": 7})
+    assert np.array_equal(x, np.asarray(core.instance(7, TrackingConfig(**SMALL))))
+    _, reward, ended, truncated, info = env.step((x[1:] != x[:-1]).astype(np.int8))
+    assert (reward, ended, truncated, info["scores"]["exact"]) == (1.0, True, False, 1.0)
+    with pytest.raises(ValueError, match="0/1 of shape"):
+        env.step(np.full((3, 3), 2))

@@ -28,6 +28,18 @@ from luca_gym.functional import TRAINING_SEED_START
 from luca_gym.validate import DRAWN_SEED_LIMIT, check_keys, check_render_mode, check_seed
 
 
+def instance_seed(np_random, options) -> int:
+    """The instance an env's ``reset`` opens: ``options={"instance_seed": k}``
+    pins k; else one drawn by the env's ``np_random`` from
+    :data:`~luca_gym.functional.TRAINING_SEED_START` up (never an evaluation
+    seed). Any other option is refused by name."""
+    options = dict(options or {})
+    check_keys(options, "options", ("instance_seed",))
+    if "instance_seed" in options:
+        return check_seed(options["instance_seed"], "instance_seed")
+    return int(np_random.integers(TRAINING_SEED_START, DRAWN_SEED_LIMIT))
+
+
 @partial(jax.jit, static_argnames=("codec",))
 def _open(instances, codec):
     return codec.open(jax.tree_util.tree_map(lambda x: x[0], instances))
@@ -65,12 +77,7 @@ class CodecEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
-        options = dict(options or {})
-        check_keys(options, "options", ("instance_seed",))
-        if "instance_seed" in options:
-            self.instance_seed = check_seed(options["instance_seed"], "instance_seed")
-        else:
-            self.instance_seed = int(self.np_random.integers(TRAINING_SEED_START, DRAWN_SEED_LIMIT))
+        self.instance_seed = instance_seed(self.np_random, options)
         self.state, vector, mask = _open(self.codec.instances([self.instance_seed]), self.codec)
         vector, self._mask = jax.device_get((vector, mask))
         self.calls, self.total = 0, 0.0

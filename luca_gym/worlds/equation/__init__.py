@@ -12,6 +12,7 @@ as postfix programs, their JAX evaluator, the generator, the renderer),
 :mod:`~luca_gym.worlds.equation.formula` (the parser of submitted text),
 :mod:`~luca_gym.worlds.equation.core` (pure ``reset``/``step``, rules and
 scorer), :mod:`~luca_gym.worlds.equation.tools` (the tool session),
+:mod:`~luca_gym.worlds.equation.envs` (``luca_gym/EquationDiscovery-v0``),
 :mod:`~luca_gym.worlds.equation.baselines` (``random``, ``systematic``) and
 :mod:`~luca_gym.worlds.equation.report` (success rate and iterations over
 successful sessions, as the paper's Table 1).
@@ -30,6 +31,7 @@ WORLD = World(
     config="luca_gym.worlds.equation.config:EquationConfig",
     headline="success",
     tools="luca_gym.worlds.equation.tools:EquationToolSession",
+    env="luca_gym.worlds.equation.envs:EquationEnv",
     baselines="luca_gym.worlds.equation.baselines:BASELINES",
     expected_fields="luca_gym.worlds.equation.config:expected_fields",
     report="luca_gym.worlds.equation.report:sections",

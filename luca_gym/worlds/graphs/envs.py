@@ -22,9 +22,8 @@ import numpy as np
 from gymnasium import spaces
 
 from luca_gym.boundary import check_flat_actions
-from luca_gym.envs.codec import CodecEnv
-from luca_gym.functional import TRAINING_SEED_START
-from luca_gym.validate import DRAWN_SEED_LIMIT, check_keys, check_render_mode, check_seed, short_repr
+from luca_gym.envs.codec import CodecEnv, instance_seed
+from luca_gym.validate import check_render_mode, short_repr
 from luca_gym.worlds.graphs import core
 from luca_gym.worlds.graphs.config import DagConfig, RelationalConfig
 
@@ -59,12 +58,7 @@ class _GraphEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
-        options = dict(options or {})
-        check_keys(options, "options", ("instance_seed",))
-        if "instance_seed" in options:
-            self.instance_seed = check_seed(options["instance_seed"], "instance_seed")
-        else:
-            self.instance_seed = int(self.np_random.integers(TRAINING_SEED_START, DRAWN_SEED_LIMIT))
+        self.instance_seed = instance_seed(self.np_random, options)
         self.state = core.reset(core.instance(self.instance_seed, self.config), self.config)
         return self._obs(), {"instance_seed": self.instance_seed}
 

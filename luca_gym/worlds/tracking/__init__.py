@@ -9,6 +9,7 @@ fraction of rows right (AT-Acc) and by correctness per position (Figure 5).
 Its parts: :mod:`~luca_gym.worlds.tracking.config` (:class:`TrackingConfig`),
 :mod:`~luca_gym.worlds.tracking.core` (instances, pure ``reset``/``step``,
 the scorer), :mod:`~luca_gym.worlds.tracking.tools` (the tool session),
+:mod:`~luca_gym.worlds.tracking.envs` (``luca_gym/StateTracking-v0``),
 :mod:`~luca_gym.worlds.tracking.baselines` (tool agents) and
 :mod:`~luca_gym.worlds.tracking.report` (Table 2 and Figure 5).
 
@@ -26,6 +27,7 @@ WORLD = World(
     config="luca_gym.worlds.tracking.config:TrackingConfig",
     headline="exact",
     tools="luca_gym.worlds.tracking.tools:TrackingToolSession",
+    env="luca_gym.worlds.tracking.envs:TrackingEnv",
     baselines="luca_gym.worlds.tracking.baselines:BASELINES",
     report="luca_gym.worlds.tracking.report:sections",
     reference="Auto-Discovery-Bench, long trajectory (shared/reference/auto-discovery-bench.txt)",

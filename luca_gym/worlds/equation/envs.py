@@ -1,0 +1,101 @@
+"""``luca_gym/EquationDiscovery-v0``: the equation world as a Gymnasium env.
+
+The action is a ``Dict``: ``kind`` (0 query, 1 submit, 2 end), ``inputs``
+(``Box(1, 5, (m,), float64)``, read by a query) and ``formula``
+(``Text``, read by a submission). The observation holds the queries so far,
+zero-padded to the budget: ``inputs`` (budget, m), ``outputs`` (budget,) and
+``queries`` (how many rows are real), and ``budget_left``. The variable
+names (the formula's text speaks of them) are in the reset ``info``.
+
+Each action is the tool session's call (:class:`~luca_gym.worlds.equation.tools.EquationToolSession`:
+the same parsing and rules), so a refused one (a formula that cannot be
+read, a query beyond the budget) earns nothing and changes nothing, and says
+why in ``info["error"]``.
+"""
+
+from __future__ import annotations
+
+import string
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from luca_gym.envs.codec import instance_seed
+from luca_gym.validate import check_render_mode, short_repr
+from luca_gym.worlds.equation.config import INPUT_HIGH, INPUT_LOW, EquationConfig
+from luca_gym.worlds.equation.formula import MAX_CHARS
+from luca_gym.worlds.equation.tools import EquationToolSession
+
+KINDS = ("query", "submit_formula", "end")
+
+
+class EquationEnv(gym.Env):
+    """One equation session per episode (keyword settings: :class:`EquationConfig`'s
+    fields). ``reset`` seeds the draw of instance seeds (from 10,000 up);
+    ``options={"instance_seed": k}`` pins instance k. ``info["scores"]`` once
+    the session has ended."""
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+
+    def __init__(self, render_mode: str | None = None, **settings):
+        self.config = c = EquationConfig(**settings)
+        self.settings = settings
+        self.render_mode = check_render_mode(render_mode)
+        m = c.n_inputs
+        self.observation_space = spaces.Dict({
+            "inputs": spaces.Box(0.0, INPUT_HIGH, (c.budget, m), np.float64),
+            "outputs": spaces.Box(-np.inf, np.inf, (c.budget,), np.float64),
+            "queries": spaces.Box(0, c.budget, (), np.int64),
+            "budget_left": spaces.Box(0, c.budget, (), np.int64),
+        })
+        self.action_space = spaces.Dict({
+            "kind": spaces.Discrete(len(KINDS)),
+            "inputs": spaces.Box(INPUT_LOW, INPUT_HIGH, (m,), np.float64),
+            "formula": spaces.Text(MAX_CHARS, charset=string.ascii_letters + string.digits + "+-*/() ."),
+        })
+        self.session: EquationToolSession | None = None
+
+    def _obs(self) -> dict:
+        c, s = self.config, self.session
+        inputs, outputs = np.zeros((c.budget, c.n_inputs)), np.zeros(c.budget)
+        rows = [call for call in s.transcript if call["call"] == "query" and "error" not in call["result"]]
+        for i, call in enumerate(rows):
+            inputs[i] = [call["result"]["inputs"][v] for v in s.variables]
+            outputs[i] = call["result"]["output"]
+        return {"inputs": inputs, "outputs": outputs, "queries": np.int64(len(rows)),
+                "budget_left": np.int64(s.status()["budget_remaining"])}
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        seed_ = instance_seed(self.np_random, options)
+        self.session = EquationToolSession(seed_, **self.settings)
+        return self._obs(), {"instance_seed": seed_, "variables": list(self.session.variables)}
+
+    def step(self, action):
+        if self.session is None:
+            raise RuntimeError("step() called before reset()")
+        allowed = f"a dict of kind (0..2), inputs ({self.config.n_inputs} numbers) and formula (text)"
+        if not isinstance(action, dict) or set(action) != {"kind", "inputs", "formula"}:
+            raise ValueError(f"action: {short_repr(action)} not allowed; {allowed}")
+        kind = KINDS[int(action["kind"])] if int(action["kind"]) in range(len(KINDS)) else None
+        if kind is None:
+            raise ValueError(f"action: kind {short_repr(action['kind'])} not allowed; {allowed}")
+        inputs = np.asarray(action["inputs"], np.float64).reshape(-1)
+        arguments = {"query": lambda: {"inputs": dict(zip(self.session.variables, map(float, inputs)))},
+                     "submit_formula": lambda: {"formula": str(action["formula"])}, "end": dict}[kind]()
+        before = self.session.total_reward
+        answer = self.session.call(kind, arguments)
+        info = {"error": answer.get("error")}
+        if self.session.ended:
+            info["scores"] = dict(self.session.scores)
+        return self._obs(), self.session.total_reward - before, self.session.ended, False, info
+
+    def render(self):
+        if self.render_mode != "ansi" or self.session is None:
+            return None
+        obs = self._obs()
+        return f"{self.config.complexity} equation, {int(obs['queries'])} queries, {int(obs['budget_left'])} left"
+
+    def close(self):
+        self.session = None
