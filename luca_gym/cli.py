@@ -55,13 +55,10 @@ def _hooks() -> dict:
     return {name: load(worlds.get(name).cli) for name in worlds.names() if worlds.get(name).cli is not None}
 
 
-def _add_world_arguments(p, method: str, flag_world=None) -> None:
-    """Each world's options for this command (hook ``method``), remembering
-    which world owns which option; none where the command names a world
-    without a hook (``flag_world``: its config fields are the options, and
-    another world's could not be given anyway)."""
+def _add_world_arguments(p, method: str) -> None:
+    """Each world's options for this command (hook ``method``), remembering which world owns which option."""
     owners = {}
-    for name, hook in ({} if flag_world is not None else _hooks()).items():
+    for name, hook in _hooks().items():
         if hasattr(hook, method):
             before = {a.dest for a in p._actions}
             getattr(hook, method)(p)
@@ -83,13 +80,18 @@ def _world_of(args):
 
 def _config_flags(p, world, many: bool) -> None:
     """A world without a CLI hook: each field of its config as an option
-    (``n_nodes`` -> ``--n-nodes``), a comma list where the command sweeps."""
+    (``n_nodes`` -> ``--n-nodes``), a comma list where the command sweeps
+    (there, the fields that key a session: ``World.session_keys``).
+    An option of the same name another world's hook added (LUCA's
+    ``--budget``) gives way: the command names this world."""
     from dataclasses import MISSING, fields
 
     from luca_gym.protocol import load
 
     names = []
     for f in fields(load(world.config)):
+        if many and f.name not in world.session_keys:
+            continue  # a sweep plans key settings only
         default = "" if f.default is MISSING else f" (default {f.default})"
         p.add_argument(f"--{f.name.replace('_', '-')}", dest=f"setting__{f.name}", default=None,
                        metavar="VALUES" if many else "VALUE",
@@ -228,9 +230,9 @@ def cmd_eval(args) -> int:
     else:
         print(f"\n{world.name}: {world.headline} ({len(set(seeds))} seeds; mean ± population std)")
         print(ev.world_table(records, world))
-    usage = [r["usage"] for r in records if r.get("usage")]
-    if usage:
-        print(f"\n{usage_line(usage, [r.get('cost_usd') for r in records if r.get('usage')])}")
+    models = [r for r in records if r.get("usage") and ev.is_llm_agent(r["agent"])]  # a tool-agent baseline spends no tokens
+    if models:
+        print(f"\n{usage_line([r['usage'] for r in models], [r.get('cost_usd') for r in models])}")
     print(f"\nsessions: {path}")
     return 0
 
@@ -425,7 +427,9 @@ def build_parser(flag_world=None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"luca-gym {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_parser = sub.add_parser
-    sub.add_parser = lambda *a, **k: _add_parser(*a, formatter_class=HelpFormatter, **k)  # every command shows defaults
+    # Every command shows defaults; a world's config-field options replace another world's of the same name.
+    handler = "error" if flag_world is None else "resolve"
+    sub.add_parser = lambda *a, **k: _add_parser(*a, formatter_class=HelpFormatter, conflict_handler=handler, **k)
     world_help = "the world: a registered world's name (luca_gym worlds) or package.module:WORLD"
     set_help = "a setting of the world, one value or a comma-separated list, e.g. --set n_bits=6,8 (repeatable; " \
                "a setting left out takes its default)"
@@ -450,7 +454,7 @@ def build_parser(flag_world=None) -> argparse.ArgumentParser:
     p.add_argument("--ablation", default=None, metavar="NAMES",
                    help="comma-separated contrasts of the world (`luca-gym worlds`; LUCA: backwards, vocabulary, stance): "
                         "run both arms of each, paired by seed; `luca-gym report` adds the paired tests")
-    _add_world_arguments(p, "add_eval_arguments", flag_world)
+    _add_world_arguments(p, "add_eval_arguments")
     if flag_world is not None:
         _config_flags(p, flag_world, many=True)
     p.add_argument("--out", default="results", help="results folder (sessions.jsonl is appended)")
@@ -464,7 +468,7 @@ def build_parser(flag_world=None) -> argparse.ArgumentParser:
                    help="ppo (pure JAX, this package, any world with a flat codec) or maskable-ppo (sb3-contrib, the rl "
                         "extra; LUCA)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a setting of the world's flat codec (repeatable)")
-    _add_world_arguments(p, "add_train_arguments", flag_world)
+    _add_world_arguments(p, "add_train_arguments")
     if flag_world is not None:
         _config_flags(p, flag_world, many=False)
     p.add_argument("--steps", type=int, default=None,
@@ -506,7 +510,7 @@ def build_parser(flag_world=None) -> argparse.ArgumentParser:
     p.add_argument("--world", default=DEFAULT_WORLD, help=world_help)
     p.add_argument("--seed", type=int, default=0, help="instance seed (a non-negative integer)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a setting of the world (repeatable)")
-    _add_world_arguments(p, "add_session_arguments", flag_world)
+    _add_world_arguments(p, "add_session_arguments")
     if flag_world is not None:
         _config_flags(p, flag_world, many=False)
     _sealed_arguments(p)
@@ -534,7 +538,8 @@ def _as_flags(message: str, args) -> str:
     say the option the user typed (``--n-genes: ...``)."""
     name, sep, rest = message.partition(":")
     flag = "--" + name.replace("_", "-")
-    if sep and name.isidentifier() and (hasattr(args, name) or hasattr(args, f"setting__{name}")) and name != "results":
+    typed = hasattr(args, name) or getattr(args, f"setting__{name}", None) is not None
+    if sep and name.isidentifier() and typed and name != "results":
         return flag + sep + rest
     return message
 
