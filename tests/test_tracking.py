@@ -38,7 +38,8 @@ def test_check_world_passes(cot):
 
 def test_the_world_declares_its_keys_scores_and_gym_id():
     assert (WORLD.name, WORLD.headline, WORLD.gym_ids()) == (
-        "tracking", "exact", {"luca_gym/StateTrackingTools-v0": ("luca_gym.envs.tools:ToolsEnv", {"world": "tracking"})})
+        "tracking", "exact", {"luca_gym/StateTracking-v0": ("luca_gym.worlds.tracking.envs:TrackingEnv", {}),
+                              "luca_gym/StateTrackingTools-v0": ("luca_gym.envs.tools:ToolsEnv", {"world": "tracking"})})
     assert WORLD.session_keys == ("length", "n_nodes", "n_colors", "change_prob", "cot", "seed")
     assert list(WORLD.baseline_policies()) == ["systematic", "forgetful", "random"]
     assert TrackingConfig() == TrackingConfig(10, 5, 3, 0.3, False)
