@@ -63,8 +63,8 @@ class EquationEnv(gym.Env):
         for i, call in enumerate(rows):
             inputs[i] = [call["result"]["inputs"][v] for v in s.variables]
             outputs[i] = call["result"]["output"]
-        return {"inputs": inputs, "outputs": outputs, "queries": np.int64(len(rows)),
-                "budget_left": np.int64(s.status()["budget_remaining"])}
+        return {"inputs": inputs, "outputs": outputs, "queries": np.array(len(rows), np.int64),
+                "budget_left": np.array(s.status()["budget_remaining"], np.int64)}
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
