@@ -24,6 +24,7 @@ Prints, at N=20:
 from __future__ import annotations
 
 import argparse
+import csv
 import os
 import tempfile
 import time
@@ -135,16 +136,14 @@ def main() -> None:
         out = args.out or scratch
         summary = train_maskable_ppo(tier, mode, N, steps=args.train_steps, num_envs=64, out=out, seed=0)
         with open(os.path.join(out, "learning_curve.csv")) as f:
-            curve = [line.strip().split(",") for line in f][1:]
-        (s0, w0, _), (s1, w1, _) = curve[0], curve[-1]
-        steady = (int(s1) - int(s0)) / max(float(w1) - float(w0), 1e-9)
-        print(f"steps/s: {summary['steps_per_s']:,.0f} overall (compiles included), {steady:,.0f} after the first rollout; "
+            curve = list(csv.DictReader(f))  # the JAX PPO's columns: one row per update
+        print(f"steps/s: {summary['steps_per_s']:,.0f} after the first update (setup {summary['setup_s']:.0f} s); "
               f"{summary['episodes']} episodes in {summary['wall_s']:.0f} s")
-        print("| steps | wall s | mean return (last 100 episodes) |")
+        print("| steps | wall s | mean return (episodes ended in the update) |")
         print("|---|---|---|")
         step = max(1, len(curve) // 10)
         for row in curve[::step] + (curve[-1:] if (len(curve) - 1) % step else []):
-            print(f"| {row[0]} | {float(row[1]):.0f} | {float(row[2]):.3f} |")
+            print(f"| {row['env_steps']} | {float(row['wall_s']):.0f} | {float(row['mean_return']):.3f} |")
 
         print(f"\n## Mean composite on seeds 0-19 ({tier} {mode} N={N}, the harness)")
         uniform = FlatPolicy("masked-random", lambda vector, mask, rng: int(rng.choice(np.flatnonzero(mask))),

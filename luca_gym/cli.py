@@ -247,28 +247,60 @@ def usage_line(usage: list, costs: list) -> str:
 
 
 class TrainProgress:
-    """A one-line training progress line on stderr, one update per call; the
-    rate is that of the last update (the first one also compiles)."""
+    """Training progress on stderr, the same for both algorithms: one line if
+    the first update takes longer than :attr:`notice_after_s` (instances
+    generated and programs compiled: on a first run, up to two minutes), then a line per
+    update with the rate since the last line shown (the first also sets up).
+    On a terminal the line is redrawn in place; elsewhere (a log) it is
+    printed after the first update, at each tenth of the run and at the end.
+    ``quiet``: nothing."""
 
-    def __init__(self, quiet: bool = False):
-        self.quiet = quiet or not sys.stderr.isatty()
+    notice_after_s = 3.0
+
+    def __init__(self, quiet: bool = False, algo: str = "train"):
+        self.quiet, self.tty = quiet, sys.stderr.isatty()
         self.last = (0, 0.0)
+        self.timer = None
+        if not quiet:
+            from luca_gym.compile_cache import cache_dir
+
+            where = cache_dir()
+            cached = f"cached in {where} for next time" if where else "the compilation cache is off"
+            note = f"{algo}: setting up: generating training instances and compiling (a first run: up to two minutes; {cached})"
+            self.timer = threading.Timer(self.notice_after_s, self._write, (note + "\n",))
+            self.timer.daemon = True
+            self.timer.start()
+
+    @staticmethod
+    def _write(text: str) -> None:
+        try:
+            sys.stderr.write(text)
+            sys.stderr.flush()
+        except (OSError, ValueError):  # stderr closed: progress is not worth a failure
+            pass
+
+    def close(self) -> None:
+        """Cancel the setup notice if it has not shown yet."""
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
 
     def __call__(self, row: dict) -> None:
-        if self.quiet:
+        self.close()
+        update, updates = row["update"], row["updates"]
+        tenth = update * 10 // updates != (update - 1) * 10 // updates
+        if self.quiet or not (self.tty or update == 1 or tenth):
             return
         width = 30
-        filled = int(width * row["update"] / row["updates"])
+        filled = int(width * update / updates)
         rate = (row["env_steps"] - self.last[0]) / max(row["wall_s"] - self.last[1], 1e-9)
         self.last = (row["env_steps"], row["wall_s"])
-        sys.stderr.write(
-            f"\r[{'#' * filled}{'.' * (width - filled)}] update {row['update']}/{row['updates']} "
-            f"{row['env_steps'] / 1e6:.2f}M steps {row['wall_s']:7.1f}s {rate / 1e3:5.1f}k steps/s  "
-            f"score {row['mean_score']:.3f}"
-        )
-        if row["update"] == row["updates"]:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
+        line = (f"[{'#' * filled}{'.' * (width - filled)}] update {update}/{updates} {row['env_steps']:,} steps "
+                f"{row['wall_s']:7.1f}s {rate / 1e3:5.1f}k steps/s  score {row['mean_score']:.3f}")
+        if self.tty:
+            self._write(f"\r{line}" + ("\n" if update == updates else ""))
+        else:
+            self._write(line + "\n")
 
 
 def cmd_train(args) -> int:
@@ -283,26 +315,35 @@ def cmd_train(args) -> int:
         raise UsageError(f"pool-size: applies to --algo ppo only (a fixed pool of training instances), not {args.algo}")
     if args.algo == "maskable-ppo":
         try:
-            from luca_gym.agents.sb3 import train_maskable_ppo
+            from luca_gym.agents.sb3 import plan as sb3_plan, train_maskable_ppo
         except ImportError:
             raise UsageError('algo: maskable-ppo needs the rl extra (sb3-contrib); pip install -e ".[rl]"') from None
+        plan = sb3_plan(steps, num_envs)
         _writable_dir(args.out)
-        summary = train_maskable_ppo(steps=steps, num_envs=num_envs, out=args.out, seed=args.seed, world=world.name, **settings)
-        print(f"trained maskable-ppo: {summary['steps']} steps in {summary['wall_s']:.1f} s "
-              f"({summary['steps_per_s']:.0f} steps/s), mean return {summary['mean_return']:.3f}")
-        print(f"run folder: {args.out}  (evaluate: luca-gym eval --agents sb3:{os.path.join(args.out, 'model.zip')})")
-        return 0
-    from luca_gym.agents import ppo
+        train = lambda progress: train_maskable_ppo(  # noqa: E731
+            steps=steps, num_envs=num_envs, out=args.out, seed=args.seed, world=world.name, progress=progress, **settings)
+        agent = f"sb3:{os.path.join(args.out, 'model.zip')}"
+    else:
+        from luca_gym.agents import ppo
 
-    hyper = {"pool_size": args.pool_size} if args.pool_size is not None else {}
-    config = ppo.PPOConfig(world.name, settings, steps=steps, num_envs=num_envs, seed=args.seed, **hyper)
-    _writable_dir(args.out)
-    summary = ppo.train(config, args.out, progress=TrainProgress(args.quiet))
+        hyper = {"pool_size": args.pool_size} if args.pool_size is not None else {}
+        config = ppo.PPOConfig(world.name, settings, steps=steps, num_envs=num_envs, seed=args.seed, **hyper)
+        plan = ppo.plan(config)
+        _writable_dir(args.out)
+        train = lambda progress: ppo.train(config, args.out, progress=progress)  # noqa: E731
+        agent = f"ppo:{args.out}"
+    print(f"training {args.algo}: {plan}", flush=True)
+    progress = TrainProgress(args.quiet, args.algo)
+    try:
+        summary = train(progress)
+    finally:
+        progress.close()
+    steps_run = summary["env_steps"] if args.algo == "ppo" else summary["steps"]
     rate = f"{summary['steps_per_s']:.0f} steps/s after the first update" if summary["steps_per_s"] else "one update"
-    print(f"trained ppo: {summary['env_steps']} steps in {summary['wall_s']:.1f} s ({rate}), "
+    print(f"trained {args.algo}: {steps_run} steps in {summary['wall_s']:.1f} s ({rate}), "
           f"last update's mean score {summary['final_score']:.3f}")
     where = "" if world.name == DEFAULT_WORLD else f" --world {world.name}"
-    print(f"run folder: {args.out}  (evaluate: luca-gym eval{where} --agents ppo:{args.out})")
+    print(f"run folder: {args.out}  (evaluate: luca-gym eval{where} --agents {agent})")
     return 0
 
 

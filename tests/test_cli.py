@@ -13,15 +13,17 @@ from __future__ import annotations
 import io
 import json
 import pathlib
+import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from luca_gym import harness as ev
 from luca_gym.worlds.luca import generator as world
-from luca_gym.cli import build_parser, main, parse_seeds
+from luca_gym.cli import TrainProgress, build_parser, main, parse_seeds
 from luca_gym.worlds.luca.cli import cmd_play
 from luca_gym.worlds.luca import tables as luca_tables
 
@@ -344,6 +346,46 @@ def test_train_bad_input(tmp_path, capsys, args, words):
     for w in words:
         assert w in line
     assert not out.exists()
+
+
+TRAIN_PLANS = [
+    ("ppo", 1_500_000, 1024, 45, "1,474,560 env steps = 45 updates x 1024 envs x 32 steps (1,500,000 rounded down to "
+     "whole updates); learning rate 0.001 annealed linearly to 0 over these 45 updates (the step count sets both the "
+     "run's length and the schedule's horizon)"),
+    ("maskable-ppo", 5_000, 4, 20, "5,120 env steps = 20 updates x 4 envs x 64 steps (5,000 rounded up to whole "
+     "rollouts); learning rate 0.0003, constant (the step count sets the run's length only)"),
+]
+
+
+@pytest.mark.parametrize("algo, steps, num_envs, updates, plan", TRAIN_PLANS, ids=[p[0] for p in TRAIN_PLANS])
+def test_train_states_its_plan_then_shows_setup_and_progress(tmp_path, capsys, monkeypatch, algo, steps, num_envs, updates, plan):
+    """Both algorithms alike: the steps it will run and the learning-rate
+    horizon on stdout; on stderr a setup notice while the first update runs,
+    then progress (off a terminal: the first update, each tenth, the last).
+    The training itself is faked."""
+    from luca_gym.agents import ppo, sb3
+
+    run = int(plan.split()[0].replace(",", ""))
+
+    def train(progress):
+        time.sleep(0.5)  # setting up: past the notice's delay
+        for u in range(1, updates + 1):
+            progress({"update": u, "updates": updates, "env_steps": u * run // updates, "wall_s": 0.5 + u / 100, "mean_score": 0.5})
+        return {"env_steps": run, "steps": run, "wall_s": 1.0, "steps_per_s": 1000.0, "final_score": 0.5}
+
+    monkeypatch.setattr(ppo, "train", lambda config, out, progress: train(progress))
+    monkeypatch.setattr(sb3, "train_maskable_ppo", lambda progress, **kwargs: train(progress))
+    monkeypatch.setattr(TrainProgress, "notice_after_s", 0.05)
+    argv = ["train", "--algo", algo, "--tier", "easy", "--steps", str(steps), "--num-envs", str(num_envs),
+            "--out", str(tmp_path / "run")]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[0] == f"training {algo}: {plan}"
+    assert f"trained {algo}: {run} steps in 1.0 s (1000 steps/s after the first update)" in out
+    notice, *lines = err.splitlines()
+    assert notice.startswith(f"{algo}: setting up: generating training instances and compiling")
+    shown = [int(re.search(r"update (\d+)/", line).group(1)) for line in lines]
+    assert shown[0] == 1 and shown[-1] == updates and len(shown) == 11
 
 
 def test_train_maskable_ppo_without_the_rl_extra(tmp_path, capsys, monkeypatch):

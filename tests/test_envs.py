@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
+import types
 import warnings
 
 import gymnasium
@@ -15,12 +17,14 @@ import jax
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
+from gymnasium.wrappers import RecordVideo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import luca_gym  # noqa: F401  (registers luca_gym/Luca-v0)
 from luca_gym.worlds.luca import core, generator as world
 from luca_gym.worlds.luca.envs import LucaEnv
+from luca_gym.worlds.luca.envs.env import RGB_SHAPE
 from luca_gym.worlds.luca.spec import DRAWN_SEED_LIMIT
 from luca_gym.worlds.luca.spec import BLOCK, BOOST, DAMPEN, N_PHENOTYPES
 
@@ -220,6 +224,53 @@ def test_render_ansi_names_the_tier_and_budget():
     env.step({"kind": 99})
     assert core.ERROR_MESSAGES[core.ERROR_CODES["unknown_kind"]] in env.render()
     assert make_env("medium", "disease").render() is None  # no render mode
+
+
+def test_render_rgb_array_draws_the_public_state():
+    env = make_env("medium", "disease", render_mode="rgb_array")
+    assert env.metadata["render_modes"] == ["ansi", "rgb_array"]
+    env.reset(seed=1)
+    first = env.render()
+    assert first.shape == RGB_SHAPE and first.dtype == np.uint8
+    np.testing.assert_array_equal(first, env.render())
+    env.step(experiment([free_genes(env)[0]]))
+    spent = env.render()
+    assert not np.array_equal(first, spent)  # the budget bar shrank, a cell of the grid darkened
+    env.step({"kind": core.END})
+    assert not np.array_equal(env.render()[0], spent[0])  # the frame turned red
+    env.reset(seed=1)
+    np.testing.assert_array_equal(env.render(), first)  # a pure function of the observation
+
+
+def test_record_video_gets_a_frame_per_call(tmp_path, monkeypatch):
+    """RecordVideo on Luca-v0: one frame for the reset and one per step,
+    handed to moviepy at the episode's end. moviepy (Gymnasium's optional
+    extra) is stood in for by a recorder of the clips it is given."""
+    clips = []
+
+    class ImageSequenceClip:
+        def __init__(self, frames, fps):
+            self.frames, self.fps = list(frames), fps
+
+        def write_videofile(self, path, logger=None):
+            clips.append((path, self))
+
+    module = types.ModuleType("moviepy.video.io.ImageSequenceClip")
+    module.ImageSequenceClip = ImageSequenceClip
+    for name in ("moviepy", "moviepy.video", "moviepy.video.io"):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+
+    env = RecordVideo(gymnasium.make("luca_gym/Luca-v0", tier="medium", mode="disease", render_mode="rgb_array"),
+                      str(tmp_path / "videos"), episode_trigger=lambda episode: episode == 0)
+    env.reset(seed=1)
+    env.step(experiment([free_genes(env.unwrapped)[0]]))
+    env.step({"kind": core.END})
+    env.reset(seed=2)  # a new episode closes the first one's clip
+    env.close()
+    [(path, clip)] = clips
+    assert path == str(tmp_path / "videos" / "rl-video-episode-0.mp4") and clip.fps == env.metadata["render_fps"]
+    assert len(clip.frames) == 3 and all(f.shape == RGB_SHAPE and f.dtype == np.uint8 for f in clip.frames)
 
 
 # -- truncation ------------------------------------------------------------------------------

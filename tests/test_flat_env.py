@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 import math
+import os
+import sys
 import warnings
 
 import gymnasium
@@ -23,7 +25,9 @@ from stable_baselines3.common.env_checker import check_env as sb3_check_env
 import luca_gym  # noqa: F401  (registers luca_gym/LucaFlat-v0)
 from luca_gym.worlds.luca import core
 from luca_gym.worlds.luca.core import flat
-from luca_gym.worlds.luca.envs import LucaFlatEnv
+from luca_gym.worlds.luca.envs import LucaEnv, LucaFlatEnv
+from luca_gym.worlds.luca.envs import flat as flat_env
+from luca_gym.worlds.luca.envs.env import RGB_SHAPE
 from luca_gym.worlds.luca.spec import DRAWN_SEED_LIMIT, N_TASKS
 
 TIERS = ("easy", "medium", "hard")
@@ -84,6 +88,7 @@ def test_check_env_gymnasium_and_sb3_pass_without_a_warning(tier, mode):
     wrapped = gymnasium.make("luca_gym/LucaFlat-v0", tier=tier, mode=mode, n_genes=N)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        warnings.simplefilter("ignore", flat_env.TorchThreadsWarning)  # the process's first reset may put torch on one thread
         gymnasium_check_env(env)
         sb3_check_env(env, warn=True)
         # Gymnasium's passive checker on the first reset and step of a made env.
@@ -267,3 +272,52 @@ def test_render_ansi():
     env = LucaFlatEnv("easy", render_mode="ansi")
     env.reset(options={"organism_seed": 0})
     assert "LUCA easy healthy N=20" in env.render()
+
+
+def test_render_rgb_array_is_the_single_envs_picture():
+    """The flat env draws the same frame as LucaEnv for the same organism's opening observation."""
+    env = LucaFlatEnv("easy", render_mode="rgb_array")
+    assert env.render() is None and "rgb_array" in env.metadata["render_modes"]
+    env.reset(options={"organism_seed": 0})
+    frame = env.render()
+    assert frame.shape == RGB_SHAPE and frame.dtype == np.uint8
+    single = LucaEnv("easy", render_mode="rgb_array")
+    single.reset(options={"organism_seed": 0})
+    np.testing.assert_array_equal(frame, single.render())
+
+
+class FakeTorch:
+    def __init__(self, threads: int):
+        self.threads = threads
+
+    def get_num_threads(self) -> int:
+        return self.threads
+
+    def set_num_threads(self, threads: int) -> None:
+        self.threads = threads
+
+
+@pytest.mark.parametrize("threads, cores, after", [(2, 2, 1), (4, 2, 1), (8, 16, 8), (1, 2, 1), (None, 2, None)])
+def test_torch_goes_to_one_thread_once_and_only_where_its_threads_take_every_core(monkeypatch, threads, cores, after):
+    torch = FakeTorch(threads) if threads else None
+    if torch is None:
+        monkeypatch.delitem(sys.modules, "torch", raising=False)  # torch not imported: nothing to do
+    else:
+        monkeypatch.setitem(sys.modules, "torch", torch)
+    monkeypatch.setattr(flat_env, "_torch_checked", False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
+    env = make_env("easy", "healthy")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        env.reset(seed=0)
+        first = torch and torch.threads
+        if torch is not None:
+            torch.threads = 3  # the user's own choice after the first reset stands
+        env.reset(seed=1)
+    warned = [str(w.message) for w in caught if issubclass(w.category, flat_env.TorchThreadsWarning)]
+    if after == threads:
+        assert warned == []
+    else:
+        assert len(warned) == 1 and f"torch set to 1 thread (was {threads}, on {cores} cores)" in warned[0]
+        assert "torch.set_num_threads(n)" in warned[0]
+    assert first == after and (torch is None or torch.threads == 3)

@@ -146,6 +146,15 @@ def test_config_names_bad_settings(settings, words):
         assert w in str(err.value)
 
 
+def test_plan_states_the_steps_run_and_that_they_set_the_learning_rate_horizon():
+    rounded = ppo.plan(ppo.PPOConfig(tier="easy", steps=1_500_000))
+    assert rounded.startswith("1,474,560 env steps = 45 updates x 1024 envs x 32 steps (1,500,000 rounded down to whole updates); ")
+    assert ("annealed linearly to 0 over these 45 updates (the step count sets both the run's length and the "
+            "schedule's horizon)") in rounded
+    exact = ppo.PPOConfig(tier="easy", steps=65_536, num_envs=256, anneal_lr=False)
+    assert ppo.plan(exact) == "65,536 env steps = 8 updates x 256 envs x 32 steps; learning rate 0.001, constant"
+
+
 def test_a_corrupt_checkpoint_is_named(run, tmp_path):
     with pytest.raises(ppo.CheckpointError, match="no such run folder"):
         ppo.load(str(tmp_path / "missing"))

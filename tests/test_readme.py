@@ -34,6 +34,9 @@ README = ROOT / "README.md"
 # The size lines a block holds for the reader -> what the test runs instead.
 SMALL = {
     "N_ORGANISMS = 4096": "N_ORGANISMS = 8",
+    'env = LucaSB3VecEnv(64, "easy", "healthy", 20, seed=0)': 'env = LucaSB3VecEnv(4, "easy", "healthy", 20, seed=0)',
+    'model = MaskablePPO("MlpPolicy", env, device="cpu", **PPO_SETTINGS).learn(200_000)':
+        'model = MaskablePPO("MlpPolicy", env, device="cpu", **PPO_SETTINGS).learn(64)',
 }
 
 FENCE = re.compile(r"^```([\w-]*)[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)

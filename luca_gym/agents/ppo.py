@@ -91,10 +91,13 @@ class PPOConfig:
             tier, n_genes, mode, budget, analyst, ...; ``budget`` None: the
             paper's N + S + 8).
         steps: env steps in all; a run makes steps // (num_envs x num_steps)
-            updates.
+            whole updates, so it runs ``steps`` rounded down to a multiple of
+            num_envs x num_steps (:func:`plan` says how many).
         num_envs: envs stepped side by side. num_steps: steps per env per update.
         epochs: passes over each update's batch. minibatches: per pass.
-        learning_rate: Adam's, annealed linearly to 0 when ``anneal_lr``.
+        learning_rate: Adam's, annealed linearly to 0 over the run's updates
+            when ``anneal_lr``: ``steps`` is both the run's length and the
+            schedule's horizon (a longer run anneals more slowly).
         gamma, gae_lambda: discount and GAE parameter.
         clip_eps: PPO's ratio clip (also the value clip).
         ent_coef, vf_coef: entropy bonus and value-loss weights.
@@ -409,6 +412,21 @@ def update(runner: Runner, pool: F.Pool, hyper: dict, env: F.FlatEnv, num_steps:
 
 
 # -- training ---------------------------------------------------------------------
+def plan(config: PPOConfig) -> str:
+    """One line saying what :func:`train` runs for ``config``: the env steps
+    (whole updates, so ``steps`` rounded down) and the learning rate's
+    schedule, whose horizon is the run's length."""
+    run = config.num_updates * config.batch_size
+    rounded = "" if run == config.steps else f" ({config.steps:,} rounded down to whole updates)"
+    if config.anneal_lr:
+        rate = (f"learning rate {config.learning_rate:g} annealed linearly to 0 over these {config.num_updates} updates "
+                "(the step count sets both the run's length and the schedule's horizon)")
+    else:
+        rate = f"learning rate {config.learning_rate:g}, constant"
+    return (f"{run:,} env steps = {config.num_updates} updates x {config.num_envs} envs x {config.num_steps} steps"
+            f"{rounded}; {rate}")
+
+
 def train(config: PPOConfig, out: str | None = None, progress: Callable[[dict], None] | None = None) -> dict:
     """Train PPO per ``config``; with ``out``, write the run folder (see the
     module doc; the learning curve grows one line per update, so an

@@ -5,10 +5,15 @@ evaluation harness like any baseline.
 
 A run directory holds ``model.zip`` (the SB3 model), ``config.json`` (the
 world and the codec settings it was trained on, read back by
-:func:`load_policy`) and ``learning_curve.csv`` (one row per rollout:
-environment steps, wall seconds, mean return of the last 100 episodes).
-Training instances are drawn from seeds ``min_instance_seed`` and up (10 000
-by default), apart from the evaluation seeds 0-19.
+:func:`load_policy`), and ``learning_curve.csv`` and ``learning_curve.png``
+in the JAX PPO's format (:mod:`luca_gym.agents.ppo`: one row per update,
+the same columns). Training instances are drawn from seeds
+``min_instance_seed`` and up (10 000 by default), apart from the evaluation
+seeds 0-19.
+
+Torch runs on one thread while this module trains or chooses
+(:func:`one_torch_thread`): the networks are small, and on a machine of few
+cores torch's threads make them many times slower.
 
 Needs the ``rl`` extra (``pip install 'luca-gym[rl]'``).
 """
@@ -20,6 +25,7 @@ import csv
 import json
 import os
 import time
+from typing import Callable
 
 import numpy as np
 
@@ -32,11 +38,11 @@ except ImportError as error:
 
 from luca_gym import functional, worlds
 from luca_gym.agents.base import FlatPolicy
+from luca_gym.agents.ppo import CURVE_CSV, CURVE_PNG, curve_fields, plot_curve
 from luca_gym.envs.sb3_vec import TRAINING_SEED_LOW, FlatSB3VecEnv
 from luca_gym.validate import check_bool, check_positive_int, check_seed, short_repr
 
-MODEL_FILE, CONFIG_FILE, CURVE_FILE = "model.zip", "config.json", "learning_curve.csv"
-CURVE_FIELDS = ("steps", "wall_s", "mean_return")
+MODEL_FILE, CONFIG_FILE = "model.zip", "config.json"
 # PPO settings for sessions of at most budget + 7 calls whose reward comes at
 # the predictions and the close. Rollouts of 64 calls per env span whole
 # sessions. gamma = 1: sessions are bounded and the return is the composite
@@ -57,11 +63,13 @@ PPO_SETTINGS = {
 
 
 @contextlib.contextmanager
-def _one_torch_thread():
-    """Run torch on one thread, then restore the setting. The networks are
-    small, and torch's worker threads, spinning between calls, starve JAX's
-    thread pool that steps the sessions in between: on 2 cores, training with
-    torch's default 2 threads ran 20x slower (benchmarks/sb3.py)."""
+def one_torch_thread():
+    """Run torch on one thread inside, then restore the setting. The networks
+    are small, and on a machine of few cores torch's parallel regions wait for
+    a core on every call while JAX steps the sessions or other processes run:
+    on a busy 2-core machine, ``torch.exp`` of 100 floats took 3.6 ms on 2
+    threads and 1 us on one, and MaskablePPO on 64 LucaSB3VecEnv sessions ran
+    250-740 steps/s on torch's default 2 threads against 3,300-7,900 on one."""
     previous = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -70,25 +78,65 @@ def _one_torch_thread():
         torch.set_num_threads(previous)
 
 
+def plan(steps: int, num_envs: int) -> str:
+    """One line saying what :func:`train_maskable_ppo` runs for ``steps`` on
+    ``num_envs`` envs: whole rollouts of ``n_steps`` x ``num_envs`` steps (so
+    ``steps`` rounded up), at a constant learning rate (``steps`` sets the
+    run's length only). Raises ValueError naming a bad argument."""
+    steps, num_envs = check_positive_int(steps, "steps"), check_positive_int(num_envs, "num_envs")
+    rollout = PPO_SETTINGS["n_steps"] * num_envs
+    updates = -(-steps // rollout)
+    rounded = "" if updates * rollout == steps else f" ({steps:,} rounded up to whole rollouts)"
+    return (f"{updates * rollout:,} env steps = {updates} updates x {num_envs} envs x {PPO_SETTINGS['n_steps']} steps{rounded}; "
+            f"learning rate {PPO_SETTINGS['learning_rate']:g}, constant (the step count sets the run's length only)")
+
+
 class _Curve(BaseCallback):
-    """Appends (steps, wall seconds, mean return of the last 100 episodes) to
-    ``rows`` after every rollout, and counts finished episodes."""
+    """The learning curve in the JAX PPO's columns (:func:`~luca_gym.agents.ppo.curve_fields`),
+    one row per update (a rollout, then SB3's epochs on it): the episodes that
+    ended in the rollout (count, mean return, mean headline score from
+    ``info["score"]``, mean length) and the losses SB3 logged training on it
+    (``train/policy_gradient_loss``, ``train/value_loss``, minus
+    ``train/entropy_loss``, ``train/approx_kl``). A row is complete once SB3
+    has trained on its rollout: at the next rollout's start, or at the end;
+    then ``emit(row)`` is called."""
 
-    def __init__(self, rows: list):
+    def __init__(self, started: float, headline: str, emit: Callable[[dict], None]):
         super().__init__()
-        self.rows, self.episodes = rows, 0
-
-    def _on_training_start(self) -> None:
-        self.started = time.perf_counter()
+        self.started, self.headline, self.emit = started, headline, emit
+        self.updates, self.pending = 0, None
+        self.ended: list[tuple[float, float, int]] = []  # (return, score, length) of the episodes that ended
 
     def _on_step(self) -> bool:
-        self.episodes += int(np.sum(self.locals["dones"]))
+        for info in self.locals["infos"]:
+            if "episode" in info:
+                self.ended.append((info["episode"]["r"], info.get("score", float("nan")), info["episode"]["l"]))
         return True
 
     def _on_rollout_end(self) -> None:
-        returns = [e["r"] for e in self.model.ep_info_buffer]
-        mean = float(np.mean(returns)) if returns else float("nan")
-        self.rows.append((self.num_timesteps, round(time.perf_counter() - self.started, 3), mean))
+        ended = np.array(self.ended, float).reshape(-1, 3)
+        means = ended.mean(axis=0) if len(ended) else np.full(3, np.nan)
+        self.pending = {"env_steps": self.num_timesteps, "episodes": len(ended), "mean_return": float(means[0]),
+                        "mean_score": float(means[1]), f"mean_{self.headline}": float(means[1]), "mean_length": float(means[2])}
+        self.ended = []
+
+    def _complete(self) -> None:
+        if self.pending is None:
+            return
+        logged = self.model.logger.name_to_value
+        self.updates += 1
+        row = {"update": self.updates, **self.pending, "wall_s": round(time.perf_counter() - self.started, 3),
+               "policy_loss": logged.get("train/policy_gradient_loss", float("nan")),
+               "value_loss": logged.get("train/value_loss", float("nan")),
+               "entropy": -logged.get("train/entropy_loss", float("nan")), "approx_kl": logged.get("train/approx_kl", float("nan"))}
+        self.pending = None
+        self.emit(row)
+
+    def _on_rollout_start(self) -> None:
+        self._complete()
+
+    def _on_training_end(self) -> None:
+        self._complete()
 
 
 def train_maskable_ppo(
@@ -100,23 +148,31 @@ def train_maskable_ppo(
     min_instance_seed: int | None = None,
     world="luca",
     min_organism_seed: int | None = None,
+    progress: Callable[[dict], None] | None = None,
     **settings,
 ) -> dict:
     """Train ``MaskablePPO("MlpPolicy")`` with :data:`PPO_SETTINGS` (torch on
-    one thread, on the CPU) for ``steps`` environment steps on ``num_envs``
-    sessions of :class:`~luca_gym.envs.sb3_vec.FlatSB3VecEnv` at once, over
-    ``world``'s flat codec for ``settings`` (e.g. LUCA's ``tier="easy",
-    mode="healthy", n_genes=20, budget=None, analyst="logit-additive"``;
-    positional values are the world's session keys in order, LUCA's tier,
-    mode, n_genes), on instances drawn from seeds ``min_instance_seed`` and up
-    (10 000 by default; ``min_organism_seed`` is its older name); write
-    ``out``/model.zip, config.json and learning_curve.csv (``out`` is created
-    first; existing files are replaced).
+    one thread, on the CPU) for ``steps`` environment steps (whole rollouts,
+    so rounded up: :func:`plan`) on ``num_envs`` sessions of
+    :class:`~luca_gym.envs.sb3_vec.FlatSB3VecEnv` at once, over ``world``'s
+    flat codec for ``settings`` (e.g. LUCA's ``tier="easy", mode="healthy",
+    n_genes=20, budget=None, analyst="logit-additive"``; positional values are
+    the world's session keys in order, LUCA's tier, mode, n_genes), on
+    instances drawn from seeds ``min_instance_seed`` and up (10 000 by
+    default; ``min_organism_seed`` is its older name); write ``out``/model.zip,
+    config.json, learning_curve.csv (growing one row per update, so an
+    interrupted run keeps its curve) and learning_curve.png (``out`` is
+    created first; existing files are replaced).
 
-    Returns {"out", "steps" (environment steps taken: whole rollouts, so at
-    least ``steps``), "wall_s", "steps_per_s", "episodes", "mean_return" (last
-    100 episodes)}. Raises ValueError naming a bad argument.
+    ``progress`` is called after every update with its curve row plus
+    ``updates`` (the total), as :func:`luca_gym.agents.ppo.train` calls it.
+    Returns {"algo", "out", "steps" (environment steps taken), "updates",
+    "wall_s" (all of it), "setup_s" (until the first update was done: the
+    compiles), "steps_per_s" (after the first update; None with one update),
+    "episodes", "mean_return" (last 100 episodes), "final_score" (the last
+    update's mean headline score)}. Raises ValueError naming a bad argument.
     """
+    started = time.perf_counter()
     spec = worlds.get(world)
     if len(keys) > len(spec.session_keys):
         raise ValueError(f"settings: {len(keys)} positional values; world {spec.name!r} takes at most "
@@ -139,11 +195,21 @@ def train_maskable_ppo(
     os.makedirs(out, exist_ok=True)  # before training: an unwritable out fails at once
     hyper = dict(PPO_SETTINGS, batch_size=min(PPO_SETTINGS["batch_size"], PPO_SETTINGS["n_steps"] * env.num_envs))
     model = MaskablePPO("MlpPolicy", env, seed=seed, device="cpu", verbose=0, **hyper)
-    rows: list = []
-    curve = _Curve(rows)
-    started = time.perf_counter()
-    with _one_torch_thread():
-        model.learn(total_timesteps=steps, callback=curve)
+    updates = -(-steps // (PPO_SETTINGS["n_steps"] * env.num_envs))
+    rows: list[dict] = []
+    with open(os.path.join(out, CURVE_CSV), "w", newline="", encoding="utf-8") as curve_file:
+        writer = csv.DictWriter(curve_file, curve_fields(codec.headline), extrasaction="ignore")
+        writer.writeheader()
+
+        def emit(row: dict) -> None:
+            rows.append(row)
+            writer.writerow(row)
+            curve_file.flush()
+            if progress:
+                progress({**row, "updates": updates})
+
+        with one_torch_thread():
+            model.learn(total_timesteps=steps, callback=_Curve(started, codec.headline, emit))
     wall = time.perf_counter() - started
     model.save(os.path.join(out, MODEL_FILE))
     config = {
@@ -158,18 +224,22 @@ def train_maskable_ppo(
     }
     with open(os.path.join(out, CONFIG_FILE), "w") as f:
         json.dump(config, f, indent=2)
-    with open(os.path.join(out, CURVE_FILE), "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(CURVE_FIELDS)
-        writer.writerows(rows)
+    plot_curve(rows, os.path.join(out, CURVE_PNG), title=f"MaskablePPO {spec.name} {codec.describe()}",
+               ylabel=f"mean {codec.headline} of the sessions ended")
     returns = [e["r"] for e in model.ep_info_buffer]
+    first = rows[0]
+    later = model.num_timesteps - first["env_steps"]
     return {
+        "algo": "maskable-ppo",
         "out": str(out),
         "steps": int(model.num_timesteps),
+        "updates": len(rows),
         "wall_s": round(wall, 3),
-        "steps_per_s": round(model.num_timesteps / wall, 1),
-        "episodes": curve.episodes,
+        "setup_s": first["wall_s"],
+        "steps_per_s": round(later / (wall - first["wall_s"]), 1) if later else None,
+        "episodes": sum(r["episodes"] for r in rows),
         "mean_return": float(np.mean(returns)) if returns else float("nan"),
+        "final_score": rows[-1]["mean_score"],
     }
 
 
@@ -219,7 +289,7 @@ def load_policy(path: str, deterministic: bool = True) -> FlatPolicy:
             )
         # A copy: torch refuses to wrap the read-only arrays that jax.device_get returns.
         mask = np.array(mask, bool)
-        with _one_torch_thread(), torch.no_grad():
+        with one_torch_thread(), torch.no_grad():
             if deterministic:
                 return int(model.predict(vector, deterministic=True, action_masks=mask)[0])
             observation, _ = model.policy.obs_to_tensor(vector)

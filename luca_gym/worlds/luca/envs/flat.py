@@ -9,10 +9,18 @@ values (predictions, network, the analyst's diagnosis), the core decides. An
 action that is not an integer in [0, K) raises ``ValueError`` and changes
 nothing; a masked action reaches the core, which refuses it at no cost
 (``info["error_code"]``).
+
+Torch's threads: PyTorch (under SB3) on as many threads as the process has
+cores runs a small policy network many times slower; the first ``reset`` in
+a process puts torch on one thread where that is so, and warns
+(:func:`torch_on_one_thread_where_needed`).
 """
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
 from typing import Any
 
 import gymnasium as gym
@@ -25,8 +33,45 @@ from luca_gym.validate import check_render_mode
 from luca_gym.worlds.luca import analysts, core, spec
 from luca_gym.worlds.luca.core import flat
 from luca_gym import seal as seal_mod
-from luca_gym.worlds.luca.envs.env import ended_scores, open_organism, render_text
+from luca_gym.worlds.luca.envs.env import RENDER_MODES, ended_scores, open_organism, render_frame
 from luca_gym.worlds.luca.types import Organism
+
+_torch_checked = False  # torch_on_one_thread_where_needed acts once per process
+
+
+class TorchThreadsWarning(UserWarning):
+    """Torch was put on one thread for the LUCA envs' sake (see :func:`torch_on_one_thread_where_needed`)."""
+
+
+def torch_on_one_thread_where_needed() -> bool:
+    """Put torch on one thread where its threads would take every core this
+    process may use (``os.sched_getaffinity``), and warn; True if it did.
+
+    Acts once per process, and only if torch is already imported (as SB3 does):
+    a later ``torch.set_num_threads(n)`` is left alone. Why: SB3's networks
+    for this env are small, and on a 2-core machine with other work running
+    (JAX stepping the sessions, other processes), torch's parallel regions
+    wait for a core on every call: ``torch.exp`` of 100 floats took 3.6 ms on
+    2 threads against 1 us on one; MaskablePPO on one LucaFlatEnv ran 35
+    steps/s against 456, on 64 LucaSB3VecEnv sessions 250-740 against
+    3,300-7,900. Where torch has fewer threads than cores nothing is changed
+    (measured on 2 cores only).
+    """
+    global _torch_checked
+    torch = sys.modules.get("torch")
+    if _torch_checked or torch is None:
+        return False
+    _torch_checked = True
+    threads = torch.get_num_threads()
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    if threads <= 1 or threads < cores:
+        return False
+    torch.set_num_threads(1)
+    warnings.warn(f"luca_gym: torch set to 1 thread (was {threads}, on {cores} cores): on this few cores torch's threads "
+                  f"made SB3 training on a LUCA env 6-13x slower (luca_gym.worlds.luca.envs.flat."
+                  f"torch_on_one_thread_where_needed); call torch.set_num_threads(n) after the first reset to choose "
+                  f"otherwise", TorchThreadsWarning, stacklevel=3)
+    return True
 
 
 class LucaFlatEnv(gym.Env):
@@ -40,7 +85,9 @@ class LucaFlatEnv(gym.Env):
         analyst: who writes the values a flat action leaves out, one of
             :data:`luca_gym.worlds.luca.analysts.ANALYSTS`.
         backwards: the sign-inverted organisms of the paper's appendix E.1.
-        render_mode: None or "ansi".
+        render_mode: None, "ansi" (text) or "rgb_array" (uint8 (112, 160, 3),
+            :func:`~luca_gym.worlds.luca.envs.env.render_rgb`: what
+            ``gymnasium.wrappers.RecordVideo`` and SB3's ``make_vec_env`` want).
         max_steps: accepted calls before truncation (default 4 x budget + 64;
             a masked-out action is refused and counts toward nothing; a session
             on the flat space ends within budget + 2 x tasks + 3 accepted calls anyway).
@@ -62,9 +109,16 @@ class LucaFlatEnv(gym.Env):
     organism k. ``info`` carries ``action_mask`` (bool (K,)) on every call,
     ``error_code`` and ``error`` on every step, and the score breakdown
     ``scores`` once the episode has ended.
+
+    For SB3 on a machine of few cores: the first ``reset`` in a process puts
+    torch on one thread where its threads would take every core, and warns
+    (:func:`torch_on_one_thread_where_needed`); ``luca_gym.agents.sb3`` trains
+    on one thread anyway. For speed, train on
+    :class:`~luca_gym.worlds.luca.envs.LucaSB3VecEnv` (all sessions in one JAX
+    call) rather than on ``make_vec_env`` of this env.
     """
 
-    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 4}
 
     def __init__(
         self,
@@ -88,7 +142,7 @@ class LucaFlatEnv(gym.Env):
         )
         analysts.get(analyst)
         backwards = spec.check_bool(backwards, "backwards")
-        check_render_mode(render_mode)
+        check_render_mode(render_mode, RENDER_MODES)
         self.tier, self.mode, self.n_genes, self.backwards, self.analyst = tier, mode, n_genes, backwards, analyst
         self.render_mode = render_mode
         self.layout = flat.layout(self.params)
@@ -100,6 +154,7 @@ class LucaFlatEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
+        torch_on_one_thread_where_needed()
         organism_seed, self.organism, key = open_organism(self, options)
         vector, mask, self.state = flat.reset(key, self.organism.arrays, self.params, self.analyst)
         vector, self._mask = jax.device_get((vector, mask))
@@ -129,9 +184,7 @@ class LucaFlatEnv(gym.Env):
         return self._mask.copy()
 
     def render(self):
-        if self.render_mode != "ansi" or self.state is None:
-            return None
-        return render_text(self.state, self.params, self.organism)
+        return render_frame(self)
 
     def close(self):
         self.state = self._mask = None
