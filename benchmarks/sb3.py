@@ -137,7 +137,8 @@ def main() -> None:
         summary = train_maskable_ppo(tier, mode, N, steps=args.train_steps, num_envs=64, out=out, seed=0)
         with open(os.path.join(out, "learning_curve.csv")) as f:
             curve = list(csv.DictReader(f))  # the JAX PPO's columns: one row per update
-        print(f"steps/s: {summary['steps_per_s']:,.0f} after the first update (setup {summary['setup_s']:.0f} s); "
+        rate = "n/a (one update)" if summary["steps_per_s"] is None else f"{summary['steps_per_s']:,.0f}"
+        print(f"steps/s: {rate} after the first update (setup {summary['setup_s']:.0f} s); "
               f"{summary['episodes']} episodes in {summary['wall_s']:.0f} s")
         print("| steps | wall s | mean return (episodes ended in the update) |")
         print("|---|---|---|")
