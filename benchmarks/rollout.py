@@ -1,6 +1,6 @@
 """Batched rollouts: environment steps per second, side by side in one run.
 
-    .venv/bin/python benchmarks/rollout.py [--max-envs 16384] [--gen-max 4096]
+    .venv/bin/python benchmarks/rollout.py [--max-envs 16384] [--gen-max 4096] [--make-vec-only]
 
 Prints, at N=20 (medium, healthy):
   * the pure rollout (`luca_gym.worlds.luca.functional.rollout`, one jitted lax.scan) for 1, 64,
@@ -18,13 +18,20 @@ Prints, at N=20 (medium, healthy):
   * the compile time, and the session state size per organism at N=20, 320, 1280;
   * batched organism generation (world.generate) against one organism at a
     time, per tier and mode, and LucaVectorEnv with a fresh organism every
-    episode (autoreset generation included).
+    episode (autoreset generation included);
+  * `gym.make_vec("luca_gym/Luca-v0", num_envs=1024)` stepped with random
+    dict actions (`action_space.sample()`, which ends many episodes every
+    step): the default organism pool against `organisms="fresh"`, with the
+    actions sampled on the host each step (timed) and pre-sampled; and the
+    pool's start-up, generated and stored (a first run) against read back (every
+    later run). `--make-vec-only` prints this part alone.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import tempfile
 import time
 
 import gymnasium as gym
@@ -33,7 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from luca_gym.worlds.luca import functional as luca_functional
-from luca_gym.worlds.luca import core
+from luca_gym.worlds.luca import core, pools
 from luca_gym.worlds.luca.envs import LucaEnv, LucaVectorEnv
 from luca_gym.worlds.luca.functional import organism_batch, rollout
 
@@ -118,7 +125,14 @@ def main() -> None:
     parser.add_argument("--sync-max", type=int, default=64)
     parser.add_argument("--gen-max", type=int, default=4096, help="largest generation batch")
     parser.add_argument("--fresh-envs", type=int, default=1024, help="envs in the fresh-organism run")
+    parser.add_argument("--vec-envs", type=int, default=1024, help="envs in the make_vec random-action run")
+    parser.add_argument("--vec-steps", type=int, default=100, help="timed steps per make_vec pool run (fresh: a tenth)")
+    parser.add_argument("--make-vec-only", action="store_true", help="only the make_vec random-action figures")
     args = parser.parse_args()
+    if args.make_vec_only:
+        print(f"jax {jax.__version__}, backend {jax.default_backend()}, devices {len(jax.devices())}, cpus {os.cpu_count()}")
+        make_vec_random(args)
+        return
     params = core.make_params(TIER, N, MODE)
     steps = params.budget + 5  # the budget's experiments, two reveals, two predictions, end
     key = jax.random.PRNGKey(0)
@@ -210,6 +224,7 @@ def main() -> None:
         fresh_episodes(args)
     except RuntimeError as error:  # generation on this backend met no guarantee for a drawn seed
         print(f"\n## LucaVectorEnv with a fresh organism every episode: failed: {error}")
+    make_vec_random(args)
 
 
 def generation(args) -> None:
@@ -251,7 +266,7 @@ def fresh_episodes(args) -> None:
     experiment per step until the budget is spent, then ends the session; each
     autoreset generates the finished sub-envs' organisms."""
     b = min(args.fresh_envs, args.max_envs)
-    env = LucaVectorEnv(b, TIER, MODE, N)
+    env = LucaVectorEnv(b, TIER, MODE, N, organisms="fresh")
     params = env.params
     obs, _ = env.reset(seed=1)
     experiment = np.eye(N, dtype=np.int64)[np.arange(b) % N]
@@ -270,6 +285,56 @@ def fresh_episodes(args) -> None:
     dt = time.perf_counter() - t0
     print(f"\n## LucaVectorEnv with a fresh organism every episode, N={N}, {b} envs")
     print(f"{b * steps / dt:,.0f} steps/s over {steps} steps ({ended} episodes ended, each autoreset generating its organisms)")
+
+
+def make_vec_random(args) -> None:
+    """``gym.make_vec`` at ``--vec-envs`` stepped with ``action_space.sample()``:
+    the default pool against fresh organisms, actions sampled each step (in the
+    time) or beforehand; and the pool's start-up (generate + store, then read)."""
+    b = args.vec_envs
+    size = pools.DEFAULT_POOL_SIZE
+    print(f"\n## gym.make_vec(\"luca_gym/Luca-v0\", num_envs={b}), {TIER} {MODE} N={N}, random dict actions")
+    stored = pools.pool_dir
+    seeds = pools.pool_seeds(size)
+    with tempfile.TemporaryDirectory() as folder:
+        pools.pool_dir = lambda: folder  # a first run's empty store, without touching the user's
+        try:
+            pools._POOLS.clear()
+            t0 = time.perf_counter()
+            pools.stored_organisms(seeds, TIER, N, MODE)
+            generated = time.perf_counter() - t0
+            pools._POOLS.clear()
+            t0 = time.perf_counter()
+            pools.stored_organisms(seeds, TIER, N, MODE)
+            read = time.perf_counter() - t0
+            pools._POOLS.clear()
+            t0 = time.perf_counter()
+            env = gym.make_vec("luca_gym/Luca-v0", num_envs=b, tier=TIER, mode=MODE)
+            env.reset(seed=0)
+            started = time.perf_counter() - t0
+        finally:
+            pools.pool_dir = stored
+    print(f"Default pool ({size} organisms, seeds {seeds[0]}..{seeds[-1]}): generated and stored in {generated:.1f} s "
+          f"(a first run), read back in {read * 1000:.0f} ms; make_vec + reset with the stored pool: {started:.2f} s")
+    print("| organisms | actions | steps/s | episodes ended per step | timed steps |")
+    print("|---|---|---|---|---|")
+    for organisms in ("pool", "fresh"):
+        env = gym.make_vec("luca_gym/Luca-v0", num_envs=b, tier=TIER, mode=MODE, organisms=organisms)
+        env.reset(seed=0)
+        env.action_space.seed(0)
+        steps = args.vec_steps if organisms == "pool" else max(1, args.vec_steps // 10)
+        for _ in range(steps // 2):  # compiles the autoreset's few padded sizes
+            env.step(env.action_space.sample())
+        for label in ("sampled each step", "pre-sampled"):
+            actions = [env.action_space.sample() for _ in range(steps)] if label == "pre-sampled" else None
+            ended = 0
+            t0 = time.perf_counter()
+            for i in range(steps):
+                _, _, terminated, truncated, _ = env.step(env.action_space.sample() if actions is None else actions[i])
+                ended += int((terminated | truncated).sum())
+            rate = b * steps / (time.perf_counter() - t0)
+            name = f"pool of {size}" if organisms == "pool" else "fresh"
+            print(f"| {name} | {label} | {rate:,.0f} | {ended / steps:.0f} | {steps} |", flush=True)
 
 
 if __name__ == "__main__":

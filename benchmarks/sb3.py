@@ -110,7 +110,8 @@ def main() -> None:
     settings = [
         ("DummyVecEnv(LucaFlat-v0)", 64,
          lambda: DummyVecEnv([lambda: gym.make("luca_gym/LucaFlat-v0", tier=tier, mode=mode, n_genes=N)] * 64)),
-        ("LucaSB3VecEnv, generation_batch=1", 64, lambda: LucaSB3VecEnv(64, tier, mode, N, generation_batch=1, seed=0)),
+        ("LucaSB3VecEnv, fresh, generation_batch=1", 64,
+         lambda: LucaSB3VecEnv(64, tier, mode, N, organisms="fresh", generation_batch=1, seed=0)),
         ("LucaSB3VecEnv", 64, lambda: LucaSB3VecEnv(64, tier, mode, N, seed=0)),
         ("LucaSB3VecEnv", 1024, lambda: LucaSB3VecEnv(1024, tier, mode, N, seed=0)),
     ]

@@ -29,7 +29,7 @@ SETTINGS = (("hard", "disease"), ("medium", "healthy"))
 
 @functools.lru_cache(maxsize=None)
 def envs(tier: str, mode: str):
-    return LucaEnv(tier=tier, mode=mode, n_genes=N), LucaVectorEnv(2, tier=tier, mode=mode, n_genes=N)
+    return LucaEnv(tier=tier, mode=mode, n_genes=N), LucaVectorEnv(2, tier=tier, mode=mode, n_genes=N, pool_size=16)
 
 
 def codes_on(genes, code=BLOCK, dtype=np.int64):

@@ -402,7 +402,7 @@ def test_vector_autoreset_generates_only_the_ended_sub_envs():
     device batch are bitwise those of ``make_organism`` / ``noise_key``; the rows
     of 1 and 3 are untouched."""
     seeds = [11, 2**32 + 5, 13, 2**40 + 7]
-    env = LucaVectorEnv(num_envs=4, tier="easy", mode="healthy")
+    env = LucaVectorEnv(num_envs=4, tier="easy", mode="healthy", organisms="fresh")
     obs, info = env.reset(seed=123, options={"organism_seeds": seeds})
     np.testing.assert_array_equal(info["organism_seed"], seeds)
     start = as_numpy(env._organisms)

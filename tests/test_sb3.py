@@ -1,6 +1,7 @@
 """``LucaSB3VecEnv`` and Maskable PPO: the SB3 VecEnv over the JAX batch, its
-same-step autoreset on fresh organisms, agreement with ``LucaFlatEnv``, and a
-short training run loaded back into the evaluation harness."""
+same-step autoreset on fresh organisms, agreement with ``LucaFlatEnv``, SB3's
+own ``make_vec_env`` on the Gymnasium ids, and a short training run (the JAX
+PPO's curve files) loaded back into the evaluation harness."""
 
 from __future__ import annotations
 
@@ -9,19 +10,24 @@ import json
 
 import numpy as np
 import pytest
+from sb3_contrib import MaskablePPO
 from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
+from stable_baselines3.common.env_util import make_vec_env
 
 from luca_gym.testing import count_traces
 from luca_gym import harness
 from luca_gym.agents import FlatPolicy
-from luca_gym.agents.sb3 import CURVE_FIELDS, load_policy, train_maskable_ppo
+from luca_gym.agents import ppo
+from luca_gym.agents.sb3 import load_policy, plan, train_maskable_ppo
 from luca_gym.worlds.luca.core import flat
 from luca_gym.worlds.luca.envs import LucaFlatEnv, LucaSB3VecEnv
+from luca_gym.worlds.luca.envs.env import RGB_SHAPE
 from luca_gym.worlds.luca.envs.sb3 import TRAINING_SEED_LOW
 from luca_gym.worlds.luca.evaluation import luca_spec
 
 N = 20
 B = 4
+POOL = 8  # a pool small enough to generate in a test
 
 
 def masked_random(masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -31,7 +37,7 @@ def masked_random(masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 @pytest.fixture()
 def venv():
-    env = LucaSB3VecEnv(B, "easy", "healthy", N, seed=0)
+    env = LucaSB3VecEnv(B, "easy", "healthy", N, seed=0, organisms="fresh")
     env.reset()
     return env
 
@@ -55,15 +61,47 @@ def test_spaces_masks_and_sb3_contrib_finds_them(venv):
         venv.set_attr("tier", "hard")
 
 
-def test_seed_then_reset_replays_the_organisms():
-    env = LucaSB3VecEnv(B, "easy", "healthy", N, min_organism_seed=123)
+@pytest.mark.parametrize("organisms", ["pool", "fresh"])
+def test_seed_then_reset_replays_the_organisms(organisms):
+    env = LucaSB3VecEnv(B, "easy", "healthy", N, min_organism_seed=123, organisms=organisms, pool_size=POOL)
     env.seed(7)
     first = env.reset()
     seeds = list(env.organism_seeds)
+    keys = np.asarray(env.state.noise_key).copy()
     env.seed(7)
     np.testing.assert_array_equal(env.reset(), first)
     assert list(env.organism_seeds) == seeds and all(s >= 123 for s in seeds)
     assert [i["organism_seed"] for i in env.reset_infos] == seeds
+    np.testing.assert_array_equal(np.asarray(env.state.noise_key), keys)
+    if organisms == "pool":
+        assert all(s < 123 + POOL for s in seeds)
+
+
+def test_pool_episodes_draw_pool_organisms_with_fresh_noise_keys_beside_pinned_ones():
+    """The default ``organisms="pool"``: every new episode on a pool organism
+    (seeds min_organism_seed + 0..pool_size-1) with a fresh noise key; a
+    pinned sub-env opens with its seed's own key, as LucaFlatEnv does."""
+    from luca_gym.worlds.luca import core, pools
+
+    env = LucaSB3VecEnv(B, "easy", "healthy", N, pool_size=POOL, seed=0)
+    assert env.organisms == "pool"
+    env.set_options([{"organism_seed": 3}, {}, {}, {}])
+    env.reset()
+    assert env.organism_seeds[0] == 3
+    np.testing.assert_array_equal(np.asarray(env.state.noise_key)[0], np.asarray(core.noise_key(3, "easy", N)))
+    pool = pools.stored_organisms(pools.pool_seeds(POOL), "easy", N, "healthy")
+    lay = flat.layout(env.params)
+    seen, keys = [], set()
+    for _ in range(4):
+        _, _, dones, infos = env.step(np.full(B, lay.end))
+        assert dones.all()
+        for i, seed in enumerate(env.organism_seeds):
+            assert TRAINING_SEED_LOW <= seed < TRAINING_SEED_LOW + POOL
+            weights = np.asarray(env.state.organism.weights)[i]
+            np.testing.assert_array_equal(weights, np.asarray(pool.weights)[seed - TRAINING_SEED_LOW])
+            keys.add(tuple(np.asarray(env.state.noise_key)[i]))
+        seen += list(env.organism_seeds)
+    assert len(seen) > len(set(seen)) and len(keys) == len(seen)  # 16 draws from 8, each with its own noise
 
 
 def test_same_step_autoreset_opens_a_fresh_organism(venv):
@@ -109,7 +147,7 @@ def test_agrees_with_the_single_flat_env_on_the_same_organisms():
     """Pinned organisms, the same masked random actions: the batch and B
     single envs see the same observations, masks and rewards, until the
     first episode ends (where the batch moves on to a drawn organism)."""
-    venv = LucaSB3VecEnv(B, "easy", "healthy", N)
+    venv = LucaSB3VecEnv(B, "easy", "healthy", N, pool_size=POOL)
     venv.set_options([{"organism_seed": s} for s in range(B)])
     obs = venv.reset()
     singles = [LucaFlatEnv("easy", "healthy", N) for _ in range(B)]
@@ -134,16 +172,23 @@ def test_agrees_with_the_single_flat_env_on_the_same_organisms():
 
 
 def test_maskable_ppo_trains_saves_and_runs_in_the_harness(tmp_path):
-    summary = train_maskable_ppo("easy", "healthy", N, steps=256, num_envs=B, out=str(tmp_path), seed=0)
-    assert summary["steps"] >= 256 and summary["steps_per_s"] > 0
+    rows = []
+    summary = train_maskable_ppo("easy", "healthy", N, steps=300, num_envs=B, out=str(tmp_path), seed=0, progress=rows.append)
+    assert plan(300, B).startswith("512 env steps = 2 updates x 4 envs x 64 steps (300 rounded up to whole rollouts)")
+    assert summary["steps"] == 512 and summary["updates"] == 2 and summary["steps_per_s"] > 0
+    assert [(r["update"], r["updates"], r["env_steps"]) for r in rows] == [(1, 2, 256), (2, 2, 512)]
     config = json.loads((tmp_path / "config.json").read_text())
     assert config["world"] == "luca"
     assert {k: config["settings"][k] for k in ("tier", "mode", "n_genes", "analyst")} == {
         "tier": "easy", "mode": "healthy", "n_genes": N, "analyst": "logit-additive"}
     assert config["min_instance_seed"] == TRAINING_SEED_LOW
-    with open(tmp_path / "learning_curve.csv") as f:
-        rows = list(csv.reader(f))
-    assert tuple(rows[0]) == CURVE_FIELDS and len(rows) >= 2 and int(rows[-1][0]) == summary["steps"]
+    assert (tmp_path / ppo.CURVE_PNG).read_bytes().startswith(b"\x89PNG")
+    with open(tmp_path / ppo.CURVE_CSV) as f:
+        curve = list(csv.DictReader(f))
+    assert tuple(curve[0]) == ppo.curve_fields("composite")  # the JAX PPO's columns
+    assert [int(r["env_steps"]) for r in curve] == [256, 512] and sum(int(r["episodes"]) for r in curve) == summary["episodes"]
+    for field in ("wall_s", "policy_loss", "value_loss", "entropy", "approx_kl"):
+        assert np.isfinite(float(curve[-1][field])), field
 
     for path in (str(tmp_path), str(tmp_path / "model.zip")):
         policy = load_policy(path)
@@ -173,8 +218,23 @@ def test_load_policy_refuses_a_folder_without_a_run_or_with_a_damaged_one(tmp_pa
 
 
 @pytest.mark.parametrize("kwargs", [{"num_envs": 0}, {"min_organism_seed": -1}, {"min_organism_seed": 2**40},
-                                    {"generation_batch": 0}, {"analyst": "oracle"}, {"tier": "impossible"}])
+                                    {"generation_batch": 0}, {"analyst": "oracle"}, {"tier": "impossible"},
+                                    {"organisms": "stale"}, {"pool_size": 0}])
 def test_bad_arguments_raise_naming_them(kwargs):
     args = {"num_envs": 2, **kwargs}
     with pytest.raises(ValueError, match=next(iter(kwargs))):
         LucaSB3VecEnv(**args)
+
+
+def test_sb3_make_vec_env_trains_on_the_flat_id_and_renders_every_id():
+    """SB3's own ``make_vec_env`` asks for ``render_mode="rgb_array"``: both
+    ids accept it; MaskablePPO finds the flat env's masks through SB3's Monitor."""
+    kwargs = dict(tier="easy", mode="healthy", n_genes=N)
+    venv = make_vec_env("luca_gym/LucaFlat-v0", n_envs=2, env_kwargs=kwargs, seed=0)
+    model = MaskablePPO("MlpPolicy", venv, n_steps=32, batch_size=64, n_epochs=1, seed=0, device="cpu")
+    model.learn(64)
+    assert model.num_timesteps == 64 and get_action_masks(venv).shape == (2, venv.action_space.n)
+    assert [image.shape for image in venv.get_images()] == [RGB_SHAPE] * 2
+    dict_venv = make_vec_env("luca_gym/Luca-v0", n_envs=2, env_kwargs=kwargs, seed=0)
+    assert dict_venv.reset()["budget_left"].shape == (2,)
+    assert [image.shape for image in dict_venv.get_images()] == [RGB_SHAPE] * 2

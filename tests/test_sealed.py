@@ -72,7 +72,7 @@ def test_every_front_end_opens_the_same_sealed_organism(seal):
     env.reset(options={"organism_seed": 7})
     session = ToolSession(7, tier=TIER, mode=MODE, n_genes=N, sealed=SECRET)
     assert env.organism.fingerprint() == session.env.organism.fingerprint()
-    vec = LucaVectorEnv(2, TIER, MODE, N, sealed=seal)
+    vec = LucaVectorEnv(2, TIER, MODE, N, sealed=seal, pool_size=16)
     vec.reset(options={"organism_seeds": [7, 8]})
     organisms, _ = organism_batch([7], TIER, N, MODE, sealed=seal)
     for got in (np.asarray(vec._organisms.weights)[0], np.asarray(organisms.weights)[0]):

@@ -15,6 +15,7 @@ from luca_gym.harness import run_session
 from luca_gym.worlds.luca.evaluation import luca_spec
 
 B = 6
+POOL = 16  # a pool small enough to generate in a test (the default 1024: benchmarks/rollout.py)
 
 
 def end_all(b):
@@ -25,10 +26,11 @@ def test_make_vec_reaches_the_vector_env():
     env = gym.make_vec("luca_gym/Luca-v0", num_envs=B, tier="easy", mode="healthy")
     assert isinstance(env, LucaVectorEnv)
     assert env.metadata["autoreset_mode"] == gym.vector.AutoresetMode.NEXT_STEP
+    assert env.organisms == "pool" and env.episodes.pool_size == 1024 and env.episodes.seeds[0] == 10_000
 
 
 def test_observations_stay_in_the_batched_space():
-    env = LucaVectorEnv(B, "hard", "disease")
+    env = LucaVectorEnv(B, "hard", "disease", organisms="fresh")
     obs, info = env.reset(seed=3)
     assert env.observation_space.contains(obs)
     assert len(set(info["organism_seed"].tolist())) == B
@@ -41,7 +43,7 @@ def test_observations_stay_in_the_batched_space():
 
 
 def test_next_step_autoreset_draws_new_organisms():
-    env = LucaVectorEnv(B, "easy", "healthy")
+    env = LucaVectorEnv(B, "easy", "healthy", organisms="fresh")
     obs, info = env.reset(seed=0)
     first = info["organism_seed"].copy()
     codes = np.eye(20, dtype=np.int64)[np.arange(B)]
@@ -56,12 +58,18 @@ def test_next_step_autoreset_draws_new_organisms():
     assert not set(env.organism_seeds.tolist()) & set(first.tolist())
 
 
-def test_same_step_autoreset_returns_the_final_observation_in_info():
-    env = LucaVectorEnv(B, "easy", "healthy", autoreset_mode="same_step")
+@pytest.mark.parametrize("organisms", ["pool", "fresh"])
+def test_same_step_autoreset_returns_the_final_observation_in_info(organisms):
+    env = LucaVectorEnv(B, "easy", "healthy", autoreset_mode="same_step", organisms=organisms, pool_size=POOL)
     env.reset(seed=1)
+    first = env.organism_seeds.copy()
     obs, reward, terminated, truncated, info = env.step(end_all(B))
     assert terminated.all() and info["_final_obs"].all()
     assert info["final_obs"]["ended"].all() and not obs["ended"].any()
+    np.testing.assert_array_equal(info["organism_seed"], first)
+    assert (obs["budget_left"] == 31).all()
+    if organisms == "pool":
+        assert all(10_000 <= s < 10_000 + POOL for s in env.organism_seeds)
 
 
 def test_rollout_random_matches_the_single_env_harness_in_healthy_mode():
@@ -96,7 +104,7 @@ def test_rollout_random_disease_sessions_end_without_refusals():
     ],
 )
 def test_malformed_batched_actions_raise_naming_the_field(actions, field):
-    env = LucaVectorEnv(B, "easy", "healthy")
+    env = LucaVectorEnv(B, "easy", "healthy", pool_size=POOL)
     env.reset(seed=0)
     with pytest.raises(ValueError, match=field):
         env.step(actions)
@@ -107,6 +115,8 @@ def test_bad_construction_arguments():
         LucaVectorEnv(0)
     with pytest.raises(ValueError, match="autoreset_mode"):
         LucaVectorEnv(2, autoreset_mode="sometimes")
+    with pytest.raises(ValueError, match="organisms: 'stale' not allowed; allowed 'pool', 'fresh'"):
+        LucaVectorEnv(2, organisms="stale")
 
 
 SHARD_SCRIPT = """
@@ -189,13 +199,13 @@ def test_batched_baseline_matches_the_single_env_harness_score_for_score(agent, 
 def test_reset_to_the_same_seeds_reuses_their_organisms(monkeypatch):
     """Resetting to the seeds of the last explicit reset generates nothing
     (an organism is a pure function of its seed) and starts the same
-    sessions; other seeds, or drawn ones, are generated."""
+    sessions; other seeds are generated, drawn ones come from the pool."""
     from luca_gym.worlds.luca.envs import vector
 
     made = []
     real = vector.organism_batch
     monkeypatch.setattr(vector, "organism_batch", lambda seeds, *a, **k: made.append(list(seeds)) or real(seeds, *a, **k))
-    env = LucaVectorEnv(2, "medium", "healthy")
+    env = LucaVectorEnv(2, "medium", "healthy", pool_size=POOL)
     first, _ = env.reset(options={"organism_seeds": [4, 5]})
     env.step({"kind": np.full(2, core.EXPERIMENT), "gene_codes": np.eye(2, env.params.n_genes, dtype=np.int64)})
     again, _ = env.reset(options={"organism_seeds": [4, 5]})
@@ -204,4 +214,4 @@ def test_reset_to_the_same_seeds_reuses_their_organisms(monkeypatch):
         np.testing.assert_array_equal(np.asarray(first[key]), np.asarray(again[key]))
     env.reset(options={"organism_seeds": [4, 6]})
     env.reset(seed=0)
-    assert made[1] == [4, 6] and len(made) == 3
+    assert made == [[4, 5], [4, 6]]

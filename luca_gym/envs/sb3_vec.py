@@ -11,7 +11,9 @@ of need (``generation_batch`` at a time), so the host-side generator runs a
 few large calls rather than one per finished session (LUCA, 64 envs, when its
 CPU generator padded calls to 16 organisms: 2.7-4.6x faster, ``benchmarks/sb3.py``).
 The last observation of the finished episode is in
-``infos[i]["terminal_observation"]``.
+``infos[i]["terminal_observation"]``. A world's subclass may draw each new
+episode's instance from a pool instead (by overriding ``_fresh``, which
+``reset()`` and every autoreset call).
 
 Training instances are drawn from ``[min_instance_seed, DRAWN_SEED_LIMIT)``,
 by default from 10 000 up, so that they never include the evaluation seeds
@@ -151,9 +153,11 @@ class FlatSB3VecEnv(VecEnv):
         return self.rng.integers(self.min_instance_seed, DRAWN_SEED_LIMIT, size=count, dtype=np.int64)
 
     def _fresh(self, count: int):
-        """(seeds int64 (count,), instances) never used before: taken from the
-        stock, which is refilled when it runs short with ``generation_batch``
-        x a power of two newly drawn instances (few distinct batch sizes)."""
+        """(seeds int64 (count,), instances as numpy) of ``count`` new
+        episodes: instances never used before, taken from the stock, which is
+        refilled when it runs short with ``generation_batch`` x a power of two
+        newly drawn instances (few distinct batch sizes). A world's subclass
+        may draw from a pool instead."""
         seeds, instances = self._stock
         if seeds.size < count:
             batches = -(-(count - seeds.size) // self.generation_batch)
@@ -176,18 +180,31 @@ class FlatSB3VecEnv(VecEnv):
 
     # -- VecEnv API -------------------------------------------------------------------
     def reset(self) -> np.ndarray:
-        """Open a session in every sub-env. Returns float32 (B, D)."""
+        """Open a session in every sub-env: on the instance pinned by
+        ``set_options``, else on a new one (:meth:`_fresh`). Returns float32 (B, D)."""
         if self._seeds[0] is not None:
             self.rng = np.random.default_rng(check_seed(self._seeds[0], "seed"))
-        seeds = self._draw_seeds(self.num_envs)
+        self._stock = (np.zeros(0, np.int64), None)
+        pinned = {}
         for i, options in enumerate(self._options):
             options = reset_options(options, (self.seed_name,))
             if self.seed_name in options:
-                seeds[i] = check_seed(options[self.seed_name], f"options[{i}][{self.seed_name!r}]")
-        self.state, vectors, masks = open_sessions(self._instances(seeds), self.codec)
+                pinned[i] = check_seed(options[self.seed_name], f"options[{i}][{self.seed_name!r}]")
+        free = np.array([i for i in range(self.num_envs) if i not in pinned], np.int64)
+        rows = np.array(list(pinned), np.int64)
+        parts = [(free, *self._fresh(free.size))] if free.size else []
+        if pinned:
+            given = np.array(list(pinned.values()), np.int64)
+            parts.append((rows, given, self._instances(given)))
+        seeds = np.zeros(self.num_envs, np.int64)
+        instances = jax.tree_util.tree_map(lambda x: np.zeros((self.num_envs,) + x.shape[1:], x.dtype), parts[0][2])
+        for at, part_seeds, part in parts:
+            seeds[at] = part_seeds
+            for full, values in zip(jax.tree_util.tree_leaves(instances), jax.tree_util.tree_leaves(part)):
+                full[at] = values
+        self.state, vectors, masks = open_sessions(instances, self.codec)
         vectors, masks = jax.device_get((vectors, masks))
         self._vectors, self._masks = np.array(vectors), np.array(masks)
-        self._stock = (np.zeros(0, np.int64), None)
         self.instance_seeds = seeds
         self._returns[:], self._lengths[:] = 0.0, 0
         self.reset_infos = [{self.seed_name: int(s)} for s in seeds]

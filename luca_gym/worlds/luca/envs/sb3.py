@@ -5,9 +5,13 @@ LUCA's settings as arguments, organisms generated backwards or sealed on
 request, ``organism_seed`` for the instance seed and the four scores of an
 ended session in its info.
 
-Training organisms are drawn from ``[min_organism_seed,
-spec.DRAWN_SEED_LIMIT)``, by default from 10 000 up, so that they never
-include the evaluation seeds (0-19 in the paper's tables).
+Each new episode's organism is drawn, by default, from a pool of the
+organisms of seeds ``min_organism_seed .. min_organism_seed + pool_size - 1``
+(from 10 000 up, so never the evaluation seeds 0-19 of the paper's tables),
+generated once and stored beside the compilation cache, with a fresh noise
+key per episode (:mod:`luca_gym.worlds.luca.pools`); ``organisms="fresh"``
+draws a new seed from ``[min_organism_seed, spec.DRAWN_SEED_LIMIT)`` per
+episode and generates its organism ahead of need.
 
 Needs the ``rl`` extra (``pip install 'luca-gym[rl]'``).
 """
@@ -24,6 +28,7 @@ from luca_gym import seal as seal_mod
 from luca_gym.worlds.luca import core, spec
 from luca_gym.worlds.luca.core import flat
 from luca_gym.worlds.luca.functional import LucaFlatCodec, organism_batch
+from luca_gym.worlds.luca.pools import DEFAULT_POOL_SIZE, EpisodeOrganisms
 
 __all__ = ["LucaSB3VecEnv", "TRAINING_SEED_LOW", "GENERATION_BATCH", "SCORE_NAMES"]
 
@@ -40,20 +45,29 @@ class LucaSB3VecEnv(FlatSB3VecEnv):
         tier, mode, n_genes, budget, analyst, backwards, max_steps,
             dense_shaping, shaping_scale, shaping_gamma, sealed: as
             :class:`~luca_gym.worlds.luca.envs.LucaFlatEnv`.
-        min_organism_seed: organism seeds are drawn uniformly from
-            [min_organism_seed, spec.DRAWN_SEED_LIMIT); the default 10 000
-            keeps training organisms apart from the evaluation seeds 0-19.
-        generation_batch: the fewest organisms generated in one call. Fresh
-            organisms are generated ahead in batches of this many times a
-            power of two, and each is used once. On an accelerator, whose
-            generator calls hold 256, pass 256.
+        organisms: ``"pool"`` (default: each new episode on an organism drawn
+            uniformly from the pool, with a fresh noise key from the env's
+            RNG) or ``"fresh"`` (a new organism every episode).
+        pool_size: the pool's organisms, seeds min_organism_seed ..
+            min_organism_seed + pool_size - 1 (default 1024; generated at the
+            first reset, about 3 s for medium, 65 s for hard disease on a
+            2-core CPU, then read from the store).
+        min_organism_seed: the pool's first seed; fresh organism seeds are
+            drawn uniformly from [min_organism_seed, spec.DRAWN_SEED_LIMIT).
+            The default 10 000 keeps training organisms apart from the
+            evaluation seeds 0-19.
+        generation_batch: ``organisms="fresh"``: the fewest organisms
+            generated in one call. Fresh organisms are generated ahead in
+            batches of this many times a power of two, and each is used once.
+            On an accelerator, whose generator calls hold 256, pass 256.
         seed: seeds the draw of organism seeds (``seed()`` before a
             ``reset()`` reseeds it, SB3's convention).
 
     Spaces as the single env's: observations float32 (B, D), actions int
     (B,) in [0, K), ``action_masks()`` bool (B, K). ``reset()`` and every
     step return numpy. ``set_options([{"organism_seed": k}, ...])`` pins
-    organisms for the next ``reset()``.
+    organisms for the next ``reset()`` (with the seed's own noise key, as
+    :class:`~luca_gym.worlds.luca.envs.LucaFlatEnv` opens them).
 
     ``infos[i]`` holds ``error_code`` (0: accepted; a masked action is
     refused at no cost); where sub-env i's episode ended on this step, also
@@ -83,6 +97,8 @@ class LucaSB3VecEnv(FlatSB3VecEnv):
         generation_batch: int = GENERATION_BATCH,
         seed: int | None = None,
         sealed=None,
+        organisms: str = "pool",
+        pool_size: int = DEFAULT_POOL_SIZE,
     ):
         num_envs = spec.check_positive_int(num_envs, "num_envs")
         self.seal = seal_mod.make_seal(sealed)
@@ -95,6 +111,9 @@ class LucaSB3VecEnv(FlatSB3VecEnv):
                          generation_batch=generation_batch, seed=seed)
         self.tier, self.mode, self.n_genes, self.analyst = tier, mode, n_genes, analyst
         self.layout = flat.layout(self.params)
+        self.episodes = EpisodeOrganisms(organisms, tier, n_genes, mode, self.backwards, self.seal, pool_size=pool_size,
+                                         pool_start=self.min_instance_seed)
+        self.organisms = self.episodes.organisms
 
     @property
     def min_organism_seed(self) -> int:
@@ -107,6 +126,12 @@ class LucaSB3VecEnv(FlatSB3VecEnv):
 
     def _instances(self, seeds: np.ndarray):
         return jax.device_get(organism_batch(seeds, self.tier, self.n_genes, self.mode, self.backwards, sealed=self.seal))
+
+    def _fresh(self, count: int):
+        if self.organisms == "fresh":
+            return super()._fresh(count)
+        seeds, organisms, keys = self.episodes.draw(self.rng, count)
+        return seeds, (organisms, keys)
 
     def _ended_info(self, state, rows: np.ndarray) -> list[dict]:
         scores = jax.device_get(_batched_scores(state, self.params))
