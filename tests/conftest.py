@@ -9,6 +9,7 @@ batch sizes, so each organism size compiles a handful of shapes only.
 from __future__ import annotations
 
 import functools
+import os
 
 import numpy as np
 import pytest
@@ -148,3 +149,33 @@ def signal_after_lines(proc, path, lines: int, signum, timeout: float = 240.0) -
             proc.send_signal(signum)
             return
         time.sleep(0.01)
+
+
+# Each compiled program XLA loads on the CPU maps about three memory regions, and
+# JAX keeps every program it compiled for the life of the process. A test worker
+# compiles thousands: past the kernel's limit (vm.max_map_count, 65,530 by
+# default) the next compile or cache write dies in native code (seen as a
+# segfault in backend_compile_and_load and an abort in executable.serialize).
+# After a module, a worker holding many maps drops JAX's in-process caches; the
+# programs come back from the persistent compilation cache when needed again.
+MAX_MAPS = int(os.environ.get("LUCA_GYM_TEST_MAX_MAPS", "30000"))
+
+
+def _memory_maps() -> int:
+    try:
+        with open("/proc/self/maps", "rb") as f:
+            return sum(1 for _ in f)
+    except OSError:  # not Linux: no such limit to keep under
+        return 0
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_programs():
+    yield
+    if _memory_maps() > MAX_MAPS:
+        import gc
+
+        import jax
+
+        jax.clear_caches()
+        gc.collect()
