@@ -25,6 +25,7 @@ BUILTIN = {
     "relational": "luca_gym.worlds.graphs:RELATIONAL",
     "equation": "luca_gym.worlds.equation:WORLD",
     "tracking": "luca_gym.worlds.tracking:WORLD",
+    "biobank": "luca_gym.worlds.biobank:WORLD",
 }
 
 _WORLDS: dict[str, World] = {}

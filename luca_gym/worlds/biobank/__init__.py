@@ -1,0 +1,52 @@
+"""Biobank, drug-target discovery in a synthetic biobank after DrugTargetWorld
+(``shared/reference/drugtargetworld.txt``; issue 28): a cohort whose latent
+cardiac disease severity is driven by 0-6 concealed proteins; the agent
+builds a phenotype from raw measurements, finds the driver proteins and the
+direction to move each, and submits claims scored against the truth.
+
+Stage S1 of issue 28 stands: the world model, release and oracle, the
+structured tools, the scorer and the ``null``, ``correlation-screen`` and
+``cis-mr`` baselines. Planted biases (S2), experiments and budgets (S3), the
+code sandbox (S4), synthetic imaging (S5) and the paper-size profile (S6) are
+to come.
+
+Profiles (:mod:`~.config`): ``small``, the default (6,000 participants,
+1,200 with clinic MRI measures, 300 proteins, 1,024 variants, 2,000 with
+transcripts), ``tiny`` for the tests, ``paper`` refused until S6. Seeds
+0-19 are the evaluation panel (archetype, drivers and tier of each seed in
+:mod:`~.design`'s table); every other seed draws its design.
+
+Its parts: :mod:`~.config` (:class:`BiobankConfig`, the profiles),
+:mod:`~.design` (a world's design, the panel of seeds 0-19),
+:mod:`~.generator` (the JAX world model), :mod:`~.release` (the released
+tables, the data dictionary, Parquet), :mod:`~.oracle` (the truth and the
+scorer), :mod:`~.world` (a world from a seed), :mod:`~.analysis` (the
+statistics the tools run), :mod:`~.tools` (the tool session),
+:mod:`~.envs` (``luca_gym/Biobank-v0``), :mod:`~.baselines` and
+:mod:`~.report`.
+
+:data:`WORLD` is what the registry holds; importing this package imports none
+of the parts.
+"""
+
+from luca_gym.protocol import World
+
+WORLD = World(
+    name="biobank",
+    version="1",
+    gym_stem="Biobank",
+    summary="drug-target discovery in a synthetic biobank: build a phenotype, find the causal driver proteins and their direction",
+    config="luca_gym.worlds.biobank.config:BiobankConfig",
+    headline="total",
+    tools="luca_gym.worlds.biobank.tools:BiobankToolSession",
+    env="luca_gym.worlds.biobank.envs:BiobankEnv",
+    baselines="luca_gym.worlds.biobank.baselines:BASELINES",
+    report="luca_gym.worlds.biobank.report:sections",
+    host_side=("tools",),
+    reference="DrugTargetWorld (shared/reference/drugtargetworld.txt), issue 28",
+    session_keys=("profile", "tier", "seed"),
+    required_scores=("total", "target_identification", "causal_confidence", "direction", "bias_identification", "phenotype",
+                     "surrogate_penalty"),
+)
+
+__all__ = ["WORLD"]

@@ -1,0 +1,134 @@
+"""The biobank world's baselines, as tool agents (callables ``(messages,
+tools) -> AgentTurn``, new for each session) that read only what any agent
+reads: the messages and the tool specs. Each analysis is one batched tool
+call over every protein.
+
+* ``null`` nominates nothing and submits no phenotype: the perfect answer in
+  a null world, nothing elsewhere.
+* ``correlation-screen`` picks a standard imaging phenotype (below), scans
+  every protein's association with it (adjusted for age, sex, BMI and site)
+  and nominates those with Benjamini-Hochberg q < :data:`Q` (direction from
+  the sign: a protein that rises with disease is to be lowered; confidence
+  :data:`SCREEN_CONFIDENCE`, association alone).
+* ``cis-mr`` picks the same phenotype and nominates the proteins whose Wald
+  ratio with their lead cis instrument has q < :data:`Q` and an instrument F
+  of at least :data:`MIN_F` (direction from the ratio's sign; confidence
+  :data:`MR_CONFIDENCE`, genetic evidence).
+
+The standard imaging phenotype: the clinic MRI measure most correlated with
+the clinical endpoints (the mean |r| over the five-year event, log NT-proBNP
+and a cardiac diagnosis, from ``validate_phenotype``), oriented so that a
+higher value is worse disease. Both submit it as their phenotype; it is
+usually the held-out baseline measure, so earns no phenotype points.
+"""
+
+from __future__ import annotations
+
+import json
+
+from luca_gym.tools.loop import AgentTurn, ToolCall
+
+Q = 0.05  # the false-discovery rate of a nomination
+MIN_F = 10.0  # the weakest instrument cis-mr trusts
+SCREEN_CONFIDENCE = 0.5
+MR_CONFIDENCE = 0.8
+ALL = 5000  # "top" large enough for every protein (the tools' maximum)
+
+
+def _results(messages) -> list[dict]:
+    """The tool results so far (JSON objects), refusals left out."""
+    out = []
+    for m in messages:
+        if m.get("role") == "tool":
+            try:
+                result = json.loads(m["content"])
+            except (TypeError, ValueError):
+                continue
+            if isinstance(result, dict) and "error" not in result:
+                out.append(result)
+    return out
+
+
+def _call(name: str, arguments: dict, turn: int) -> AgentTurn:
+    return AgentTurn(tool_calls=[ToolCall(name, arguments, f"call_{turn}")])
+
+
+class Null:
+    """Submit no nomination and no phenotype."""
+
+    def __call__(self, messages, tools) -> AgentTurn:
+        return _call("submit", {"nominations": []}, 0)
+
+
+class _StandardPhenotype:
+    """Find the standard imaging phenotype, run :meth:`analysis` on it, nominate what :meth:`nominate` keeps."""
+
+    analysis = ""
+    confidence = 0.0
+
+    def __call__(self, messages, tools) -> AgentTurn:
+        results = _results(messages)
+        turn = len(results)
+        imaging = next((r for r in results if r.get("table") == "imaging"), None)
+        if imaging is None:
+            return _call("describe_release", {"table": "imaging"}, turn)
+        measures = [f"imaging.{c}" for c in imaging["columns"] if c != "participant_id"]
+        checked = {r["phenotype"]: r["endpoints"] for r in results if "endpoints" in r}
+        unchecked = [m for m in measures if m not in checked]
+        if unchecked:
+            return _call("validate_phenotype", {"phenotype": unchecked[0]}, turn)
+        phenotype, orientation = standard_phenotype(checked)
+        done = next((r for r in results if "results" in r and r.get("phenotype") == phenotype), None)
+        if done is None:
+            return _call(self.analysis, {"phenotype": phenotype, "top": ALL}, turn)
+        nominations = [{"protein": row["protein"], "direction": "down" if self.sign(row) * orientation > 0 else "up",
+                        "confidence": self.confidence} for row in done["results"] if self.keep(row)]
+        return _call("submit", {"nominations": nominations, "phenotype": phenotype}, turn)
+
+    def keep(self, row: dict) -> bool:
+        raise NotImplementedError
+
+    def sign(self, row: dict) -> float:
+        raise NotImplementedError
+
+
+def standard_phenotype(endpoints: dict) -> tuple[str, float]:
+    """(the measure with the largest mean |r| over its endpoints, +1 or -1:
+    the sign that makes a higher value worse disease), from
+    ``{measure: validate_phenotype's endpoints}``; first in order on ties."""
+    def strength(item):
+        rs = [e["r"] for e in item[1].values() if e["r"] is not None]
+        return sum(abs(r) for r in rs) / max(len(rs), 1)
+
+    measure, chosen = max(endpoints.items(), key=strength)
+    total = sum(e["r"] for e in chosen.values() if e["r"] is not None)
+    return measure, 1.0 if total >= 0 else -1.0
+
+
+class CorrelationScreen(_StandardPhenotype):
+    """Association with the standard phenotype, q < Q."""
+
+    analysis = "association_scan"
+    confidence = SCREEN_CONFIDENCE
+
+    def keep(self, row):
+        return row["q"] is not None and row["q"] < Q
+
+    def sign(self, row):
+        return row["beta"]
+
+
+class CisMR(_StandardPhenotype):
+    """Wald ratios with the lead cis instruments, q < Q and F >= MIN_F."""
+
+    analysis = "cis_mr"
+    confidence = MR_CONFIDENCE
+
+    def keep(self, row):
+        return row["q"] is not None and row["q"] < Q and row["instrument_f"] is not None and row["instrument_f"] >= MIN_F
+
+    def sign(self, row):
+        return row["wald_ratio"]
+
+
+BASELINES = {"null": Null, "correlation-screen": CorrelationScreen, "cis-mr": CisMR}

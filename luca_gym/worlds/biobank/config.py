@@ -1,0 +1,91 @@
+"""The biobank world's settings: :class:`BiobankConfig` and the profiles' sizes (:data:`PROFILES`).
+
+A profile fixes every array shape of a world (so one compiled generator
+serves every seed of a profile):
+
+=========  ============  ======  ========  ========  ===========
+profile    participants  imaged  proteins  variants  transcripts
+=========  ============  ======  ========  ========  ===========
+``small``  6,000         1,200   300       1,024     2,000
+``tiny``   2,000         1,000   96        256       400
+``paper``  54,000        10,800  2,941     8,192     18,000
+=========  ============  ======  ========  ========  ===========
+
+``small`` is the default (evaluation on this CPU); ``tiny`` is for the
+tests (half its participants imaged, so that cis-MR on an imaging measure
+has the power to beat a correlation screen even at this size); ``paper``
+is the paper's panel (DrugTargetWorld S1.1) and is refused until stage S6
+of issue 28 builds it (its genotypes alone are 442 MB).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import NamedTuple
+
+from luca_gym.validate import short_repr
+
+
+class Sizes(NamedTuple):
+    """The static shape of a profile's worlds.
+
+    Attributes:
+        participants: N, everyone in the biobank.
+        imaged: the participants with cardiac MRI measures (a random subset in S1).
+        proteins: P, each with one cis instrument (and its gene, and a transcript).
+        variants: V, in linkage blocks of :data:`BLOCK` variants.
+        rna: the participants with transcripts (a random subset).
+    """
+
+    participants: int
+    imaged: int
+    proteins: int
+    variants: int
+    rna: int
+
+
+PROFILES = {
+    "small": Sizes(6000, 1200, 300, 1024, 2000),
+    "tiny": Sizes(2000, 1000, 96, 256, 400),
+    "paper": Sizes(54000, 10800, 2941, 8192, 18000),
+}
+BUILT_PROFILES = ("small", "tiny")  # "paper": stage S6
+TIERS = ("auto", "standard", "hard")  # auto: the tier the world's design draws from its seed
+BLOCK = 8  # variants per linkage block
+MAX_DRIVERS = 6
+
+
+@dataclass(frozen=True)
+class BiobankConfig:
+    """The settings that, with a seed, name a biobank world.
+
+    Attributes:
+        profile: "small" (default), "tiny" (tests) or "paper" (refused until
+            stage S6: ValueError saying so); see the module's table.
+        tier: "auto" (default: the tier of the world's design, drawn from its
+            seed; the panel's for seeds 0-19), or "standard" / "hard" to
+            force one (every other part of the design still comes from the seed).
+
+    Checked on construction (ValueError naming the field, the value and what
+    is allowed), so a config that exists is a valid one.
+    """
+
+    profile: str = "small"
+    tier: str = "auto"
+
+    def __post_init__(self):
+        if self.profile not in PROFILES:
+            raise ValueError(f"profile: {short_repr(self.profile)} not allowed; allowed {', '.join(PROFILES)}")
+        if self.profile not in BUILT_PROFILES:
+            raise ValueError(f"profile: {self.profile!r} is not built yet (issue 28, stage S6); allowed "
+                             f"{', '.join(BUILT_PROFILES)}")
+        if self.tier not in TIERS:
+            raise ValueError(f"tier: {short_repr(self.tier)} not allowed; allowed {', '.join(TIERS)}")
+
+    @property
+    def sizes(self) -> Sizes:
+        return PROFILES[self.profile]
+
+    def settings(self) -> dict:
+        """The fields as keyword settings (a session's key settings but the seed)."""
+        return asdict(self)

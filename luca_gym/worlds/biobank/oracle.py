@@ -1,0 +1,218 @@
+"""The oracle: a world's truth (:class:`Oracle`) and the scorer of claims
+(:meth:`Oracle.score`), after DrugTargetWorld 3.5 and S2. Versioned by
+:data:`SCORER_VERSION`: a change that moves a score bumps it.
+
+Claims (:class:`Claims`, checked by :func:`check_claims`):
+
+* nominations: a protein, the direction to move it to treat the disease
+  (``down``: lower it, inhibit; ``up``: raise it, activate; ``unknown``),
+  and a causal confidence in [0, 1] (the probability the claimant gives that
+  the protein drives the disease);
+* rejections: a protein with the bias mechanism that makes it look causal
+  (one of :data:`~.design.MECHANISMS`, T1-T9);
+* a phenotype: one value per participant (those without a value are given
+  the mean of the values submitted).
+
+A protein may be nominated or rejected, not both, and each at most once.
+
+The points (out of 100; the paper gives target identification and causal
+confidence together more than half and leaves the split open: 35 and 20 here):
+
+* target identification, 35: recall x precision of the nominated set
+  against the drivers D.
+* causal confidence, 20: one minus a class-balanced Brier score: the mean
+  of (1 - c)^2 over the drivers (c = 0 for a driver not nominated) and the
+  mean of c^2 over the nominated non-drivers, averaged over the classes
+  present. Confidence matched to the evidence earns it: high on drivers,
+  low on what is not.
+* direction, 20: over the drivers and the nominations together (N u D), a
+  driver nominated with its therapeutic direction earns 1, with ``unknown``
+  1/2; a wrong direction, a missed driver or a nominated non-driver (it has
+  no right direction) earns 0; the mean times 20.
+* bias identification, 15: over the world's planted decoys (protein ->
+  mechanism), the share rejected naming their mechanism, less one for each
+  rejection of a driver, floored at 0. Earned only against decoys: a world
+  with none (every world of stage S1, whose biases are stage S2) gives 0 to
+  every claimant, so an S1 total is out of 85. Free points for a world that
+  plants nothing would lift a submission of nothing above zero everywhere
+  (the paper reports such episodes at zero).
+* phenotype, 10: r = |corr(phenotype, latent severity)| over the imaged
+  participants, against the held-out baseline r0, the same for the clinic's
+  standard MRI measure of the world's archetype (never named to the agent);
+  10 x clip((r - r0) / ((1 - r0) / 2), 0, 1): nothing at or below the
+  baseline, full credit at half the way from r0 to 1.
+* harmful-surrogate penalty, -30: nominating the world's harmful surrogate
+  (T8; no S1 world has one) in any direction.
+
+The total is the sum, floored at 0, in ``scores["total"]`` with every part
+beside it. Null worlds (no driver): the perfect answer nominates nothing:
+target identification 35, causal confidence 20 and direction 20 then, and 0
+for each of the three once anything is nominated; bias and phenotype as
+anywhere. Leaving without a submission (the ``end`` tool) scores 0 in every part.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from luca_gym.validate import short_repr
+from luca_gym.worlds.biobank.design import MECHANISMS, Design
+
+SCORER_VERSION = "1"
+POINTS = {"target_identification": 35.0, "causal_confidence": 20.0, "direction": 20.0, "bias_identification": 15.0,
+          "phenotype": 10.0}
+SURROGATE_PENALTY = -30.0
+DIRECTIONS = ("down", "up", "unknown")
+PARTS = (*POINTS, "surrogate_penalty")
+
+
+@dataclass(frozen=True)
+class Nomination:
+    protein: str
+    direction: str
+    confidence: float
+
+
+@dataclass(frozen=True)
+class Claims:
+    """A checked submission. ``phenotype``: float64 (n,) over the scored
+    participants (NaN where no value was given), or None."""
+
+    nominations: tuple = ()
+    rejections: tuple = ()  # ((protein, mechanism), ...)
+    phenotype: np.ndarray | None = None
+
+
+def check_claims(nominations, rejections, proteins) -> Claims:
+    """Claims from JSON-like lists (``[{"protein", "direction", "confidence"}]``
+    and ``[{"protein", "mechanism"}]``), checked against the release's protein
+    names ``proteins``; ValueError naming the first problem (the phenotype is
+    added by the caller)."""
+    known = set(proteins)
+    seen: dict[str, str] = {}
+    out_n, out_r = [], []
+    for i, item in enumerate(nominations):
+        protein, direction, confidence = item.get("protein"), item.get("direction"), item.get("confidence")
+        if protein not in known:
+            raise ValueError(f"nominations[{i}].protein: {short_repr(protein)} is not a protein of the release")
+        if direction not in DIRECTIONS:
+            raise ValueError(f"nominations[{i}].direction: {short_repr(direction)} not allowed; allowed {', '.join(DIRECTIONS)}")
+        if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 <= confidence <= 1:
+            raise ValueError(f"nominations[{i}].confidence: {short_repr(confidence)} not allowed; a number in [0, 1]")
+        if protein in seen:
+            raise ValueError(f"nominations[{i}].protein: {protein} is {seen[protein]} already")
+        seen[protein] = "nominated"
+        out_n.append(Nomination(protein, direction, float(confidence)))
+    for i, item in enumerate(rejections):
+        protein, mechanism = item.get("protein"), item.get("mechanism")
+        if protein not in known:
+            raise ValueError(f"rejections[{i}].protein: {short_repr(protein)} is not a protein of the release")
+        if mechanism not in MECHANISMS:
+            raise ValueError(f"rejections[{i}].mechanism: {short_repr(mechanism)} not allowed; allowed {', '.join(MECHANISMS)}")
+        if protein in seen:
+            raise ValueError(f"rejections[{i}].protein: {protein} is {seen[protein]} already")
+        seen[protein] = "rejected"
+        out_r.append((protein, mechanism))
+    return Claims(tuple(out_n), tuple(out_r))
+
+
+def abs_correlation(values, severity) -> float:
+    """|Pearson r| of ``values`` (NaN: the mean of the others) with ``severity``; 0 for fewer than 2 values or none varying."""
+    values = np.asarray(values, np.float64)
+    given = np.isfinite(values)
+    if given.sum() < 2:
+        return 0.0
+    filled = np.where(given, values, values[given].mean())
+    spread = filled.std() * severity.std()
+    if not spread > 0:
+        return 0.0
+    return float(abs(np.mean((filled - filled.mean()) * (severity - severity.mean())) / spread))
+
+
+@dataclass(frozen=True)
+class Oracle:
+    """A world's truth. Never shown to an agent; scores claims.
+
+    Attributes:
+        design: the world's :class:`~.design.Design`.
+        drivers: protein -> its effect on latent severity (SD of severity per
+            SD of the protein's true level; hard tier: before saturation).
+        decoys: protein -> the planted mechanism that makes it look causal (empty in S1).
+        surrogate: the harmful surrogate protein (T8), or None (every S1 world).
+        severity: float64 (n,): latent severity of the scored participants (the imaged).
+        baseline: float64 (n,): the held-out baseline phenotype there (NaN where missing).
+        baseline_name: the release column the baseline is.
+        interaction: the hard tier's interacting driver pair, or ().
+    """
+
+    design: Design
+    drivers: dict
+    decoys: dict
+    surrogate: str | None
+    severity: np.ndarray
+    baseline: np.ndarray
+    baseline_name: str
+    interaction: tuple = ()
+
+    def direction(self, protein: str) -> str:
+        """A driver's therapeutic direction: ``down`` when more of it worsens disease."""
+        return "down" if self.drivers[protein] > 0 else "up"
+
+    @property
+    def baseline_r(self) -> float:
+        return abs_correlation(self.baseline, self.severity)
+
+    def truth(self) -> dict:
+        """The truth as JSON-ready data (for the evaluator and the tests)."""
+        return {"design": self.design.as_dict(), "scorer_version": SCORER_VERSION,
+                "drivers": {p: {"effect": round(float(e), 6), "direction": self.direction(p)} for p, e in sorted(self.drivers.items())},
+                "decoys": dict(self.decoys), "surrogate": self.surrogate, "interaction": list(self.interaction),
+                "phenotype_baseline": self.baseline_name}
+
+    def score(self, claims: Claims) -> dict:
+        """The scores of ``claims``: every part (points), ``total`` (floored at 0) and the figures they come from."""
+        drivers = set(self.drivers)
+        nominated = {n.protein: n for n in claims.nominations}
+        hits = drivers & set(nominated)
+        recall = len(hits) / len(drivers) if drivers else float(not nominated)
+        precision = len(hits) / len(nominated) if nominated else float(not drivers)
+        identification = recall * precision if drivers else float(not nominated)
+
+        false = [n.confidence for p, n in nominated.items() if p not in drivers]
+        if drivers:
+            terms = [np.mean([(1.0 - (nominated[d].confidence if d in nominated else 0.0)) ** 2 for d in drivers])]
+            terms += [np.mean(np.square(false))] if false else []
+            confidence = 1.0 - float(np.mean(terms))
+        else:
+            confidence = float(not nominated)
+
+        union = drivers | set(nominated)
+        credit = sum(1.0 if nominated[d].direction == self.direction(d) else 0.5 if nominated[d].direction == "unknown" else 0.0
+                     for d in hits)
+        direction = credit / len(union) if union else 1.0
+
+        rejected = dict(claims.rejections)
+        wrong = sum(p in drivers for p in rejected)
+        right = sum(rejected.get(p) == m for p, m in self.decoys.items())
+        bias = max(0.0, right - wrong) / len(self.decoys) if self.decoys else 0.0
+
+        r0 = self.baseline_r
+        r = None if claims.phenotype is None else abs_correlation(claims.phenotype, self.severity)
+        phenotype = 0.0 if r is None else float(np.clip((r - r0) / ((1.0 - r0) / 2.0), 0.0, 1.0))
+        penalty = SURROGATE_PENALTY if self.surrogate is not None and self.surrogate in nominated else 0.0
+
+        parts = {"target_identification": identification, "causal_confidence": confidence, "direction": direction,
+                 "bias_identification": bias, "phenotype": phenotype}
+        scores = {name: round(POINTS[name] * value, 6) for name, value in parts.items()}
+        scores["surrogate_penalty"] = penalty
+        total = max(0.0, sum(scores.values()))
+        return {"total": round(total, 6), **scores, "recall": round(recall, 6), "precision": round(precision, 6),
+                "nominated": len(nominated), "phenotype_r": None if r is None else round(r, 6), "phenotype_baseline_r": round(r0, 6)}
+
+
+def zero_scores(oracle: Oracle) -> dict:
+    """The scores of a session left without a submission: 0 in every part."""
+    return {"total": 0.0, **{name: 0.0 for name in PARTS}, "recall": 0.0, "precision": 0.0, "nominated": 0,
+            "phenotype_r": None, "phenotype_baseline_r": round(oracle.baseline_r, 6)}

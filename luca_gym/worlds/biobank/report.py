@@ -1,0 +1,52 @@
+"""The biobank world's part of ``luca-gym report``: the paper's score table
+(the mean total out of 100 and its parts, by agent and profile) and the mean
+total by world design (null, two-driver, three-to-six, hard; DrugTargetWorld
+S3.2). Mean ± population std (sessions), as :mod:`luca_gym.summaries` gives them."""
+
+from __future__ import annotations
+
+from luca_gym.summaries import agents_in, cell, group, stats
+from luca_gym.worlds.biobank.oracle import PARTS
+
+KINDS = ("null", "one-driver", "two-driver", "three-to-six", "hard")
+
+
+def score_table(records) -> str:
+    """Markdown: per agent, profile and tier, sessions, the total and each part (mean ± std)."""
+    lines = ["| agent | profile | tier | sessions | total | " + " | ".join(p.replace("_", " ") for p in PARTS) + " |",
+             "| --- " * (5 + len(PARTS)) + "|"]
+    cells = group(records, "agent", "profile", "tier")
+    for agent in agents_in(records):
+        for (a, profile, tier), rs in cells.items():
+            if a != agent:
+                continue
+            parts = [cell(stats([r["scores"][p] for r in rs])) for p in ("total", *PARTS)]
+            lines.append(f"| {agent} | {profile} | {tier} | {len(rs)} | " + " | ".join(parts) + " |")
+    return "\n".join(lines)
+
+
+def design_table(records) -> str:
+    """Markdown: per agent, the mean total in each design class present (sessions)."""
+    kinds = [k for k in KINDS if any(r["design"]["kind"] == k for r in records)]
+    lines = ["| agent | " + " | ".join(kinds) + " |", "| --- " * (1 + len(kinds)) + "|"]
+    cells = group(records, "agent")
+    for agent in agents_in(records):
+        rs = cells[(agent,)]
+        row = []
+        for kind in kinds:
+            mine = [r["scores"]["total"] for r in rs if r["design"]["kind"] == kind]
+            row.append(f"{cell(stats(mine))} ({len(mine)})" if mine else "-")
+        lines.append(f"| {agent} | " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def sections(records, out_dir, *, source=None, notes=()) -> list[str]:
+    """``luca-gym report``'s markdown parts for this world's records."""
+    return ["## biobank (drug-target discovery in a synthetic biobank)",
+            f"{len(records)} sessions" + (f" from `{source}`" if source else "") + ". Scores out of 100: target "
+            "identification 35, causal confidence 20, direction 20, bias identification 15, phenotype 10, harmful "
+            "surrogate -30; the total floored at 0. Bias identification is earned only against planted decoys, which come "
+            "with the planted biases (issue 28, stage S2): until then every world has none and a total is out of 85.",
+            *(f"Note: {note}" for note in (notes or ())),
+            "### Scores by agent", score_table(records),
+            "### Total by world design", design_table(records)]

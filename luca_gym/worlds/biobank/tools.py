@@ -1,0 +1,425 @@
+"""The biobank world's structured tools, on the generic dispatcher:
+:class:`BiobankToolSession`. Every answer is computed from the released data
+(:mod:`~.analysis` over :class:`~.release.Release`), never from the truth;
+only ``submit`` reaches the oracle, and its scores come back once the session
+has ended.
+
+Tools (all free: stage S1 has no experiments and no budget):
+
+* ``describe_release``: the tables, their columns, units and missing-value codes;
+* ``column_summary``: a column's count, missing values, sentinels and quantiles
+  (``diagnoses.icd10``: the codes' counts);
+* ``define_phenotype``: a named participant-level phenotype, a weighted sum
+  of columns (each standardised or not, optionally logged), optionally
+  adjusted for the covariates; the other tools and ``submit`` take its name;
+* ``validate_phenotype``: a phenotype's correlation with the clinical
+  endpoints (the five-year event, NT-proBNP, a cardiac diagnosis);
+* ``association_scan``: each protein's association with a phenotype;
+* ``cis_mr``: Wald ratios with each protein's lead cis instrument;
+* ``conditional_analysis``: at a variant's locus, the phenotype on the
+  locus's cis proteins jointly (two-stage least squares);
+* ``submit``: the claims (ends the session with the scores); ``end``: leave
+  without claims (every score 0).
+
+A phenotype or column is named ``table.column`` (a participant-level numeric
+column), ``diagnoses.<ICD-10 code>`` (1 where the participant has the code)
+or by a name given to ``define_phenotype``. A call the schema refuses, or
+that names something the release does not hold, is refused: it costs
+nothing and changes nothing.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+
+from luca_gym import seal as seal_mod
+from luca_gym.tools.session import ToolSessionBase
+from luca_gym.validate import check_keys, check_seed
+from luca_gym.worlds.biobank import analysis
+from luca_gym.worlds.biobank.config import BiobankConfig
+from luca_gym.worlds.biobank.design import MECHANISMS
+from luca_gym.worlds.biobank.oracle import DIRECTIONS, POINTS, SCORER_VERSION, SURROGATE_PENALTY, check_claims, zero_scores
+from luca_gym.worlds.biobank.release import CARDIAC_CODES, CODES, COVARIATES, PARTICIPANT_TABLES, SENTINELS
+from luca_gym.worlds.biobank.world import make_world
+
+MAX_DEFINED = 16  # phenotypes a session may define
+MAX_TERMS = 32  # columns in one defined phenotype
+MAX_TOP = 5000  # rows a scan may return
+MAX_CONDITIONAL = 8  # proteins in one conditional analysis
+MAX_REFERENCE = 64  # characters of a column or phenotype reference
+_NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
+_PARTICIPANT = re.compile(r"P[0-9]{6}")
+_NO_ARGUMENTS = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
+_REFERENCE = {"type": "string", "minLength": 1, "maxLength": MAX_REFERENCE,
+              "description": "a column 'table.column', 'diagnoses.<ICD-10 code>' or a phenotype you defined"}
+_ADJUST = {"type": "boolean", "description": f"adjust for {', '.join(COVARIATES)} (default true)"}
+ANNOTATIONS = {
+    "describe_release": {"title": "Describe the release", "readOnlyHint": True, "idempotentHint": True},
+    "column_summary": {"title": "Summarise a column", "readOnlyHint": True, "idempotentHint": True},
+    "define_phenotype": {"title": "Define a phenotype", "readOnlyHint": False, "idempotentHint": True},
+    "validate_phenotype": {"title": "Check a phenotype against clinical endpoints", "readOnlyHint": True, "idempotentHint": True},
+    "association_scan": {"title": "Protein association scan", "readOnlyHint": True, "idempotentHint": True},
+    "cis_mr": {"title": "cis Mendelian randomisation", "readOnlyHint": True, "idempotentHint": True},
+    "conditional_analysis": {"title": "Conditional analysis at a locus", "readOnlyHint": True, "idempotentHint": True},
+    "submit": {"title": "Submit the claims (ends the session)", "readOnlyHint": False, "destructiveHint": True,
+               "idempotentHint": False},
+    "end": {"title": "End without claims (every score 0)", "readOnlyHint": False, "destructiveHint": True, "idempotentHint": True},
+}
+
+
+def _number(x, digits: int = 6):
+    """A finite float rounded to ``digits`` significant digits, or None (JSON has no NaN)."""
+    x = float(x)
+    if not math.isfinite(x):
+        return None
+    return float(f"{x:.{digits}g}")
+
+
+class BiobankToolSession(ToolSessionBase):
+    """One biobank session: world ``seed`` (sealed: of its sealed seed) under
+    :class:`~.config.BiobankConfig` settings (``profile``, ``tier``).
+    ValueError names a bad seed or setting."""
+
+    world = "biobank"
+    opening = "The release is ready. Begin."
+    status_keys = ("submissions_left",)
+    title = "luca-gym biobank"
+
+    def __init__(self, seed: int = 0, *, sealed=None, **settings):
+        super().__init__()
+        check_keys(settings, "settings", ("profile", "tier"))
+        self.config = BiobankConfig(**settings)
+        self.seal = seal_mod.make_seal(sealed)
+        self.seed = check_seed(seed)
+        world = make_world(self.seed, self.config, self.seal)
+        self.release, self._oracle, self._design = world.release, world.oracle, world.design
+        self.instance_id = seal_mod.instance_id(self.seed, self.seal, prefix="biobank")
+        self.defined: dict[str, np.ndarray] = {}
+        self.submitted = False
+        sizes = self.config.sizes
+        proteins = {"type": "array", "items": {"type": "string", "maxLength": 16}, "minItems": 1, "maxItems": sizes.proteins}
+        top = {"type": "integer", "minimum": 1, "maximum": MAX_TOP, "description": "rows returned, smallest p first (default 20)"}
+        nomination = {"type": "object", "properties": {
+            "protein": {"type": "string", "maxLength": 16},
+            "direction": {"type": "string", "enum": list(DIRECTIONS),
+                          "description": "how to move the protein to treat the disease: down (lower it, inhibit), up (raise it), unknown"},
+            "confidence": {"type": "number", "minimum": 0, "maximum": 1,
+                           "description": "your probability that the protein causally drives the disease"}},
+            "required": ["protein", "direction", "confidence"], "additionalProperties": False}
+        rejection = {"type": "object", "properties": {
+            "protein": {"type": "string", "maxLength": 16},
+            "mechanism": {"type": "string", "enum": list(MECHANISMS), "description": "why it looks causal but is not"}},
+            "required": ["protein", "mechanism"], "additionalProperties": False}
+        term = {"type": "object", "properties": {
+            "column": _REFERENCE, "weight": {"type": "number", "minimum": -1e6, "maximum": 1e6},
+            "log": {"type": "boolean", "description": "take the natural log first (positive values only; default false)"}},
+            "required": ["column", "weight"], "additionalProperties": False}
+        self.set_specs([
+            {"name": "describe_release", "description": "Free. The release's tables (rows, columns, units, missing-value codes); "
+                                                        "give a table for its columns only.",
+             "input_schema": {"type": "object", "properties": {"table": {"type": "string", "enum": list(self.release.tables)}},
+                              "required": [], "additionalProperties": False}},
+            {"name": "column_summary", "description": "Free. A column's count, missing values, sentinel codes and quantiles "
+                                                      "(diagnoses.icd10: each code's count).",
+             "input_schema": {"type": "object", "properties": {"column": _REFERENCE}, "required": ["column"],
+                              "additionalProperties": False}},
+            {"name": "define_phenotype",
+             "description": "Free. Define a participant-level phenotype: the weighted sum of columns (each standardised to mean 0, "
+                            "SD 1 unless standardize is false; missing where any term is), optionally adjusted for the covariates. "
+                            f"Other tools and submit take its name. At most {MAX_DEFINED}; a name given again is replaced.",
+             "input_schema": {"type": "object", "properties": {
+                 "name": {"type": "string", "minLength": 1, "maxLength": 32, "description": "lower case, digits and _"},
+                 "terms": {"type": "array", "items": term, "minItems": 1, "maxItems": MAX_TERMS},
+                 "standardize": {"type": "boolean"}, "adjust": _ADJUST},
+                 "required": ["name", "terms"], "additionalProperties": False}},
+            {"name": "validate_phenotype",
+             "description": "Free. A phenotype's Pearson correlation with the clinical endpoints: the five-year cardiovascular "
+                            "event, log NT-proBNP and a recorded cardiac diagnosis.",
+             "input_schema": {"type": "object", "properties": {"phenotype": _REFERENCE}, "required": ["phenotype"],
+                              "additionalProperties": False}},
+            {"name": "association_scan",
+             "description": "Free. Each protein's linear association with a phenotype (beta per NPX unit, SE, p, Benjamini-Hochberg q).",
+             "input_schema": {"type": "object", "properties": {"phenotype": _REFERENCE, "adjust": _ADJUST, "top": top},
+                              "required": ["phenotype"], "additionalProperties": False}},
+            {"name": "cis_mr",
+             "description": "Free. Mendelian randomisation with each protein's cis instrument (the variant in its cis window most "
+                            "associated with it): the Wald ratio (phenotype units per NPX unit), its SE, p, q and the "
+                            "instrument's F statistic. All proteins unless named.",
+             "input_schema": {"type": "object", "properties": {"phenotype": _REFERENCE, "proteins": proteins, "adjust": _ADJUST,
+                                                               "top": top},
+                              "required": ["phenotype"], "additionalProperties": False}},
+            {"name": "conditional_analysis",
+             "description": "Free. At a variant's locus: the phenotype regressed on the locus's cis proteins jointly (two-stage "
+                            "least squares, the locus's variants as instruments), beside each protein's single-instrument Wald "
+                            "ratio: which proteins the locus's effect runs through. Proteins: those whose cis window holds the "
+                            f"variant (the first {MAX_CONDITIONAL}; the others listed as not_tested), unless named (at most "
+                            f"{MAX_CONDITIONAL}).",
+             "input_schema": {"type": "object", "properties": {
+                 "variant": {"type": "string", "maxLength": 16}, "phenotype": _REFERENCE,
+                 "proteins": {**proteins, "maxItems": MAX_CONDITIONAL}, "adjust": _ADJUST},
+                 "required": ["variant", "phenotype"], "additionalProperties": False}},
+            {"name": "submit",
+             "description": "Submit your claims once; the session ends with the scores. nominations: proteins you claim drive "
+                            "the disease, with the direction to move each and your confidence; rejections: proteins you claim "
+                            "only look causal, with the mechanism; phenotype: a phenotype's name, or phenotype_values (participant "
+                            "id -> value), scored by how well it tracks the disease in the imaged participants.",
+             "input_schema": {"type": "object", "properties": {
+                 "nominations": {"type": "array", "items": nomination, "maxItems": sizes.proteins},
+                 "rejections": {"type": "array", "items": rejection, "maxItems": sizes.proteins},
+                 "phenotype": _REFERENCE,
+                 "phenotype_values": {"type": "object", "additionalProperties": {"type": "number"},
+                                      "maxProperties": sizes.participants}},
+                 "required": ["nominations"], "additionalProperties": False}},
+            {"name": "end", "description": "End the session without claims (every score 0).", "input_schema": _NO_ARGUMENTS},
+        ])
+
+    # -- the generic surface ------------------------------------------------------------
+    def system_prompt(self) -> str:
+        n = self.config.sizes
+        points = ", ".join(f"{name.replace('_', ' ')} {p:g}" for name, p in POINTS.items())
+        return (
+            f"You are analysing a population biobank: {n.participants} participants with covariates, plasma proteomics "
+            f"({n.proteins} proteins, PROT_0001 to PROT_{n.proteins:04d}), genotypes ({n.variants} variants), physiology, "
+            f"metabolites, diagnoses and five-year outcomes; {n.imaged} have cardiac MRI measures and {n.rna} have transcripts. "
+            "Some cardiac disease runs through this cohort. Its severity is never measured directly: build a participant-level "
+            "phenotype that tracks it. Then find the proteins that causally drive the disease (there may be none), and the "
+            "direction to move each to treat it (down: lower, inhibit; up: raise, activate). Some proteins are associated with "
+            "the disease without causing it.\n\n"
+            "The tools analyse the released data for you; describe_release lists it. Name a column as table.column "
+            "(e.g. imaging.lvef_pct), a diagnosis as diagnoses.<ICD-10 code> (e.g. diagnoses.I50.9), or a phenotype you "
+            "defined with define_phenotype. Sentinel codes (-999 not recorded, -1 below the limit of detection) count as "
+            "missing in every tool.\n\n"
+            "Submit once with submit; the session ends. Points out of 100: "
+            f"{points}; nominating a harmful surrogate costs {-SURROGATE_PENALTY:g}. Target identification is recall times "
+            "precision: extra nominations cost. The phenotype earns points only above a held-out baseline. Rejections name "
+            "the mechanism that makes a protein look causal; rejecting a true driver costs."
+        )
+
+    def status(self) -> dict:
+        return {"submissions_left": int(not self.ended)}
+
+    def key_settings(self) -> dict:
+        return self.config.settings()
+
+    def record_fields(self) -> dict:
+        return {"instance_id": self.instance_id, "design": self._design.as_dict(), "scorer_version": SCORER_VERSION}
+
+    def record(self) -> dict:
+        return {"instance_id": self.instance_id, **super().record()}
+
+    def annotations(self, name: str) -> dict | None:
+        return ANNOTATIONS.get(name)
+
+    def demo_calls(self) -> list[tuple[str, dict]]:
+        """Describe, scan against the ejection fraction, submit no nomination with that phenotype."""
+        return [("describe_release", {}), ("association_scan", {"phenotype": "imaging.lvef_pct", "top": 3}),
+                ("submit", {"nominations": [], "phenotype": "imaging.lvef_pct"})]
+
+    def dispatch(self, name: str, args: dict) -> dict:
+        if self.ended:
+            return self.error("the session has ended")
+        try:
+            return getattr(self, f"_{name}")(**args)
+        except ValueError as exc:
+            return self.error(f"{name}: {exc}; nothing changed")
+
+    # -- resolving names ----------------------------------------------------------------
+    def _allowed_references(self) -> str:
+        defined = ", ".join(sorted(self.defined)) or "none yet"
+        return (f"a column 'table.column' of {', '.join(PARTICIPANT_TABLES)}, 'diagnoses.<ICD-10 code>' "
+                f"({', '.join(CODES)}) or a phenotype you defined ({defined})")
+
+    def resolve(self, reference: str, what: str = "phenotype") -> np.ndarray:
+        """float64 (N,) of a column, diagnosis indicator or defined phenotype; ValueError naming what is allowed."""
+        if reference in self.defined:
+            return self.defined[reference]
+        table, _, column = reference.partition(".")
+        if table == "diagnoses" and column in CODES:
+            d = self.release.tables["diagnoses"]
+            has = np.zeros(self.config.sizes.participants)
+            has[self._row_of(d["participant_id"][d["icd10"] == column])] = 1.0
+            return has
+        if table in PARTICIPANT_TABLES and column in self.release.tables[table] and column != "participant_id":
+            return self.release.numeric(table, column)
+        raise ValueError(f"{what}: {reference[:MAX_REFERENCE]!r} unknown; allowed {self._allowed_references()}")
+
+    def _row_of(self, ids) -> np.ndarray:
+        """Participant rows of ids (every id of the release: 'P000001' is row 0)."""
+        return np.array([int(i[1:]) - 1 for i in ids], np.int64)
+
+    def _protein_indices(self, names) -> np.ndarray:
+        index = {p: i for i, p in enumerate(self.release.proteins)}
+        for name in names:
+            if name not in index:
+                raise ValueError(f"proteins: {name[:16]!r} is not a protein of the release (PROT_0001..PROT_{len(index):04d})")
+        if len(set(names)) != len(names):
+            raise ValueError("proteins: a protein is named twice")
+        return np.array([index[n] for n in names], np.int64)
+
+    # -- the tools ----------------------------------------------------------------------
+    def _describe_release(self, table: str | None = None) -> dict:
+        dictionary = self.release.dictionary()
+        if table is not None:
+            return {"table": table, **dictionary["tables"][table], **self.status()}
+        tables = [{"table": name, "file": t["file"], "rows": t["rows"], "description": t["description"],
+                   "columns": [c for c in t["columns"]] + ([f"{t['column_group']['pattern']} x{t['column_group']['count']}"]
+                                                          if "column_group" in t else [])}
+                  for name, t in dictionary["tables"].items()]
+        return {"release": dictionary["release"], "missing_values": dictionary["missing_values"],
+                "cis_window_kb": dictionary["cis_window_kb"], "tables": tables, **self.status()}
+
+    def _column_summary(self, column: str) -> dict:
+        if column == "diagnoses.icd10":
+            codes, counts = np.unique(self.release.tables["diagnoses"]["icd10"], return_counts=True)
+            return {"column": column, "codes": {str(c): int(k) for c, k in zip(codes, counts)},
+                    "descriptions": {c: CODES[c] for c in codes}, **self.status()}
+        values = self.resolve(column, "column")
+        table, _, name = column.partition(".")
+        out = {"column": column}
+        if table in self.release.rows and name in self.release.tables[table]:  # a released column: its own rows and codes
+            raw = np.asarray(self.release.tables[table][name], np.float64)
+            coded = np.isin(raw, list(SENTINELS)) if table in ("participants", "physiology") else np.zeros(len(raw), bool)
+            out.update(rows=len(raw), missing=int(np.isnan(raw).sum()),
+                       sentinels={f"{code:g}": int((raw[coded] == code).sum()) for code in SENTINELS if (raw[coded] == code).any()})
+            present = raw[np.isfinite(raw) & ~coded]
+        else:  # a diagnosis indicator or a defined phenotype: over every participant
+            out.update(rows=len(values), missing=int(np.isnan(values).sum()))
+            present = values[np.isfinite(values)]
+        out["n"] = int(len(present))
+        if len(present):
+            q = np.quantile(present, [0.0, 0.25, 0.5, 0.75, 1.0])
+            out.update(mean=_number(present.mean()), sd=_number(present.std()), min=_number(q[0]), q25=_number(q[1]),
+                       median=_number(q[2]), q75=_number(q[3]), max=_number(q[4]))
+        return {**out, **self.status()}
+
+    def _define_phenotype(self, name: str, terms: list, standardize: bool = True, adjust: bool = False) -> dict:
+        if not _NAME.fullmatch(name) or "." in name:
+            raise ValueError(f"name: {name[:32]!r} not allowed; lower-case letters, digits and _, starting with a letter")
+        if name not in self.defined and len(self.defined) >= MAX_DEFINED:
+            raise ValueError(f"name: {MAX_DEFINED} phenotypes are defined already ({', '.join(sorted(self.defined))}); "
+                             "give one of their names to replace it")
+        total = np.zeros(self.config.sizes.participants)
+        for i, term in enumerate(terms):
+            values = self.resolve(term["column"], f"terms[{i}].column")
+            if term.get("log", False):
+                if (values[np.isfinite(values)] <= 0).any():
+                    raise ValueError(f"terms[{i}].log: {term['column'][:MAX_REFERENCE]!r} has values <= 0")
+                values = np.log(values)
+            if standardize:
+                sd = np.nanstd(values) if np.isfinite(values).sum() > 1 else 0.0
+                if not sd > 0:
+                    raise ValueError(f"terms[{i}].column: {term['column'][:MAX_REFERENCE]!r} does not vary; it cannot be standardised")
+                values = (values - np.nanmean(values)) / sd
+            total = total + term["weight"] * values
+        if adjust:
+            rows = np.isfinite(total)
+            z = np.c_[np.ones(rows.sum()), self.release.covariates()[rows]]
+            coef, *_ = np.linalg.lstsq(z, total[rows], rcond=None)
+            total[rows] = total[rows] - z @ coef
+        n = int(np.isfinite(total).sum())
+        if n < 3:
+            raise ValueError(f"terms: {n} participants have every term; a phenotype needs at least 3")
+        replaced = name in self.defined
+        self.defined[name] = total
+        present = total[np.isfinite(total)]
+        return {"phenotype": name, "replaced": replaced, "n": n, "mean": _number(present.mean()), "sd": _number(present.std()),
+                **self.status()}
+
+    def _validate_phenotype(self, phenotype: str) -> dict:
+        y = self.resolve(phenotype)
+        bnp = self.release.numeric("physiology", "ntprobnp_pg_ml")
+        cardiac = np.zeros_like(y)
+        d = self.release.tables["diagnoses"]
+        cardiac[self._row_of(d["participant_id"][np.isin(d["icd10"], CARDIAC_CODES)])] = 1.0
+        endpoints = {"cv_event": self.release.numeric("outcomes", "cv_event"),
+                     "log_ntprobnp": np.log(np.where(bnp > 0, bnp, np.nan)), "cardiac_diagnosis": cardiac}
+        out = {}
+        for name, values in endpoints.items():
+            r, n = analysis.correlation(y, values)
+            out[name] = {"r": None if r is None else _number(r, 4), "n": n}
+        return {"phenotype": phenotype, "n": int(np.isfinite(y).sum()), "endpoints": out, **self.status()}
+
+    def _association_scan(self, phenotype: str, adjust: bool = True, top: int = 20) -> dict:
+        y = self.resolve(phenotype)
+        beta, se, n, p, q = analysis.association_scan(self.release, y, adjust)
+        rows = [{"protein": self.release.proteins[i], "beta": _number(beta[i]), "se": _number(se[i]), "p": _number(p[i]),
+                 "q": _number(q[i]), "n": int(n[i])} for i in _order(p)[:top]]
+        return {"phenotype": phenotype, "adjusted": adjust, "tested": int(np.isfinite(p).sum()),
+                "significant_q05": int((q < 0.05).sum()), "results": rows, **self.status()}
+
+    def _cis_mr(self, phenotype: str, proteins: list | None = None, adjust: bool = True, top: int = 20) -> dict:
+        y = self.resolve(phenotype)
+        index = np.arange(len(self.release.proteins)) if proteins is None else self._protein_indices(proteins)
+        mr = analysis.cis_mr(self.release, y, index, adjust)
+        variants = self.release.variant_ids
+        rows = [{"protein": self.release.proteins[index[j]],
+                 "instrument": variants[mr["variant"][j]] if mr["variant"][j] >= 0 else None,
+                 "instrument_f": _number(mr["f"][j], 4), "beta_exposure": _number(mr["beta_exposure"][j]),
+                 "beta_outcome": _number(mr["beta_outcome"][j]), "se_outcome": _number(mr["se_outcome"][j]),
+                 "wald_ratio": _number(mr["ratio"][j]), "se": _number(mr["se"][j]), "p": _number(mr["p"][j]),
+                 "q": _number(mr["q"][j]), "n": int(mr["n_outcome"][j])} for j in _order(mr["p"])[:top]]
+        return {"phenotype": phenotype, "adjusted": adjust, "tested": int(np.isfinite(mr["p"]).sum()),
+                "significant_q05": int((mr["q"] < 0.05).sum()), "results": rows, **self.status()}
+
+    def _conditional_analysis(self, variant: str, phenotype: str, proteins: list | None = None, adjust: bool = True) -> dict:
+        ids = self.release.variant_ids
+        if variant not in ids:
+            raise ValueError(f"variant: {variant[:16]!r} is not a variant of the release (the variants table)")
+        v = ids.index(variant)
+        y = self.resolve(phenotype)
+        near, cis = analysis.locus(self.release, v)
+        index = cis if proteins is None else self._protein_indices(proteins)
+        if not len(index):
+            raise ValueError(f"variant: no protein's cis window holds {variant}; name the proteins to test")
+        left_out = [self.release.proteins[i] for i in index[MAX_CONDITIONAL:]]
+        index = index[:MAX_CONDITIONAL]
+        joint = analysis.conditional(self.release, y, v, index, adjust)
+        single = analysis.cis_mr(self.release, y, index, adjust)
+        table = self.release.tables["variants"]
+        rows = [{"protein": self.release.proteins[i], "joint_beta": _number(joint["beta"][j]), "joint_se": _number(joint["se"][j]),
+                 "joint_p": _number(joint["p"][j]), "first_stage_f": _number(joint["first_stage_f"][j], 4),
+                 "single_instrument": ids[single["variant"][j]] if single["variant"][j] >= 0 else None,
+                 "single_wald_ratio": _number(single["ratio"][j]), "single_p": _number(single["p"][j])}
+                for j, i in enumerate(index)]
+        positions = np.asarray(table["position"])[near]
+        return {"variant": variant, "phenotype": phenotype, "adjusted": adjust,
+                "locus": {"chromosome": int(table["chromosome"][v]), "start": int(positions.min()), "end": int(positions.max()),
+                          "instruments": [ids[i] for i in joint["variants"]]},
+                "n": joint["n"], "proteins": rows, **({"not_tested": left_out} if left_out else {}), **self.status()}
+
+    def _submit(self, nominations: list, rejections: list | None = None, phenotype: str | None = None,
+                phenotype_values: dict | None = None) -> dict:
+        claims = check_claims(nominations, rejections or [], self.release.proteins)
+        if phenotype is not None and phenotype_values is not None:
+            raise ValueError("phenotype and phenotype_values: give one of them")
+        values = None
+        if phenotype is not None:
+            values = self.resolve(phenotype)
+        elif phenotype_values is not None:
+            n = self.config.sizes.participants
+            bad = next((k for k in phenotype_values if not (_PARTICIPANT.fullmatch(k) and 1 <= int(k[1:]) <= n)), None)
+            if bad is not None:
+                raise ValueError(f"phenotype_values: {bad[:16]!r} is not a participant id of the release (P000001..P{n:06d})")
+            values = np.full(n, np.nan)
+            values[self._row_of(list(phenotype_values))] = list(phenotype_values.values())
+        scored = claims if values is None else type(claims)(claims.nominations, claims.rejections,
+                                                             values[self.release.rows["imaging"]])
+        self.scores = self._oracle.score(scored)
+        return self._finish()
+
+    def _end(self) -> dict:
+        self.scores = zero_scores(self._oracle)
+        return self._finish()
+
+    def _finish(self) -> dict:
+        self.total_reward = float(self.scores["total"])
+        self.ended, self.end_reason = True, "end"
+        return {"ended": True, "end_reason": "end", "scores": dict(self.scores), **self.status()}
+
+
+def _order(p) -> np.ndarray:
+    """Indices by p, smallest first, untested (NaN) last."""
+    return np.argsort(np.where(np.isfinite(p), p, np.inf), kind="stable")
