@@ -1,7 +1,9 @@
-"""PPO in pure JAX on the flat env (:mod:`luca_gym.functional`): an MLP
-actor-critic over the flat observation vector, a masked categorical over the
-K flat actions, GAE, the clipped objective with an entropy bonus and a value
-loss, Adam with gradient clipping (optax).
+"""PPO in pure JAX on the flat env (:mod:`luca_gym.functional`): an
+actor-critic over the flat observation vector (``network="mlp"``, one size of
+organism; or ``network="pergene"``, :mod:`luca_gym.agents.pergene`, one token
+per gene and signal, the same weights at every size), a masked categorical
+over the K flat actions, GAE, the clipped objective with an entropy bonus and
+a value loss, Adam with gradient clipping (optax).
 
 One call of :func:`update` is one jitted program: a rollout of ``num_envs x
 num_steps`` steps (autoreset on pool organisms), GAE, then ``epochs`` passes
@@ -10,14 +12,16 @@ progress reporting, and writes a run folder:
 
 * ``config.json`` -- the :class:`PPOConfig` and the network's sizes;
 * ``params.npz`` -- the network weights (``actor/0/w``, ``actor/0/b``, ...,
-  ``actor_linear/w``, ``critic/0/w``, ...);
+  ``actor_linear/w``, ``critic/0/w``, ...; a per-gene network's
+  ``blocks/0/qkv/weight``, ...);
 * ``learning_curve.csv`` / ``.png`` -- per update: env steps, wall seconds,
   mean episode return and mean headline score (LUCA's composite) over the
   episodes that ended;
 * ``summary.json`` -- what :func:`train` returns.
 
 :func:`load` turns a run folder into a :class:`~luca_gym.agents.FlatPolicy`
-(greedy: the legal action of highest logit) for the evaluation harness.
+(greedy: the legal action of highest logit) for the evaluation harness; a
+per-gene checkpoint plays sessions of any organism size (:func:`bind`).
 Training organisms come from seeds ``pool_start`` (10_000) up, disjoint from
 the evaluation seeds 0-19.
 """
@@ -41,9 +45,11 @@ import optax
 
 from luca_gym import __version__, worlds
 from luca_gym import functional as F
+from luca_gym.agents import pergene
 from luca_gym.agents.base import FlatPolicy
 from luca_gym.validate import check_bool, check_positive_int, check_seed, short_repr
 
+NETWORKS = ("mlp", "pergene")  # PPOConfig.network: over the whole vector, or one token per entity
 MASKED_LOGIT = -1e9  # a masked action's logit: probability exactly 0 in float32, and no NaN from -inf
 CONFIG_FILE, PARAMS_FILE, SUMMARY_FILE = "config.json", "params.npz", "summary.json"
 CURVE_CSV, CURVE_PNG = "learning_curve.csv", "learning_curve.png"
@@ -102,7 +108,15 @@ class PPOConfig:
         clip_eps: PPO's ratio clip (also the value clip).
         ent_coef, vf_coef: entropy bonus and value-loss weights.
         max_grad_norm: global gradient-norm clip.
-        hidden: hidden layer widths of the actor and of the critic (tanh).
+        hidden: hidden layer widths of the actor and of the critic (tanh;
+            network "mlp").
+        network: "mlp" (:func:`init_network`: over the whole vector, so tied
+            to the codec's size) or "pergene" (:mod:`luca_gym.agents.pergene`:
+            one token per gene and signal, the same weights at every size;
+            the world's codec must have ``token_layout()``).
+        token_width, attention_layers, attention_heads: the per-gene
+            network's token width, transformer blocks and attention heads
+            (network "pergene"; the heads divide the width).
         pool_size, pool_start: training instances are seeds pool_start ..
             pool_start + pool_size - 1 (pool_start >= 20: never the
             evaluation seeds 0-19).
@@ -125,6 +139,10 @@ class PPOConfig:
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
     hidden: tuple[int, ...] = (64, 64)
+    network: str = "mlp"
+    token_width: int = 32
+    attention_layers: int = 2
+    attention_heads: int = 4
     pool_size: int = F.DEFAULT_POOL_SIZE
     pool_start: int = F.TRAINING_SEED_START
     seed: int = 0
@@ -170,6 +188,15 @@ class PPOConfig:
                 raise ValueError(f"{name}: {short_repr(value)} not allowed; a number in [{low}, {high}]")
         if not isinstance(self.hidden, tuple) or not self.hidden or not all(_is_int(h) and h > 0 for h in self.hidden):
             raise ValueError(f"hidden: {short_repr(self.hidden)} not allowed; a non-empty tuple of positive widths")
+        if not isinstance(self.network, str) or self.network not in NETWORKS:
+            raise ValueError(f"network: {short_repr(self.network)} not allowed; one of {', '.join(map(repr, NETWORKS))}")
+        for name in ("token_width", "attention_layers", "attention_heads"):
+            check_positive_int(getattr(self, name), name)
+        if self.token_width % self.attention_heads:
+            raise ValueError(f"attention_heads: {self.attention_heads} does not divide token_width {self.token_width}; "
+                             "allowed a divisor of it")
+        if self.network == "pergene":
+            pergene.TokenLayout.of(codec)  # ValueError naming the world if its codec has no token layout
         if not _is_int(self.pool_start) or self.pool_start < len(F.EVAL_SEEDS):
             raise ValueError(f"pool_start: {short_repr(self.pool_start)} would train on the evaluation seeds "
                              f"0-{len(F.EVAL_SEEDS) - 1}; allowed an integer >= {len(F.EVAL_SEEDS)}")
@@ -259,10 +286,38 @@ def _mlp(layers: list, x: jax.Array) -> jax.Array:
     return x @ layers[-1]["w"] + layers[-1]["b"]
 
 
-def apply(network: dict, obs: jax.Array, mask: jax.Array) -> tuple[jax.Array, jax.Array]:
+def make_network(key: jax.Array, config: PPOConfig, env: F.FlatEnv):
+    """A fresh network of ``config.network`` for ``env``: the MLP's weights
+    (:func:`init_network`, a dict) or a :class:`~luca_gym.agents.pergene.PerGeneNetwork`
+    on ``env``'s token layout."""
+    if config.network == "pergene":
+        return pergene.init(key, pergene.TokenLayout.of(env), config.token_width, config.attention_layers,
+                            config.attention_heads)
+    return init_network(key, env.observation_size, env.num_actions, config.hidden)
+
+
+def bind(network, env: F.FlatEnv, trained_on: str = "its training codec"):
+    """``network`` for sessions of ``env``'s size: a per-gene network's same
+    weights on ``env``'s token layout (:func:`luca_gym.agents.pergene.rebind`);
+    an MLP's weights unchanged where ``env`` has its sizes, else ValueError
+    naming both (an MLP is tied to one size; ``network="pergene"`` is not)."""
+    if isinstance(network, pergene.PerGeneNetwork):
+        return pergene.rebind(network, pergene.TokenLayout.of(env))
+    size, actions = network["actor_linear"]["w"].shape
+    if (size, actions) != (env.observation_size, env.num_actions):
+        raise ValueError(f"network: an MLP trained on {trained_on} (observation size {size}, {actions} actions) cannot "
+                         f"act on {env.describe()} (observation size {env.observation_size}, {env.num_actions} actions); "
+                         "an MLP acts at one size only: train with network='pergene' to act at every size")
+    return network
+
+
+def apply(network, obs: jax.Array, mask: jax.Array) -> tuple[jax.Array, jax.Array]:
     """(masked logits float32 (B, K), value float32 (B,)) for observations
     float32 (B, D) and masks bool (B, K); a masked action's logit is
-    :data:`MASKED_LOGIT`."""
+    :data:`MASKED_LOGIT`. ``network`` is the MLP's weights or a per-gene network."""
+    if isinstance(network, pergene.PerGeneNetwork):
+        logits, value = network(obs)
+        return jnp.where(mask, logits, MASKED_LOGIT), value
     logits = _mlp(network["actor"], obs) + obs @ network["actor_linear"]["w"]
     return jnp.where(mask, logits, MASKED_LOGIT), _mlp(network["critic"], obs)[..., 0]
 
@@ -283,11 +338,11 @@ def greedy_policy(network: dict, key: jax.Array, obs: jax.Array, mask: jax.Array
 @partial(jax.tree_util.register_dataclass, data_fields=["network", "opt_state", "state", "obs", "mask", "key"], meta_fields=[])
 @dataclass(frozen=True)
 class Runner:
-    """Everything an update carries to the next: the weights, Adam's state,
-    the envs (FlatState batched (B,)), their observation float32 (B, D) and
-    mask bool (B, K), and the PRNG key."""
+    """Everything an update carries to the next: the weights (the MLP's dict
+    or a per-gene network), Adam's state, the envs (FlatState batched (B,)),
+    their observation float32 (B, D) and mask bool (B, K), and the PRNG key."""
 
-    network: dict
+    network: dict | pergene.PerGeneNetwork
     opt_state: optax.OptState
     state: F.FlatState
     obs: jax.Array
@@ -315,7 +370,7 @@ def _reset_envs(key, env, pool, num_envs):
 def init_runner(key: jax.Array, config: PPOConfig, env: F.FlatEnv, pool: F.Pool) -> Runner:
     """A fresh network, Adam state and ``config.num_envs`` opened envs."""
     net_key, reset_key, run_key = jax.random.split(key, 3)
-    network = init_network(net_key, env.observation_size, env.num_actions, config.hidden)
+    network = make_network(net_key, config, env)
     state, obs, mask = _reset_envs(reset_key, env, pool, config.num_envs)
     return Runner(network, _optimizer(config.max_grad_norm).init(network), state, obs, mask, run_key)
 
@@ -414,8 +469,9 @@ def update(runner: Runner, pool: F.Pool, hyper: dict, env: F.FlatEnv, num_steps:
 # -- training ---------------------------------------------------------------------
 def plan(config: PPOConfig) -> str:
     """One line saying what :func:`train` runs for ``config``: the env steps
-    (whole updates, so ``steps`` rounded down) and the learning rate's
-    schedule, whose horizon is the run's length."""
+    (whole updates, so ``steps`` rounded down), the learning rate's
+    schedule, whose horizon is the run's length, and the per-gene network's
+    sizes where it is the one."""
     run = config.num_updates * config.batch_size
     rounded = "" if run == config.steps else f" ({config.steps:,} rounded down to whole updates)"
     if config.anneal_lr:
@@ -423,8 +479,11 @@ def plan(config: PPOConfig) -> str:
                 "(the step count sets both the run's length and the schedule's horizon)")
     else:
         rate = f"learning rate {config.learning_rate:g}, constant"
+    network = "" if config.network == "mlp" else (
+        f"; the per-gene network (tokens of width {config.token_width}, {config.attention_layers} attention blocks of "
+        f"{config.attention_heads} heads: the same weights act at every organism size)")
     return (f"{run:,} env steps = {config.num_updates} updates x {config.num_envs} envs x {config.num_steps} steps"
-            f"{rounded}; {rate}")
+            f"{rounded}; {rate}{network}")
 
 
 def train(config: PPOConfig, out: str | None = None, progress: Callable[[dict], None] | None = None) -> dict:
@@ -556,7 +615,7 @@ def load_network(path: str) -> tuple[PPOConfig, dict]:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise CheckpointError(f"{config_path}: corrupt ({exc})") from None
     env = config.make_env()
-    expected = jax.eval_shape(lambda: init_network(jax.random.PRNGKey(0), env.observation_size, env.num_actions, config.hidden))
+    expected = jax.eval_shape(lambda: make_network(jax.random.PRNGKey(0), config, env))
     paths, treedef = jax.tree_util.tree_flatten_with_path(expected)
     try:
         with np.load(params_path) as arrays:
@@ -570,8 +629,8 @@ def load_network(path: str) -> tuple[PPOConfig, dict]:
 
 
 def _leaf_name(path) -> str:
-    """A weight's name in params.npz, e.g. ``actor/0/w``."""
-    return "/".join(str(getattr(k, "key", getattr(k, "idx", k))) for k in path)
+    """A weight's name in params.npz, e.g. ``actor/0/w`` (a per-gene network's ``blocks/0/qkv/weight``)."""
+    return "/".join(str(getattr(k, "key", getattr(k, "idx", getattr(k, "name", k)))) for k in path)
 
 
 @jax.jit
@@ -579,19 +638,46 @@ def _greedy_one(network, vector, mask):
     return greedy_policy(network, None, vector[None], mask[None])[0]
 
 
-def load(path: str) -> FlatPolicy:
-    """The run folder's policy for the harness: greedy (the legal action of
-    highest logit), named ``ppo:<path>``. A session of another size than the
-    network's raises ValueError naming both."""
-    config, network = load_network(path)
-    codec = config.make_env()
-    size = codec.observation_size
-    name = f"ppo:{path}"
+class NetworkPolicy(FlatPolicy):
+    """A trained network as a harness policy: greedy (the legal action of
+    highest logit). Each session binds the network to the session's codec
+    (:func:`bind`): a per-gene network acts at every organism size with the
+    same weights, an MLP at its training size only (ValueError at ``reset``
+    naming both sizes otherwise).
 
-    def choose(vector: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> int:
-        if vector.shape != (size,):
-            raise ValueError(f"agent {name}: trained on {codec.describe()} (observation size {size}); "
-                             f"this session's observation has size {vector.shape[0]}")
+    Args:
+        name: the agent's name (``ppo:<path>``).
+        network: the MLP's weights or a per-gene network.
+        codec: the flat codec it was trained on.
+    """
+
+    def __init__(self, name: str, network, codec):
+        super().__init__(name, self._choose, codec)
+        self.network = self.session_network = network
+
+    def reset(self, params, seed: int) -> None:
+        super().reset(params, seed)
+        try:
+            self.session_network = bind(self.network, self.session_codec, self.codec.describe())
+        except ValueError as exc:
+            raise ValueError(f"agent {self.name}: {exc}") from None
+
+    def _choose(self, vector: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> int:
+        network = self.session_network
+        if isinstance(network, pergene.PerGeneNetwork):
+            size, actions = network.layout.observation_size, network.layout.num_actions
+        else:
+            size, actions = network["actor_linear"]["w"].shape
+        if np.shape(vector) != (size,) or np.shape(mask) != (actions,):
+            raise ValueError(f"agent {self.name}: trained on {self.codec.describe()}, acting with observation size {size} "
+                             f"and {actions} actions; this session's observation has shape {np.shape(vector)} and its "
+                             f"mask {np.shape(mask)}")
         return int(_greedy_one(network, vector, mask))
 
-    return FlatPolicy(name, choose, codec)
+
+def load(path: str) -> NetworkPolicy:
+    """The run folder's policy for the harness (:class:`NetworkPolicy`),
+    named ``ppo:<path>``. A per-gene network plays sessions of any size; an
+    MLP's session of another size raises ValueError naming both."""
+    config, network = load_network(path)
+    return NetworkPolicy(f"ppo:{path}", network, config.make_env())

@@ -171,6 +171,11 @@ class LucaFlatCodec:
         """D: the length of the observation vector."""
         return flat.observation_size(self.params)
 
+    def token_layout(self) -> dict:
+        """Each gene's and signal's observation slots and flat actions, for
+        the per-gene policy (:func:`luca_gym.worlds.luca.core.flat.token_layout`)."""
+        return flat.token_layout(self.params)
+
     def settings(self) -> dict:
         """The keyword settings that rebuild this codec through :func:`make_codec`."""
         p = self.params

@@ -198,10 +198,27 @@ def mask(obs: dict, params: EnvParams) -> jax.Array:
     return legal.at[lay.network].set(legal[lay.network] & ~obs["network_submitted"].astype(bool))
 
 
+def observation_parts(params: EnvParams) -> tuple[tuple[str, int], ...]:
+    """The named parts of :func:`observation_vector`, in order, with their
+    lengths: the one list the vector, its size and :func:`token_layout` read."""
+    n, s, p, t = params.n_genes, params.n_signals, N_PHENOTYPES, N_TASKS
+    return (
+        ("budget_left", 1), ("baseline", p), ("aberrant", p), ("targetable", n),
+        ("last_phenotypes", p), ("last_in_range", p),
+        ("last_restored_fraction", 1), ("last_converged", 1), ("last_refused", 1),
+        ("last_error", len(ERRORS)),
+        ("singles", n * DAMPEN * p), ("single_mask", n * DAMPEN),
+        ("signals", s * p), ("signal_mask", s),
+        ("task_genes", 2 * n), ("task_codes", 2 * 2), ("task_targets", layout(params).targets),
+        ("task_index", t + 1),
+        ("predicted", t),
+        ("diagnosis_committed", 1), ("network_submitted", 1), ("ended", 1),
+    )
+
+
 def observation_size(params: EnvParams) -> int:
     """D: the length of :func:`observation_vector`."""
-    n, s, p, t = params.n_genes, params.n_signals, N_PHENOTYPES, N_TASKS
-    return 1 + 4 * p + n + 3 + len(ERRORS) + n * DAMPEN * (p + 1) + s * (p + 1) + 2 * n + 2 * 2 + layout(params).targets + (t + 1) + t + 3
+    return sum(size for _, size in observation_parts(params))
 
 
 def observation_vector(obs: dict, params: EnvParams) -> jax.Array:
@@ -232,20 +249,84 @@ def observation_vector(obs: dict, params: EnvParams) -> jax.Array:
     unmeasured = has_task & ~obs["single_mask"].astype(bool)[genes, columns]  # (2,)
     needed = jnp.where(unmeasured, columns * n + genes, -1)
     task_targets = jnp.max(jax.nn.one_hot(needed, layout(params).targets), axis=0)
-    parts = [
-        f(obs["budget_left"] / params.budget),
-        f(base), f(obs["aberrant"]), f(obs["targetable"]),
-        f(obs["last_phenotypes"]), f(obs["last_in_range"]),
-        f(obs["last_restored_fraction"]), f(obs["last_converged"]), f(obs["last_error"] != 0),
-        f(jax.nn.one_hot(obs["last_error"], len(ERRORS))),
-        f(singles), f(obs["single_mask"]),
-        f(signals), f(obs["signal_mask"]),
-        f(task_genes), f(task_codes), f(task_targets),
-        f(jax.nn.one_hot(obs["task_index"] + 1, N_TASKS + 1)),
-        f(obs["predicted"]),
-        f(obs["diagnosis_committed"]), f(obs["network_submitted"]), f(obs["ended"]),
-    ]
-    return jnp.concatenate(parts)
+    parts = {
+        "budget_left": f(obs["budget_left"] / params.budget),
+        "baseline": f(base), "aberrant": f(obs["aberrant"]), "targetable": f(obs["targetable"]),
+        "last_phenotypes": f(obs["last_phenotypes"]), "last_in_range": f(obs["last_in_range"]),
+        "last_restored_fraction": f(obs["last_restored_fraction"]), "last_converged": f(obs["last_converged"]),
+        "last_refused": f(obs["last_error"] != 0),
+        "last_error": f(jax.nn.one_hot(obs["last_error"], len(ERRORS))),
+        "singles": f(singles), "single_mask": f(obs["single_mask"]),
+        "signals": f(signals), "signal_mask": f(obs["signal_mask"]),
+        "task_genes": f(task_genes), "task_codes": f(task_codes), "task_targets": f(task_targets),
+        "task_index": f(jax.nn.one_hot(obs["task_index"] + 1, N_TASKS + 1)),
+        "predicted": f(obs["predicted"]),
+        "diagnosis_committed": f(obs["diagnosis_committed"]), "network_submitted": f(obs["network_submitted"]),
+        "ended": f(obs["ended"]),
+    }
+    return jnp.concatenate([parts[name] for name, _ in observation_parts(params)])
+
+
+def token_layout(params: EnvParams) -> dict:
+    """Which slots of :func:`observation_vector` and which of the K flat
+    actions belong to each gene and each signal, for a policy that treats
+    genes (and signals) as a set (:mod:`luca_gym.agents.pergene`).
+
+    Returns a dict of int32 arrays:
+
+    * ``global_obs`` (G,): the slots of no gene or signal (budget left,
+      phenotypes, last call, task codes and index, phase flags); G is the
+      same for every N.
+    * ``global_actions`` (5,): reveal, analyst prediction, analyst network,
+      analyst diagnosis, end.
+    * ``groups``: ``(("gene", obs (N, 18), actions (N, 8)), ("signal", obs
+      (S, 5), actions (S, 3)))``. Gene g's features: targetable; its single
+      results (BLOCK, BOOST, DAMPEN x phenotypes, shifts from the baseline)
+      and their mask; whether it is the current task's first / second gene;
+      its three experiments the task still needs. Its actions: experiment
+      BLOCK / BOOST / DAMPEN, diagnose LOCK_HI / LOCK_LO, rescue BLOCK /
+      BOOST / DAMPEN. Signal k's features: its results (shifts) and mask, its
+      experiment the task still needs; its actions: activate, diagnose
+      PERSIST, rescue.
+
+    Every slot lies in exactly one of global_obs and the groups' obs, every
+    flat action in exactly one action table; row i of a group's tables is
+    entity i, so permuting genes permutes rows.
+    """
+    n, s, p = params.n_genes, params.n_signals, N_PHENOTYPES
+    starts, at = {}, 0
+    for name, size in observation_parts(params):
+        starts[name] = at
+        at += size
+    genes, signals = np.arange(n)[:, None], np.arange(s)[:, None]
+    codes, phenotypes = np.arange(DAMPEN), np.arange(p)
+    gene_obs = np.concatenate([
+        starts["targetable"] + genes,
+        starts["singles"] + genes * DAMPEN * p + (codes[:, None] * p + phenotypes).reshape(1, -1),
+        starts["single_mask"] + genes * DAMPEN + codes,
+        starts["task_genes"] + np.arange(2) * n + genes,
+        starts["task_targets"] + codes * n + genes,
+    ], axis=1)
+    signal_obs = np.concatenate([
+        starts["signals"] + signals * p + phenotypes,
+        starts["signal_mask"] + signals,
+        starts["task_targets"] + DAMPEN * n + signals,
+    ], axis=1)
+    lay = layout(params)
+    gene_actions = np.concatenate([
+        codes * n + genes, lay.diagnose + np.arange(2) * n + genes, lay.rescue + codes * n + genes,
+    ], axis=1)
+    signal_actions = np.concatenate([
+        DAMPEN * n + signals, lay.diagnose + 2 * n + signals, lay.rescue + DAMPEN * n + signals,
+    ], axis=1)
+    taken = np.zeros(at, bool)
+    taken[gene_obs.ravel()] = taken[signal_obs.ravel()] = True
+    i32 = lambda x: np.asarray(x, np.int32)  # noqa: E731
+    return {
+        "global_obs": i32(np.flatnonzero(~taken)),
+        "global_actions": i32([lay.reveal, lay.predict, lay.network, lay.analyst_diagnosis, lay.end]),
+        "groups": (("gene", i32(gene_obs), i32(gene_actions)), ("signal", i32(signal_obs), i32(signal_actions))),
+    }
 
 
 @partial(jax.jit, static_argnames=("params", "analyst"))

@@ -1,0 +1,218 @@
+"""The per-gene policy (:mod:`luca_gym.agents.pergene`) and the token layout
+it reads (:func:`luca_gym.worlds.luca.core.flat.token_layout`): every
+observation slot and every flat action belongs to exactly one token, and
+permuting genes in the observation permutes exactly the genes' slots; the
+network is permutation-equivariant; one set of weights acts at N=20, 40 and
+80; PPO trains it, and its checkpoint loads back and plays a session of
+another size, where an MLP's refuses clearly.
+
+One tiny PPO run (8 envs x 8 steps, a network of width 8) serves the module.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from luca_gym import functional as F
+from luca_gym.agents import FlatPolicy, pergene, ppo
+from luca_gym.worlds.luca import core
+from luca_gym.worlds.luca import generator as world
+from luca_gym.worlds.luca.core import flat
+from luca_gym.worlds.luca.evaluation import play_policy
+from luca_gym.worlds.luca.spec import DAMPEN, N_PHENOTYPES
+
+TINY = dict(tier="easy", n_genes=20, mode="healthy", network="pergene", steps=64, num_envs=8, num_steps=8, epochs=1,
+            minibatches=2, pool_size=8, token_width=8, attention_layers=1, attention_heads=2, seed=1)
+
+
+def _layout(n_genes, mode="disease"):
+    return flat.token_layout(core.make_params("medium", n_genes, mode))
+
+
+@pytest.mark.parametrize("n_genes, mode", [(20, "healthy"), (40, "disease")])
+def test_every_slot_and_every_action_belongs_to_one_token(n_genes, mode):
+    params = core.make_params("medium", n_genes, mode)
+    spec, lay = flat.token_layout(params), flat.layout(params)
+    (gene, gene_obs, gene_actions), (signal, signal_obs, signal_actions) = spec["groups"]
+    assert (gene, signal) == ("gene", "signal")
+    n, s = params.n_genes, params.n_signals
+    assert gene_obs.shape == (n, 1 + DAMPEN * N_PHENOTYPES + DAMPEN + 2 + DAMPEN) and gene_actions.shape == (n, 8)
+    assert signal_obs.shape == (s, N_PHENOTYPES + 2) and signal_actions.shape == (s, 3)
+    slots = np.concatenate([spec["global_obs"], gene_obs.ravel(), signal_obs.ravel()])
+    np.testing.assert_array_equal(np.sort(slots), np.arange(flat.observation_size(params)))
+    actions = np.concatenate([spec["global_actions"], gene_actions.ravel(), signal_actions.ravel()])
+    np.testing.assert_array_equal(np.sort(actions), np.arange(lay.size))
+    names = np.array(lay.names())
+    assert names[spec["global_actions"]].tolist() == ["reveal task", "analyst prediction", "analyst network",
+                                                      "analyst diagnosis", "end"]
+    for g in (0, n - 1):
+        codes = [f"{c} g{g}" for c in ("BLOCK", "BOOST", "DAMPEN")]
+        assert names[gene_actions[g]].tolist() == ([f"experiment {c}" for c in codes] + [f"diagnose g{g} LOCK_HI",
+                                                   f"diagnose g{g} LOCK_LO"] + [f"rescue {c}" for c in codes])
+    for k in (0, s - 1):
+        assert names[signal_actions[k]].tolist() == [f"experiment ACTIVATE s{k}", f"diagnose s{k} PERSIST",
+                                                     f"rescue ACTIVATE s{k}"]
+    assert spec["global_obs"].size == _layout(20)["global_obs"].size  # the global token's width is the same at every N
+    assert pergene.TokenLayout.of(F.make_env("medium", n_genes, mode)).observation_size == flat.observation_size(params)
+
+
+def _random_observation(params, rng):
+    """An observation dict of a session of ``params`` with every per-gene and
+    per-signal field random, and a task revealed on two of the genes."""
+    n, s = params.n_genes, params.n_signals
+    organism = world.make_organism(0, "easy", n, params.mode).arrays
+    obs, _ = core.reset(core.noise_key(0, "easy", n), organism, params)
+    obs = {k: np.asarray(v) for k, v in obs.items()}
+    obs.update(
+        targetable=rng.random(n) < 0.7,
+        single_results=rng.random((n, DAMPEN, N_PHENOTYPES)).astype(np.float32),
+        single_mask=rng.random((n, DAMPEN)) < 0.5,
+        signal_results=rng.random((s, N_PHENOTYPES)).astype(np.float32),
+        signal_mask=rng.random(s) < 0.5,
+        task_index=np.int32(0),
+        task_genes=rng.choice(n, 2, replace=False).astype(np.int32),
+        task_codes=np.array([1, 2], np.int8),
+        budget_left=np.int32(params.budget - 3),
+        last_phenotypes=rng.random(N_PHENOTYPES).astype(np.float32),
+    )
+    obs["single_mask"][obs["task_genes"], [0, 1]] = False  # the task still needs both of its experiments
+    return obs
+
+
+def test_permuting_genes_in_the_observation_permutes_their_slots():
+    params = core.make_params("easy", 20, "disease")
+    spec, rng = flat.token_layout(params), np.random.default_rng(0)
+    (_, gene_obs, _), (_, signal_obs, _) = spec["groups"]
+    vector = jax.jit(flat.observation_vector, static_argnames="params")
+    for _ in range(3):
+        obs = _random_observation(params, rng)
+        genes, signals = rng.permutation(params.n_genes), rng.permutation(params.n_signals)
+        moved = dict(obs)
+        for name in ("targetable", "single_results", "single_mask"):
+            moved[name] = obs[name][genes]
+        moved["signal_results"], moved["signal_mask"] = obs["signal_results"][signals], obs["signal_mask"][signals]
+        moved["task_genes"] = np.argsort(genes)[obs["task_genes"]].astype(np.int32)  # gene genes[i] is now gene i
+        before, after = np.asarray(vector(obs, params=params)), np.asarray(vector(moved, params=params))
+        want = before.copy()
+        want[gene_obs] = before[gene_obs[genes]]
+        want[signal_obs] = before[signal_obs[signals]]
+        np.testing.assert_array_equal(after, want)
+        assert np.unique(before[gene_obs], axis=0).shape[0] > params.n_genes // 2  # the genes' rows differ
+
+
+@pytest.fixture(scope="module")
+def layouts():
+    return {n: pergene.TokenLayout.of(F.make_env("medium", n, "healthy")) for n in (20, 40, 80)}
+
+
+@pytest.fixture(scope="module")
+def network(layouts):
+    """A per-gene network at N=20 with every weight random (no zero paths)."""
+    net = pergene.init(jax.random.PRNGKey(0), layouts[20], width=16, layers=2, heads=4)
+    leaves, treedef = jax.tree_util.tree_flatten(net)
+    keys = jax.random.split(jax.random.PRNGKey(1), len(leaves))
+    return jax.tree_util.tree_unflatten(treedef, [x + 0.3 * jax.random.normal(k, x.shape) for x, k in zip(leaves, keys)])
+
+
+def test_permuting_genes_permutes_the_logits(network, layouts):
+    lay, rng = layouts[20], np.random.default_rng(1)
+    (_, gene_obs, gene_actions), (_, signal_obs, signal_actions) = lay.groups
+    obs = rng.uniform(-1, 1, (4, lay.observation_size)).astype(np.float32)
+    genes, signals = rng.permutation(gene_obs.shape[0]), rng.permutation(signal_obs.shape[0])
+    moved = obs.copy()
+    moved[:, gene_obs] = obs[:, gene_obs[genes]]
+    moved[:, signal_obs] = obs[:, signal_obs[signals]]
+    call = jax.jit(lambda net, x: net(x))
+    (logits, value), (moved_logits, moved_value) = call(network, obs), call(network, moved)
+    logits, moved_logits = np.asarray(logits), np.asarray(moved_logits)
+    np.testing.assert_allclose(moved_logits[:, gene_actions], logits[:, gene_actions[genes]], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(moved_logits[:, signal_actions], logits[:, signal_actions[signals]], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(moved_logits[:, lay.global_actions], logits[:, lay.global_actions], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(moved_value), np.asarray(value), rtol=1e-4, atol=1e-5)
+    assert np.ptp(logits[:, gene_actions[:, 0]], axis=1).min() > 1e-3  # the genes' logits differ: not trivially equal
+
+
+def test_the_same_weights_act_at_every_size(network, layouts):
+    rng = np.random.default_rng(2)
+    leaves = jax.tree_util.tree_leaves(network)
+    for n in (40, 80):
+        lay = layouts[n]
+        bound = pergene.rebind(network, lay)
+        assert all(a is b for a, b in zip(jax.tree_util.tree_leaves(bound), leaves)) and len(leaves) == len(
+            jax.tree_util.tree_leaves(bound))
+        obs = jnp.asarray(rng.uniform(-1, 1, (3, 5, lay.observation_size)), jnp.float32)
+        mask = jnp.asarray(rng.random((3, 5, lay.num_actions)) < 0.3)
+        greedy = jax.jit(jax.vmap(lambda net, o, m: ppo.greedy_policy(net, None, o, m), in_axes=(None, 0, 0)))
+        actions = np.asarray(greedy(bound, obs, mask))
+        assert actions.shape == (3, 5) and np.take_along_axis(np.asarray(mask), actions[..., None], -1).all()
+        logits, value = jax.jit(lambda net, o: net(o))(bound, obs)
+        assert logits.shape == (3, 5, lay.num_actions) and value.shape == (3, 5) and bool(jnp.isfinite(logits).all())
+    other = pergene.TokenLayout(np.arange(3), np.arange(2), (("gene", np.arange(3, 7).reshape(2, 2), np.arange(2, 6).reshape(2, 2)),))
+    with pytest.raises(ValueError, match="signature"):
+        pergene.rebind(network, other)
+
+
+def test_a_bad_layout_is_refused():
+    with pytest.raises(ValueError, match="each slot"):
+        pergene.TokenLayout(np.array([0, 0]), np.arange(2), ())
+    with pytest.raises(ValueError, match="each flat action"):
+        pergene.TokenLayout(np.arange(2), np.array([0, 2]), ())
+    with pytest.raises(ValueError, match="token_layout"):
+        pergene.TokenLayout.of(object())
+
+
+def test_the_config_checks_the_network():
+    with pytest.raises(ValueError, match="network: 'cnn' not allowed; one of 'mlp', 'pergene'"):
+        ppo.PPOConfig(network="cnn")
+    with pytest.raises(ValueError, match="attention_heads: 3 does not divide token_width 32"):
+        ppo.PPOConfig(network="pergene", attention_heads=3)
+    with pytest.raises(ValueError, match="token_width"):
+        ppo.PPOConfig(network="pergene", token_width=0)
+    with pytest.raises(ValueError, match="the codec of world 'dag' has none; use network='mlp'"):
+        ppo.PPOConfig(world="dag", network="pergene")
+    config = ppo.PPOConfig(**TINY)
+    assert ppo.PPOConfig.from_json(config.to_json()) == config and config.network == "pergene"
+    assert ppo.PPOConfig().network == "mlp"
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """A run folder of one tiny PPO update with the per-gene network (N=20)."""
+    out = tmp_path_factory.mktemp("pergene") / "run"
+    summary = ppo.train(ppo.PPOConfig(**TINY), str(out))
+    return out, summary
+
+
+def test_ppo_trains_the_per_gene_network(run):
+    _, summary = run
+    assert isinstance(summary["network"], pergene.PerGeneNetwork) and summary["env_steps"] == 64
+    fresh = ppo.make_network(jax.random.PRNGKey(TINY["seed"]), ppo.PPOConfig(**TINY), ppo.PPOConfig(**TINY).make_env())
+    changed = [not np.array_equal(a, b) for a, b in zip(jax.tree_util.tree_leaves(summary["network"]),
+                                                        jax.tree_util.tree_leaves(fresh))]
+    assert any(changed) and all(np.isfinite(np.asarray(x)).all() for x in jax.tree_util.tree_leaves(summary["network"]))
+
+
+def test_the_checkpoint_round_trips_and_plays_another_size(run, tmp_path):
+    out, summary = run
+    config, network = ppo.load_network(str(out))
+    assert config == ppo.PPOConfig(**TINY) and isinstance(network, pergene.PerGeneNetwork)
+    for a, b in zip(jax.tree_util.tree_leaves(network), jax.tree_util.tree_leaves(summary["network"])):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    policy = ppo.load(str(out))
+    assert isinstance(policy, FlatPolicy)
+    record = play_policy(policy, 0, tier="easy", mode="healthy", n_genes=40)  # trained at N=20
+    assert 0 <= record["scores"]["composite"] <= 1 and not record["truncated"]
+    assert policy.session_network.layout.sizes()["gene"] == 40
+
+
+def test_an_mlp_checkpoint_refuses_another_size(tmp_path):
+    config = ppo.PPOConfig(**{**TINY, "network": "mlp"})
+    env = config.make_env()
+    ppo.save(str(tmp_path), config, ppo.make_network(jax.random.PRNGKey(0), config, env))
+    policy = ppo.load(str(tmp_path))
+    with pytest.raises(ValueError, match="an MLP acts at one size only: train with network='pergene'"):
+        policy.reset(core.make_params("easy", 40, "healthy"), 0)
+    policy.reset(core.make_params("easy", 20, "healthy"), 0)  # its own size plays
