@@ -11,7 +11,10 @@ organisms drawn from the evaluation seeds 0-19 (never trained on):
   (b) causal-sweep's order cut to the budget: the open task's singles, then
       the tasks, then a sweep (signals, BLOCK, BOOST) keeping one unit for the
       rescue, the analyst's diagnosis, a rescue with the measured single that
-      restored most aberrant phenotypes, the network, end;
+      restored most aberrant phenotypes, the network, end: the harness agent
+      ``causal-sweep-flat`` (:mod:`luca_gym.worlds.luca.baselines.sweep_flat`,
+      whose policy this imports; ``luca-gym eval --agents causal-sweep-flat
+      --budget 8`` plays it on the host session);
   (c) the trained PPO, greedy.
 
 Each figure is the mean composite over the sessions that ended in a rollout of
@@ -25,64 +28,13 @@ import os
 import time
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from luca_gym import functional as F
 from luca_gym.worlds.luca import functional as luca_functional
 from luca_gym.agents.ppo import PPOConfig, greedy_policy, train
-from luca_gym.worlds.luca.core import flat
-from luca_gym.worlds.luca.core.types import ERRORS
-from luca_gym.worlds.luca.spec import DAMPEN, HEALTHY_HIGH, HEALTHY_LOW, N_PHENOTYPES, N_TASKS
-
-
-def sweep_order_policy(env: F.FlatEnv):
-    """Causal-sweep's order over the flat space, read from the observation vector."""
-    params = env.params
-    n, s, p = params.n_genes, params.n_signals, N_PHENOTYPES
-    lay = flat.layout(params)
-    e = lay.targets
-    sizes = [("budget", 1), ("base", p), ("aberrant", p), ("targetable", n), ("last", p), ("in_range", p), ("scalars", 3),
-             ("error", len(ERRORS)), ("singles", n * DAMPEN * p), ("single_mask", n * DAMPEN), ("signals", s * p),
-             ("signal_mask", s), ("task_genes", 2 * n), ("task_codes", 4), ("task_targets", e)]
-    offset, at = 0, {}
-    for name, size in sizes:
-        at[name] = (offset, offset + size)
-        offset += size
-    get = lambda v, name: v[..., at[name][0]:at[name][1]]  # noqa: E731
-    reserve = params.rescue_cost if params.disease else 0
-    # sweep order over experiment indices: signals (disease), then BLOCK, then BOOST
-    order = jnp.asarray(np.concatenate([np.arange(3 * n, 3 * n + s) if params.disease else np.zeros(0, int), np.arange(2 * n)]))
-
-    def act(policy_params, key, obs, mask):
-        def one(v, m):
-            budget_left = jnp.round(v[0] * params.budget)
-            need = (get(v, "task_targets") > 0) & m[:e]
-            measured = jnp.concatenate([get(v, "single_mask").reshape(n, DAMPEN).T.reshape(-1), get(v, "signal_mask")]) > 0
-            todo = m[order] & ~measured[order] & (budget_left - params.experiment_cost >= reserve)
-            base = get(v, "base")
-            phen = jnp.concatenate([get(v, "singles").reshape(n, DAMPEN, p).transpose(1, 0, 2).reshape(-1, p),
-                                    get(v, "signals").reshape(s, p)]) + base  # (E, P), in experiment-index order
-            aberrant = get(v, "aberrant") > 0
-            count = jnp.sum((phen >= HEALTHY_LOW) & (phen <= HEALTHY_HIGH) & aberrant, axis=1)
-            close = -jnp.sum(jnp.abs(phen - 0.5) * aberrant, axis=1)
-            score = jnp.where(measured, count * 10.0 + close, -jnp.inf)
-            rescue = lay.rescue + jnp.argmax(score)
-            rescued = budget_left < params.budget - jnp.sum(measured) * params.experiment_cost
-            choices = [
-                (need.any(), jnp.argmax(need)),
-                (m[lay.predict], lay.predict),
-                (m[lay.reveal], lay.reveal),
-                (todo.any(), order[jnp.argmax(todo)]),
-                (m[lay.analyst_diagnosis], lay.analyst_diagnosis),
-                (m[rescue] & ~rescued & jnp.isfinite(score).any(), rescue),
-                (m[lay.network], lay.network),
-            ]
-            return jnp.select([c for c, _ in choices], [jnp.asarray(i) for _, i in choices], lay.end).astype(jnp.int32)
-
-        return jax.vmap(one)(obs, mask)
-
-    return act
+from luca_gym.worlds.luca.baselines.sweep_flat import flat_policy
+from luca_gym.worlds.luca.spec import N_TASKS
 
 
 def _cpu_generated(organism_batch):
@@ -123,7 +75,7 @@ def main() -> None:
         steps = args.budget + 2 * N_TASKS + 4  # one session each: the bound of a flat session
         key = jax.random.PRNGKey(7)
         scores = []
-        for policy, weights in ((F.masked_random, None), (sweep_order_policy(env), None), (greedy_policy, summary["network"])):
+        for policy, weights in ((F.masked_random, None), (flat_policy(env.params), None), (greedy_policy, summary["network"])):
             out = F.flat_rollout(policy, weights, key, env, pool, args.eval_envs, steps)
             scores.append(float(out["mean_composite"]))
         a, b, c = scores

@@ -39,6 +39,11 @@ TRAIN_ALGOS = ("ppo", "maskable-ppo")
 # Defaults per algorithm: the JAX PPO steps thousands of envs in one program;
 # MaskablePPO steps a vector env from Python and learns from far fewer steps.
 TRAIN_DEFAULTS = {"ppo": {"steps": 5_000_000, "num_envs": 1024}, "maskable-ppo": {"steps": 200_000, "num_envs": 64}}
+# Settings every world may have, given by an option of eval and train rather than the world's own (parsed and
+# checked by the world's config; a world whose config lacks one refuses it).
+GENERIC_SETTINGS = ("budget",)
+BUDGET_HELP = ("the session budget, parsed and checked by the world's config (LUCA: experiment and rescue units, an "
+               "integer in 1..65536; equation: queries, 1..1000); default: the world's own (LUCA's N + S + 8)")
 
 
 def __getattr__(name: str):
@@ -81,9 +86,10 @@ def _world_of(args):
 def _config_flags(p, world, many: bool) -> None:
     """A world without a CLI hook: each field of its config as an option
     (``n_nodes`` -> ``--n-nodes``), a comma list where the command sweeps
-    (there, the fields that key a session: ``World.session_keys``).
-    An option of the same name another world's hook added (LUCA's
-    ``--budget``) gives way: the command names this world."""
+    (there, the fields that key a session: ``World.session_keys``); a field
+    the command has an option of its own for (:data:`GENERIC_SETTINGS`:
+    ``--budget``) is set by that option. An option of the same name another
+    world's hook added gives way: the command names this world."""
     from dataclasses import MISSING, fields
 
     from luca_gym.protocol import load
@@ -92,6 +98,8 @@ def _config_flags(p, world, many: bool) -> None:
     for f in fields(load(world.config)):
         if many and f.name not in world.session_keys:
             continue  # a sweep plans key settings only
+        if f.name in GENERIC_SETTINGS:
+            continue  # the command's own option (--budget) sets it
         default = "" if f.default is MISSING else f" (default {f.default})"
         p.add_argument(f"--{f.name.replace('_', '-')}", dest=f"setting__{f.name}", default=None,
                        metavar="VALUES" if many else "VALUE",
@@ -134,6 +142,29 @@ def _settings(args, hook, method: str, one: bool = False) -> dict:
             raise UsageError(f"set: {key} takes one value here, got {len(values)}")
         settings[key] = values[0] if one else values
     return settings
+
+
+def with_budget(args, world, settings: dict) -> dict:
+    """``settings`` with ``--budget``'s value (read as ``--set budget=VALUE``
+    reads one: ``8`` is an integer, ``8.5`` a float the config refuses), where
+    given; UsageError for a world without a budget setting, or a budget given
+    twice."""
+    text = getattr(args, "budget", None)
+    if text is None:
+        return settings
+    if "budget" not in world.config_fields():
+        raise UsageError(f"budget: world {world.name!r} has no budget setting (its settings: "
+                         f"{', '.join(world.config_fields()) or 'none'})")
+    if "budget" in settings:
+        raise UsageError("budget: given twice (--budget and --set budget=...); give it once")
+    if not text.strip():
+        raise UsageError("budget: empty; give one value, e.g. --budget 8")
+    values = _setting_values(f"budget={text}")[1]
+    if len(values) != 1:
+        raise UsageError(f"budget: {text!r}; one value, e.g. --budget 8 (each budget is a sweep of its own, into its own --out)")
+    if values[0] is None:  # JSON null would read as "the world's default": leaving the option out says that
+        raise UsageError(f"budget: {text!r} not allowed; one value, e.g. --budget 8 (leave --budget out for the world's default)")
+    return {**settings, "budget": values[0]}
 
 
 def ablation_arms(args, world, hook, settings: dict) -> dict:
@@ -209,7 +240,8 @@ def cmd_eval(args) -> int:
     else:
         agents = _names(args.agents, "agent", ev.agents_allowed(world))
     seeds = parse_seeds(args.seeds)
-    specs = ev.plan_world(world, agents, seeds, **ablation_arms(args, world, hook, _settings(args, hook, "eval_settings")))
+    settings = with_budget(args, world, _settings(args, hook, "eval_settings"))
+    specs = ev.plan_world(world, agents, seeds, **ablation_arms(args, world, hook, settings))
     price, concurrency = _price(args.price), ev.check_concurrency(args.concurrency)
     check_retry(args.retries, args.backoff)
     _writable_dir(args.out)
@@ -228,7 +260,9 @@ def cmd_eval(args) -> int:
     if hook is not None and hasattr(hook, "eval_summary"):
         print(hook.eval_summary(records, specs))
     else:
-        print(f"\n{world.name}: {world.headline} ({len(set(seeds))} seeds; mean ± population std)")
+        given = {k: v for spec in specs[:1] for k, v in spec.options().items() if k in ev.run_options(world)}
+        at = "".join(f", {k} {v}" for k, v in given.items())
+        print(f"\n{world.name}: {world.headline}{at} ({len(set(seeds))} seeds; mean ± population std)")
         print(ev.world_table(records, world))
     models = [r for r in records if r.get("usage") and ev.is_llm_agent(r["agent"])]  # a tool-agent baseline spends no tokens
     if models:
@@ -307,12 +341,17 @@ def cmd_train(args) -> int:
     if args.algo not in TRAIN_ALGOS:
         raise UsageError(f"algo: {args.algo!r} unknown; allowed {', '.join(TRAIN_ALGOS)}")
     world, hook = _world_of(args)
-    settings = _settings(args, hook, "train_settings", one=True)
+    settings = with_budget(args, world, _settings(args, hook, "train_settings", one=True))
+    if "budget" in settings:  # the world's config checks it (and the settings beside it) before anything runs
+        fields = world.config_fields()
+        world.make_config(**{k: v for k, v in settings.items() if k in fields})
     defaults = TRAIN_DEFAULTS[args.algo]
     steps = defaults["steps"] if args.steps is None else args.steps
     num_envs = defaults["num_envs"] if args.num_envs is None else args.num_envs
     if args.pool_size is not None and args.algo != "ppo":
         raise UsageError(f"pool-size: applies to --algo ppo only (a fixed pool of training instances), not {args.algo}")
+    if args.network is not None and args.algo != "ppo":
+        raise UsageError(f"network: applies to --algo ppo only (the JAX PPO's networks), not {args.algo}")
     if args.algo == "maskable-ppo":
         try:
             from luca_gym.agents.sb3 import plan as sb3_plan, train_maskable_ppo
@@ -327,6 +366,7 @@ def cmd_train(args) -> int:
         from luca_gym.agents import ppo
 
         hyper = {"pool_size": args.pool_size} if args.pool_size is not None else {}
+        hyper |= {"network": args.network} if args.network is not None else {}
         config = ppo.PPOConfig(world.name, settings, steps=steps, num_envs=num_envs, seed=args.seed, **hyper)
         plan = ppo.plan(config)
         _writable_dir(args.out)
@@ -491,6 +531,9 @@ def build_parser(flag_world=None) -> argparse.ArgumentParser:
     p.add_argument("--price", default=None, metavar="IN,OUT",
                    help="USD per million input and output tokens: each record gets its cost_usd (default: none)")
     p.add_argument("--seeds", default="0-19", help="instance seeds, e.g. 0-19, 0,3,7 or 0-4,10")
+    p.add_argument("--budget", default=None, metavar="VALUE",
+                   help=BUDGET_HELP + "; one value for the whole sweep, recorded in every line: a results folder holds "
+                                      "one budget (a line of another is refused)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUES", help=set_help)
     p.add_argument("--ablation", default=None, metavar="NAMES",
                    help="comma-separated contrasts of the world (`luca-gym worlds`; LUCA: backwards, vocabulary, stance): "
@@ -509,6 +552,10 @@ def build_parser(flag_world=None) -> argparse.ArgumentParser:
                    help="ppo (pure JAX, this package, any world with a flat codec) or maskable-ppo (sb3-contrib, the rl "
                         "extra; LUCA)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a setting of the world's flat codec (repeatable)")
+    p.add_argument("--budget", default=None, metavar="VALUE", help=BUDGET_HELP + "; saved in the run folder's config.json")
+    p.add_argument("--network", default=None, metavar="{mlp,pergene}",
+                   help="--algo ppo: the policy network, mlp (default: one N only) or pergene (attention over genes, equinox: "
+                        "one set of weights plays every N; a world whose flat codec has a token layout)")
     _add_world_arguments(p, "add_train_arguments")
     if flag_world is not None:
         _config_flags(p, flag_world, many=False)

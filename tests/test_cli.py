@@ -97,6 +97,13 @@ BAD_EVAL = [
     ({"--agents": "ppo:"}, ["agent", "'ppo:'", "ppo:RUN_DIR or sb3:FILE.zip"]),
     ({"--agents": "random,ppo:/no/such/run"}, ["agent", "'ppo:/no/such/run'", "no such run folder", "luca-gym train"]),
     ({"--agents": "sb3:/no/such/model.zip"}, ["agent", "'sb3:/no/such/model.zip'", "no such file"]),
+    # --budget: one value, checked by the world's config before any session runs
+    *[({"--budget": v}, ["--budget", words, "1..65536"]) for v, words in
+      (("0", "0 not allowed"), ("-1", "-1 not allowed"), ("8.5", "8.5 not allowed"), ("x", "'x' not allowed"),
+       ("1000000000", "1000000000 not allowed"), ("8.0", "8.0 not allowed"))],
+    ({"--budget": "8,9"}, ["--budget", "'8,9'", "one value"]),
+    ({"--budget": ""}, ["--budget", "empty"]),
+    ({"--budget": "null"}, ["--budget", "'null'", "leave --budget out"]),
 ]
 
 
@@ -335,6 +342,12 @@ BAD_TRAIN = [
     (["--n-genes", "3"], ["--n-genes", "3", "4..4096"]),
     (["--analyst", "oracle"], ["analyst", "'oracle'", "logit-additive"]),
     (["--pool-size", "0"], ["--pool-size", "0", "positive integer"]),
+    (["--algo", "maskable-ppo", "--network", "pergene"], ["network", "--algo ppo only"]),
+    (["--network", "transformer"], ["network", "'transformer'", "'mlp', 'pergene'"]),
+    (["--world", "dag", "--network", "pergene"], ["network", "world 'dag'", "network='mlp'"]),
+    *[(["--budget", v], ["--budget", words]) for v, words in
+      (("0", "0 not allowed; an integer in 1..65536"), ("-1", "-1 not allowed"), ("8.5", "8.5 not allowed"),
+       ("x", "'x' not allowed"), ("1000000000", "1000000000 not allowed"), ("8,9", "one value"), ("null", "'null'"))],
 ]
 
 
@@ -416,3 +429,94 @@ def test_eval_corrupt_ppo_checkpoint_runs_nothing(results, tmp_path, capsys):
     line = one_error_line(capsys.readouterr().err, "eval")
     assert "config.json: corrupt" in line
     assert snapshot(results) == before  # no session ran, not even the random agent's
+
+
+# -- --budget ---------------------------------------------------------------------------
+def test_eval_budget_reaches_every_record_and_the_folder_keeps_one_budget(tmp_path, capsys):
+    """``--budget 8``: every line records budget 8 and its call limit, the
+    table says so; the same folder then refuses a run at another budget,
+    naming both, and is left as it was."""
+    out = tmp_path / "b8"
+    argv = eval_argv(out, **{"--agents": "causal-sweep,causal-sweep-flat", "--tiers": "medium", "--modes": "disease",
+                             "--budget": "8"})
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "Composite score, N=20, budget 8" in printed and "causal-sweep-flat" in printed
+    records = [json.loads(line) for line in (out / "sessions.jsonl").read_text().splitlines()]
+    assert [(r["agent"], r["budget"], r["call_limit"]) for r in records] == [
+        ("causal-sweep", 8, 4 * 8 + 64), ("causal-sweep-flat", 8, 4 * 8 + 64)]
+    for r in records:
+        assert sum(c["call"] in ("run_experiment", "test_rescue") for c in r["calls"]) <= 8
+        assert r["end_reason"] == "end"
+    before = snapshot(out)
+    default = [a for a in argv if a not in ("--budget", "8")]
+    assert main(default) == 2
+    line = one_error_line(capsys.readouterr().err, "eval")
+    assert "budget=8" in line and "budget=31" in line and "another --out folder" in line
+    assert snapshot(out) == before
+
+
+def test_eval_budget_refused_where_the_tool_session_takes_none(results, capsys):
+    """LUCA's tool session has no budget setting yet: a tool agent at a budget is refused before anything runs."""
+    before = snapshot(results)
+    assert main(eval_argv(results, **{"--agents": "random,openai:gpt-4o", "--budget": "8"})) == 2
+    line = one_error_line(capsys.readouterr().err, "eval")
+    assert all(w in line for w in ("budget", "tool session", "takes no budget", "'openai:gpt-4o'"))
+    assert snapshot(results) == before
+
+
+def test_eval_without_budget_keeps_the_default(tmp_path, capsys):
+    out = tmp_path / "default"
+    assert main(eval_argv(out, **{"--agents": "causal-sweep-flat"})) == 0
+    assert "paper figures in brackets" in capsys.readouterr().out
+    (record,) = [json.loads(line) for line in (out / "sessions.jsonl").read_text().splitlines()]
+    assert record["budget"] == world.sizes(20).budget and "budget" not in ev.record_key(record)
+
+
+@pytest.mark.parametrize("algo", ["ppo", "maskable-ppo"])
+def test_train_budget_reaches_the_run_config(tmp_path, capsys, monkeypatch, algo):
+    """``train --budget 8`` builds the learner's env at budget 8 and its run
+    folder's config.json records it; without it the world's default (None).
+    The training itself is faked; the config is the one train writes."""
+    from luca_gym.agents import ppo, sb3
+
+    seen = []
+    result = {"env_steps": 1, "steps": 1, "wall_s": 1.0, "steps_per_s": None, "final_score": 0.5}
+
+    def fake_ppo(config, out, progress):
+        seen.append(config.make_env().params.budget)
+        seen.append(config.to_json()["settings"]["budget"])
+        return result
+
+    def fake_sb3(progress, **kwargs):
+        seen.append(kwargs.get("budget"))  # train_maskable_ppo builds its codec, and config.json, from these settings
+        return result
+
+    monkeypatch.setattr(ppo, "train", fake_ppo)
+    monkeypatch.setattr(sb3, "train_maskable_ppo", fake_sb3)
+    base = ["train", "--algo", algo, "--tier", "medium", "--mode", "disease", "--steps", "32768", "--quiet"]
+    assert main([*base, "--budget", "8", "--out", str(tmp_path / "b8")]) == 0
+    assert main([*base, "--out", str(tmp_path / "default")]) == 0
+    capsys.readouterr()
+    if algo == "ppo":
+        assert seen == [8, 8, world.sizes(20).budget, None]
+    else:
+        assert seen == [8, None]
+
+
+def test_train_network_reaches_the_ppo_config(tmp_path, capsys, monkeypatch):
+    """``train --network pergene`` builds the per-gene network; the default stays the MLP."""
+    from luca_gym.agents import ppo
+
+    seen = []
+
+    def fake_ppo(config, out, progress):
+        seen.append((config.network, config.to_json()["network"]))
+        return {"env_steps": 1, "steps": 1, "wall_s": 1.0, "steps_per_s": None, "final_score": 0.5}
+
+    monkeypatch.setattr(ppo, "train", fake_ppo)
+    base = ["train", "--steps", "32768", "--quiet"]
+    assert main([*base, "--network", "pergene", "--out", str(tmp_path / "pg")]) == 0
+    assert main([*base, "--out", str(tmp_path / "mlp")]) == 0
+    capsys.readouterr()
+    assert seen == [("pergene", "pergene"), ("mlp", "mlp")]

@@ -417,3 +417,83 @@ def test_learned_agents_are_checked_in_the_plan(tmp_path):
         ev.plan_world("luca", [f"sb3:{tmp_path / 'missing.zip'}"], [0], tier=["easy"], mode=["healthy"], n_genes=[20])
     with pytest.raises(ValueError, match="config.json: missing"):  # a folder that holds no run
         ev.make_runner(f"ppo:{run}")
+
+
+# -- a budget for the whole sweep (luca-gym eval --budget) -----------------------------------
+def tight_plan(**settings):
+    return ev.plan_world("luca", ["causal-sweep"], [0, 1], tier=["medium"], mode=["disease"], **settings)
+
+
+def test_plan_takes_one_budget_for_the_whole_sweep():
+    """A run option: recorded by every session and compared by the results
+    folder (expected fields), not part of a session's key."""
+    plain, tight = tight_plan(), tight_plan(budget=8)
+    assert ev.run_options("luca") == ("budget",) and ev.run_options("equation") == ("budget",)
+    assert [s.options()["budget"] for s in tight] == [8, 8] and all("budget" not in s.options() for s in plain)
+    assert [s.key() for s in tight] == [s.key() for s in plain]
+    assert ev.expected_fields(tight[0]) == {"budget": 8, "call_limit": 4 * 8 + 64}
+    assert ev.expected_fields(plain[0]) == {"budget": 31, "call_limit": 4 * 31 + 64}  # the paper's N + S + 8
+    assert tight_plan(budget=[8]) == tight and tight_plan(budget=None) == plain
+
+
+@pytest.mark.parametrize("budget, words", [
+    ([8, 9], ["budget", "[8, 9]", "one value for the whole sweep"]),
+    ([], ["budget", "empty"]),
+    (0, ["budget: 0 not allowed", "1..65536"]),
+    (-1, ["budget: -1 not allowed"]),
+    (8.5, ["budget: 8.5 not allowed"]),
+    ("x", ["budget: 'x' not allowed"]),
+    (10**9, ["budget: 1000000000 not allowed"]),
+    (True, ["budget: True not allowed"]),
+])
+def test_plan_refuses_bad_budgets(budget, words):
+    with pytest.raises(ValueError) as err:
+        tight_plan(budget=budget)
+    for w in words:
+        assert w in str(err.value)
+
+
+def test_a_language_model_agent_plays_luca_at_the_budget():
+    """LUCA's tool session takes the budget: its prompt, call limit and first
+    status say so; an unknown setting is still refused by name."""
+    from luca_gym.worlds.luca.tools import ToolSession
+
+    (spec,) = ev.plan_world("luca", ["openai:gpt-4o"], [0], tier="easy", n_genes=8, budget=8)
+    assert spec.options()["budget"] == 8
+    session = ToolSession(0, tier="easy", n_genes=8, budget=8)
+    assert session.call_limit == 4 * 8 + 64 and "96" in session.system_prompt()
+    assert session.call("get_organism_info", {})["budget_remaining"] == 8
+    with pytest.raises(ValueError, match="budget: 0 not allowed"):
+        ToolSession(0, tier="easy", n_genes=8, budget=0)
+    with pytest.raises(ValueError, match="settings: stance_of_mind unknown .* allowed tier, .*budget"):
+        ev.plan_world("luca", ["random"], [0], stance_of_mind=1)
+
+
+def test_a_tool_agents_budget_reaches_its_tool_session():
+    """equation's tool session takes the budget: its systematic baseline queries at most that many times."""
+    (spec,) = ev.plan_world("equation", ["systematic"], [3], complexity=["medium"], n_distractors=[2], budget=1)
+    record = ev.run_tool_session(ev.make_runner("systematic", world="equation"), spec, retries=0)
+    assert record["budget"] == 1 and sum(c["call"] == "query" for c in record["calls"]) <= 1
+
+
+def test_causal_sweep_flat_in_the_harness_plays_as_its_batched_rollout():
+    """causal-sweep-flat on the host session at budget 8 scores, session by
+    session, what its batched form scores on the same organisms and noise
+    keys; clean sessions that spend at most the budget."""
+    import jax
+
+    from luca_gym.worlds.luca import functional as luca_functional
+    from luca_gym.worlds.luca.baselines.sweep_flat import batched_policy
+
+    seeds = [0, 1, 2]
+    specs = ev.plan_world("luca", ["causal-sweep-flat"], seeds, tier=["medium"], mode=["disease"], budget=8)
+    records = [ev.run_session(make_policy("causal-sweep-flat"), s) for s in specs]
+    for r in records:
+        assert r["budget"] == 8 and r["end_reason"] == "end" and not r["truncated"]
+        assert [c for c in r["calls"] if "error" in c["result"]] == []
+        assert sum(c["call"] in ("run_experiment", "test_rescue") for c in r["calls"]) <= 8
+    params = core.make_params("medium", 20, "disease", budget=8)
+    organisms, keys = luca_functional.organism_batch(seeds, "medium", 20, "disease")
+    _, composite, ended = luca_functional.rollout(batched_policy(params), jax.random.PRNGKey(0), organisms, keys, params, 16)
+    assert np.asarray(ended).all()
+    assert [r["scores"]["composite"] for r in records] == pytest.approx(np.asarray(composite).tolist(), abs=1e-5)

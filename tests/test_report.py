@@ -1,7 +1,9 @@
 """The report's figures, the network drawing and the session view (``luca-gym show``).
 
 One small results folder is swept once per module (two baselines, easy, both
-modes, N=20 and a healthy N=40 for scaling, two seeds); the figure functions are
+modes, N=20 and a healthy N=10 for scaling, two seeds: N=10 is cheaper than the
+paper's N=40 and, having no paper figure, shows the scaling marks drawn only
+where the paper has one); the figure functions are
 checked through the figures they build (panels, error bars, paper marks, tick
 labels) and the PNGs they write.
 """
@@ -30,9 +32,6 @@ from luca_gym.worlds.luca.fidelity import PAPER_TABLE8
 from luca_gym.worlds.luca import tables as luca_tables
 from luca_gym.worlds.luca import report as luca_report
 
-# N=40 organisms: generated on the worker that runs the other N=40 tests
-pytestmark = pytest.mark.xdist_group("n40")
-
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 AGENTS = ["random", "heuristic"]
 SEEDS = [0, 1]
@@ -42,7 +41,7 @@ SEEDS = [0, 1]
 def results(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("results")
     ev.sweep(ev.plan(AGENTS, ["easy"], ["healthy", "disease"], [20], SEEDS), str(folder))
-    ev.sweep(ev.plan(AGENTS, ["easy"], ["healthy"], [40], SEEDS), str(folder))
+    ev.sweep(ev.plan(AGENTS, ["easy"], ["healthy"], [10], SEEDS), str(folder))
     return folder
 
 
@@ -96,6 +95,20 @@ def test_write_report_writes_markdown_and_three_pngs(results, tmp_path):
         assert_png(tmp_path / name)
 
 
+def test_a_report_at_another_budget_leaves_the_papers_figures_out(records, tmp_path, figures):
+    """Sessions at a budget other than the paper's N + S + 8 (``eval --budget``)
+    are not comparable with the paper's figures: neither tables nor figures
+    show them, and a note says why; at the default budget they are shown."""
+    at_default = "\n".join(luca_report.sections(records, str(tmp_path), source="r"))
+    assert "(paper " in at_default and "not the paper's default" not in at_default
+    assert any(line.get_label() == "paper (Tables 6-7)" for line in figures[0].axes[0].get_lines())
+    figures.clear()
+    tight = [{**r, "budget": 8} for r in records]  # the report only reads the label
+    text = "\n".join(luca_report.sections(tight, str(tmp_path), source="r"))
+    assert "(paper " not in text and "Note: sessions at budget 8, not the paper's default" in text
+    assert not any("paper" in str(line.get_label()) for fig in figures for ax in fig.axes for line in ax.get_lines())
+
+
 # -- the score figures ----------------------------------------------------------------------
 def test_composite_has_error_bars_and_paper_marks(records, tmp_path, figures):
     luca_report.figure_composite(records, str(tmp_path / "c.png"), 20)
@@ -114,7 +127,7 @@ def test_composite_has_error_bars_and_paper_marks(records, tmp_path, figures):
 
 
 def test_composite_marks_no_paper_figures_off_the_papers_size(records, tmp_path, figures):
-    luca_report.figure_composite(records, str(tmp_path / "c40.png"), 40)
+    luca_report.figure_composite(records, str(tmp_path / "c10.png"), 10)
     (ax,) = figures[0].axes
     assert "paper (Tables 6-7)" not in [line.get_label() for line in ax.get_lines()]
     assert len(errorbar_containers(ax)) == len(AGENTS)
@@ -159,8 +172,8 @@ def test_scaling_ticks_at_the_n_values_with_three_panels(records, tmp_path, figu
     assert len(fig.axes) == 3
     for ax in fig.axes:
         assert ax.get_xscale() == "log"
-        assert list(ax.get_xticks()) == [20, 40]
-        assert [t.get_text() for t in ax.get_xticklabels()] == ["20", "40"]
+        assert list(ax.get_xticks()) == [10, 20]
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["10", "20"]
         assert len(errorbar_containers(ax)) == len(AGENTS)
     assert [ax.get_title()[:3] for ax in fig.axes] == ["(a)", "(b)", "(c)"]
     # easy healthy: the paper has no figures for it, so none are marked
@@ -173,8 +186,8 @@ def test_scaling_marks_the_papers_medium_healthy_figures(records, tmp_path, figu
     prediction, budget, coverage = figures[0].axes
     for a in AGENTS:
         line = paper_line(prediction, f"{a} (paper)")
-        assert list(line.get_xdata()) == [20, 40]  # only at N values present
-        assert list(line.get_ydata()) == [luca_tables.PAPER_SCALING[a][n] for n in (20, 40)]
+        assert list(line.get_xdata()) == [20]  # only at N values present that the paper has (none at N=10)
+        assert list(line.get_ydata()) == [luca_tables.PAPER_SCALING[a][20]]
     assert list(paper_line(budget, "heuristic (paper)").get_ydata()) == [luca_report.PAPER_STRATEGY["heuristic"]["budget_fraction"]]
     assert list(paper_line(coverage, "heuristic (paper)").get_ydata()) == [luca_report.PAPER_STRATEGY["heuristic"]["gene_coverage"]]
 
@@ -254,8 +267,8 @@ def test_show_session_names_the_one_drawn_when_several_match(results, tmp_path):
 
 
 def test_show_session_default_path_is_in_the_results_folder(results):
-    message = report.show_session(str(results / ev.SESSIONS_FILE), 0, "random", None, mode="healthy", n_genes=40)
-    assert message == str(results / "session_random_easy_healthy_0_N40.png")
+    message = report.show_session(str(results / ev.SESSIONS_FILE), 0, "random", None, mode="healthy", n_genes=10)
+    assert message == str(results / "session_random_easy_healthy_0_N10.png")
     assert_png(message)
 
 

@@ -1,6 +1,7 @@
 """The evaluation harness, split by job:
 
-* :mod:`~luca_gym.harness.spec` -- :func:`plan_world`, :func:`record_key`;
+* :mod:`~luca_gym.harness.spec` -- :func:`plan_world`, :func:`record_key`,
+  :func:`run_options` (settings a sweep takes once, e.g. a budget);
 * :mod:`~luca_gym.harness.agents` -- agents by name, :func:`make_runner`, prices;
 * :mod:`~luca_gym.harness.runner` -- one session: :func:`run_session`, :func:`run_tool_session`;
 * :mod:`~luca_gym.harness.results` -- the results file (digest, signature, lock);
@@ -24,6 +25,7 @@ from luca_gym.harness.spec import (  # noqa: F401
     complete_settings,
     plan_world,
     record_key,
+    run_options,
     ResultsError,
     plan,
     expected_fields,
@@ -103,6 +105,7 @@ __all__ = [
     "record_key",
     "record_tool_session",
     "run_config",
+    "run_options",
     "run_session",
     "run_tool_session",
     "session_spec",

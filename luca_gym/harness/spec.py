@@ -14,7 +14,7 @@ from luca_gym import worlds
 from luca_gym._deprecated import moved_name
 from luca_gym.protocol import SessionSpec, load
 from luca_gym.validate import check_seed
-from luca_gym.harness.agents import check_agent
+from luca_gym.harness.agents import check_agent, is_llm_agent
 
 # A line written before worlds existed has no ``world`` field: it is LUCA's.
 LEGACY_WORLD = "luca"
@@ -63,20 +63,45 @@ def _defaults(world) -> dict:
     return {**dict(world.key_defaults), **{f.name: f.default for f in fields(load(world.config)) if f.default is not MISSING}}
 
 
+def run_options(world) -> tuple[str, ...]:
+    """The settings of ``world`` a sweep takes once for all its sessions: its
+    config's fields that are not key fields (LUCA's and equation's
+    ``budget``). A session's record holds them; they are not part of its key,
+    so a results folder holds one value of each per session (the world's
+    ``expected_fields`` say which it compares)."""
+    world = worlds.get(world)
+    return tuple(f for f in world.config_fields() if f not in world.session_keys)
+
+
 def plan_world(world, agents, seeds, **settings) -> list[SessionSpec]:
     """The sessions of a sweep on any registered world: agents x every
     combination of ``settings`` (each the world's key field, one value or a
     list; a field left out takes its config default, else its key default)
-    x seeds, the loops nested in the world's ``sweep_order``. Each combination
-    is checked by the world's config and ``check_settings``, each agent
-    against the world's baselines and the tool and learned agents, and a
-    baseline with a ``check_session`` against each combination it names
-    (ValueError names what is wrong, before anything runs)."""
+    x seeds, the loops nested in the world's ``sweep_order``. A run option
+    (:func:`run_options`, e.g. ``budget=8``) takes one value for the whole
+    sweep; given and not None, it joins each spec's settings after the key
+    fields. Each combination is checked by the world's config and
+    ``check_settings``, each agent against the world's baselines and the tool
+    and learned agents (and a run option against what plays it: the world's
+    ``play`` for policies, its ``tools`` for tool agents), and a baseline with
+    a ``check_session`` against each combination it names (ValueError names
+    what is wrong, before anything runs)."""
     world = worlds.get(world)
     names = [k for k in world.session_keys if k != "seed"]
-    unknown = sorted(set(settings) - set(names))
+    options_allowed = run_options(world)
+    unknown = sorted(set(settings) - set(names) - set(options_allowed))
     if unknown:
-        raise ValueError(f"settings: {', '.join(unknown)} unknown for world {world.name!r}; allowed {', '.join(names) or 'none'}")
+        raise ValueError(f"settings: {', '.join(unknown)} unknown for world {world.name!r}; allowed "
+                         f"{', '.join([*names, *options_allowed]) or 'none'}")
+    options = {}
+    for name in options_allowed:
+        if name in settings:
+            values = _arms(settings[name], name)
+            if len(values) != 1:
+                raise ValueError(f"{name}: {values!r}; one value for the whole sweep ({name} is not part of a session's "
+                                 f"key: run each value into its own results folder)")
+            if values[0] is not None:
+                options[name] = values[0]
     defaults = _defaults(world)
     columns = {}
     for name in names:
@@ -91,12 +116,13 @@ def plan_world(world, agents, seeds, **settings) -> list[SessionSpec]:
     config_fields = set(world.config_fields())
     check = load(world.check_settings) if world.check_settings else None
     for combo in combos:
-        world.make_config(**{k: v for k, v in combo.items() if k in config_fields})
+        world.make_config(**{k: v for k, v in {**combo, **options}.items() if k in config_fields})
         if check:
             check(**combo)
     agents = list(dict.fromkeys(check_agent(a, world.name) for a in agents))
     baselines = world.baseline_policies()
     for a in agents:
+        _check_options_played(world, a, baselines, options)
         # A baseline that cannot play every setting says so before anything runs.
         check_session = getattr(baselines.get(a), "check_session", None)
         if check_session is not None:
@@ -104,8 +130,28 @@ def plan_world(world, agents, seeds, **settings) -> list[SessionSpec]:
             for combo in combos:
                 check_session(**{k: v for k, v in combo.items() if k in wanted})
     seeds = list(dict.fromkeys(check_seed(s) for s in seeds))
-    # Settings in key order within each spec, whatever the loop order.
-    return [SessionSpec(a, s, world.name, tuple((k, c[k]) for k in names)) for c in combos for a in agents for s in seeds]
+    # Settings in key order within each spec, whatever the loop order; then the run options.
+    return [SessionSpec(a, s, world.name, (*((k, c[k]) for k in names), *options.items()))
+            for c in combos for a in agents for s in seeds]
+
+
+def _check_options_played(world, agent: str, baselines: dict, options: dict) -> None:
+    """ValueError where what plays ``agent``'s sessions (the world's ``tools``
+    for a tool agent, its ``play`` for a policy) takes no run option given."""
+    if not options:
+        return
+    tool_agent = is_llm_agent(agent) or (agent in baselines and not hasattr(baselines[agent], "act"))
+    entry = world.tools if tool_agent else world.play
+    if entry is None:
+        return  # nothing to play it: the runner refuses the agent with its own message
+    parameters = inspect.signature(load(entry)).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return
+    for name in options:
+        if name not in parameters:
+            what = "tool session" if tool_agent else "policy runner"
+            raise ValueError(f"{name}: the {what} of world {world.name!r} ({entry}) takes no {name}, so agent {agent!r} "
+                             f"cannot play at {name}={options[name]!r}; leave {name} at its default for this agent")
 
 
 def _arms(value, name: str) -> list:

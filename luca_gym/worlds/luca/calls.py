@@ -39,11 +39,12 @@ DIRECTIONS = {"+": 1, "-": -1}
 
 
 def open_session(seed, tier="medium", mode="healthy", n_genes=20, backwards=False, env: Session | None = None, *, sealed=None,
-                 vocabulary="invented"):
+                 vocabulary="invented", budget=None):
     """Validate the settings, build a :class:`Session` from them (or take
     ``env``, which must have been built from the same ones) and open it on
     organism ``seed`` (sealed under ``sealed``, :mod:`luca_gym.seal`; its
-    genes named in ``vocabulary``, invented or real).
+    genes named in ``vocabulary``, invented or real), with ``budget``
+    experiment and rescue units (None: the paper's N + S + 8, or ``env``'s own).
     Returns ``(env, first observation)``.
 
     Raises ValueError naming the bad setting and what is allowed."""
@@ -51,8 +52,12 @@ def open_session(seed, tier="medium", mode="healthy", n_genes=20, backwards=Fals
     tier, n_genes, mode, backwards = spec.check_organism(tier, n_genes, mode, backwards)
     vocabulary = spec.check_vocabulary(vocabulary, n_genes)
     seal = seal_mod.make_seal(sealed)
-    env = env if env is not None else Session(tier=tier, mode=mode, n_genes=n_genes, backwards=backwards, sealed=seal,
-                                              vocabulary=vocabulary)
+    budget = spec.check_budget(budget)
+    if env is None:
+        env = Session(tier=tier, mode=mode, n_genes=n_genes, backwards=backwards, sealed=seal, vocabulary=vocabulary,
+                      budget=budget)
+    elif budget is not None and env.params.budget != budget:
+        raise ValueError(f"env: built with budget={env.params.budget}; this session asks for budget={budget}")
     obs, _ = env.open(seed)
     m = env.organism.meta
     built = {"tier": m.tier, "n_genes": m.n_genes, "mode": m.mode, "backwards": m.backwards, "sealed": m.sealed,

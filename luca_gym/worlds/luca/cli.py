@@ -182,25 +182,35 @@ class LucaCLI:
         """The progress bar's line for a session: its organism and the arms that differ from the default."""
         arms = [a for a, on in (("backwards", spec.backwards), (spec.vocabulary, spec.vocabulary != "invented"),
                                 (spec.stance, spec.stance != "suppress")) if on]
+        budget = spec.options().get("budget")
+        arms += [f"budget {budget}"] if budget is not None else []
         return f"{spec.agent} {spec.tier} {spec.mode} N={spec.n_genes}{''.join(' ' + a for a in arms)} seed {spec.seed}"
 
     def eval_summary(self, records, specs) -> str:
         """The composite table per N (the paper's figures in brackets), the
-        ablations when both arms ran, and the scaling table when several N did."""
+        ablations when both arms ran, and the scaling table when several N did.
+        At a budget of ``--budget`` the tables say so and leave out the
+        paper's figures (measured at the default budget), and the scaling
+        table (its budget column is the default's) gives way to a note."""
         from luca_gym.worlds.luca import ablation, tables
 
         n_genes = list(dict.fromkeys(s.n_genes for s in specs))
         seeds = {s.seed for s in specs}
+        budget = next((s.options()["budget"] for s in specs if "budget" in s.options()), None)
+        at = "" if budget is None else f", budget {budget}"
+        paper = "paper figures in brackets" if budget is None else "the paper's figures are at the default budget: not shown"
         main, note = ablation.main_records(records)
         parts = []
         for n in n_genes:
-            parts.append(f"\nComposite score, N={n} ({len(seeds)} seeds; mean ± population std; paper figures in brackets)")
-            parts.append(tables.composite_table(main, n))
+            parts.append(f"\nComposite score, N={n}{at} ({len(seeds)} seeds; mean ± population std; {paper})")
+            parts.append(tables.composite_table(main, n, with_paper=budget is None))
         if note:
             parts.append(f"({note})\n\n{ablation.section(records)}")
-        if len(n_genes) > 1:
+        if len(n_genes) > 1 and budget is None:
             parts.append("\nScaling (medium healthy, prediction accuracy)")
             parts.append(tables.scaling_table(records))
+        elif len(n_genes) > 1:
+            parts.append(f"\n(Scaling table left out: it is the paper's, at the default budget of each N; this sweep ran at budget {budget}.)")
         return "\n".join(parts)
 
     # -- train --------------------------------------------------------------------------
@@ -208,13 +218,13 @@ class LucaCLI:
         p.add_argument("--tier", default=None, metavar=TIER_CHOICES, help="LUCA: organism tier (default easy)")
         p.add_argument("--mode", default=None, metavar=MODE_CHOICES, help="LUCA: healthy or disease (default healthy)")
         p.add_argument("--n-genes", type=int, default=None, metavar="N", help="LUCA: organism size N (4..4096; default 20)")
-        p.add_argument("--budget", type=int, default=None, help="LUCA: experiment budget (default: the paper's N + S + 8)")
         p.add_argument("--analyst", default=None, metavar="{logit-additive,constant}",
                        help="LUCA: who writes predictions, network and diagnosis (default logit-additive)")
 
     def train_settings(self, args) -> dict:
+        # The budget is the generic command's --budget (luca_gym.cli.with_budget), checked by LucaConfig.
         return {"tier": _given(args.tier, "easy"), "mode": _given(args.mode, "healthy"), "n_genes": _given(args.n_genes, 20),
-                "budget": args.budget, "analyst": _given(args.analyst, "logit-additive")}
+                "analyst": _given(args.analyst, "logit-additive")}
 
     # -- mcp and show -------------------------------------------------------------------
     def add_session_arguments(self, p) -> None:

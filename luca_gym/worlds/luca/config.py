@@ -1,10 +1,16 @@
 """LUCA's settings as one value object, in one argument order.
 
-``LucaConfig(tier, mode, n_genes, backwards, vocabulary)`` names what, with a
-seed, makes an organism; :meth:`LucaConfig.organism`, :meth:`LucaConfig.params`
-and :meth:`LucaConfig.session` reach the functions that still take the
-settings one by one (some of them as tier, n_genes, mode), so a caller never
-has to know either order."""
+``LucaConfig(tier, mode, n_genes, backwards, vocabulary, budget)`` names what,
+with a seed, makes an organism, and the session's budget;
+:meth:`LucaConfig.organism`, :meth:`LucaConfig.params` and
+:meth:`LucaConfig.session` reach the functions that still take the settings
+one by one (some of them as tier, n_genes, mode), so a caller never has to
+know either order.
+
+The budget is not part of a results line's key (``World.session_keys``): a
+session records it (``budget``), and a results folder refuses a line whose
+budget differs from the run's (``luca-gym eval --budget``: one folder per
+budget)."""
 
 from __future__ import annotations
 
@@ -13,8 +19,7 @@ from dataclasses import dataclass
 from luca_gym.worlds.luca.core import make_params
 from luca_gym.worlds.luca.generator import make_organism
 from luca_gym.worlds.luca.session import Session
-from luca_gym.worlds.luca.spec import check_organism, check_vocabulary
-
+from luca_gym.worlds.luca.spec import MAX_BUDGET, check_budget, check_organism, check_vocabulary  # noqa: F401  (re-exported)
 
 @dataclass(frozen=True)
 class LucaConfig:
@@ -27,6 +32,9 @@ class LucaConfig:
         backwards: the sign-inverted organisms of the paper's appendix E.1.
         vocabulary: gene names "invented" (G001...) or "real" (human gene
             symbols, N <= 50; appendix E.2). Names only: the arrays are the same.
+        budget: the session's experiment and rescue units, 1..MAX_BUDGET, or
+            None (default): the paper's N + S + 8. A setting of the session,
+            not of the organism.
 
     Checked and normalised on construction (ValueError naming the field, the
     value and what is allowed), so a config that exists is a valid one.
@@ -37,6 +45,7 @@ class LucaConfig:
     n_genes: int = 20
     backwards: bool = False
     vocabulary: str = "invented"
+    budget: int | None = None
 
     def __post_init__(self):
         tier, n_genes, mode, backwards = check_organism(self.tier, self.n_genes, self.mode, self.backwards)
@@ -45,6 +54,7 @@ class LucaConfig:
         object.__setattr__(self, "mode", mode)
         object.__setattr__(self, "backwards", backwards)
         object.__setattr__(self, "vocabulary", check_vocabulary(self.vocabulary, n_genes))
+        object.__setattr__(self, "budget", check_budget(self.budget))
 
     @property
     def disease(self) -> bool:
@@ -57,9 +67,11 @@ class LucaConfig:
 
     def params(self, **options):
         """The core's :class:`~luca_gym.worlds.luca.core.EnvParams` for these settings
-        (``options``: budget, max_steps, shaping; :func:`~luca_gym.worlds.luca.core.make_params`)."""
-        return make_params(self.tier, self.n_genes, self.mode, **options)
+        (``options``: max_steps, shaping, or a budget other than the config's;
+        :func:`~luca_gym.worlds.luca.core.make_params`)."""
+        return make_params(self.tier, self.n_genes, self.mode, **{"budget": self.budget, **options})
 
     def session(self, **options):
-        """A host :class:`~luca_gym.worlds.luca.session.Session` of these settings (``options``: budget, max_steps, sealed, ...)."""
-        return Session(self.tier, self.mode, self.n_genes, self.backwards, vocabulary=self.vocabulary, **options)
+        """A host :class:`~luca_gym.worlds.luca.session.Session` of these settings (``options``: max_steps, sealed, ...)."""
+        return Session(self.tier, self.mode, self.n_genes, self.backwards, vocabulary=self.vocabulary,
+                       **{"budget": self.budget, **options})

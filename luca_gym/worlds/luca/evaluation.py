@@ -4,7 +4,8 @@ asks of the world through its :class:`~luca_gym.protocol.World` entries.
 * :func:`play_policy` -- one session of a baseline or learned policy on the
   host session (``World.play``), with the calls described by name.
 * :func:`expected_fields` -- the budget and call limit a session of given
-  settings records (``World.expected_fields``).
+  settings records (``World.expected_fields``), the config's ``budget``
+  (``luca-gym eval --budget``) or the paper's default.
 * :func:`check_settings` -- the prompt's stance, which the config does not
   hold (``World.check_settings``).
 * :func:`luca_spec` and the key and score field names, for code that speaks
@@ -17,6 +18,7 @@ from __future__ import annotations
 from luca_gym import seal as seal_mod
 from luca_gym.protocol import SessionSpec
 from luca_gym.worlds.luca import WORLD, calls
+from luca_gym.worlds.luca.spec import check_budget
 from luca_gym.worlds.luca.core import make_params
 from luca_gym.worlds.luca.spec import check_stance
 
@@ -45,22 +47,24 @@ def check_settings(stance: str = "suppress", **_) -> None:
     check_stance(stance)
 
 
-def expected_fields(tier: str, mode: str, n_genes: int, **_) -> dict:
-    """The default budget and call limit of a session of these settings."""
-    params = make_params(tier, n_genes, mode)
+def expected_fields(tier: str, mode: str, n_genes: int, budget: int | None = None, **_) -> dict:
+    """The budget (``budget``, else the paper's default) and call limit of a session of these settings."""
+    params = make_params(tier, n_genes, mode, budget=check_budget(budget))
     return {"budget": params.budget, "call_limit": params.max_steps}
 
 
 def play_policy(policy, seed: int, *, env=None, max_calls: int | None = None, sealed=None, tier: str, mode: str,
-                n_genes: int, backwards: bool = False, vocabulary: str = "invented", stance: str = "suppress") -> dict:
+                n_genes: int, backwards: bool = False, vocabulary: str = "invented", stance: str = "suppress",
+                budget: int | None = None) -> dict:
     """Run one session of ``policy`` (``reset(params, seed)``, ``act(obs) ->
-    dict action``) on organism ``seed``. ``env``, if given, must be a
+    dict action``) on organism ``seed``, with ``budget`` experiment and
+    rescue units (None: the paper's N + S + 8). ``env``, if given, must be a
     :class:`~luca_gym.worlds.luca.session.Session` of these settings (and
-    ``sealed``). The stance is the prompt's: a policy reads no prompt.
-    Returns the record's parts (see :class:`luca_gym.protocol.World`)."""
+    ``sealed``; and ``budget`` where one is given). The stance is the prompt's: a policy reads no
+    prompt. Returns the record's parts (see :class:`luca_gym.protocol.World`)."""
     seal = seal_mod.make_seal(sealed)
     env, obs = calls.open_session(seed=seed, tier=tier, mode=mode, n_genes=n_genes, backwards=backwards,
-                                  vocabulary=vocabulary, env=env, sealed=seal)
+                                  vocabulary=vocabulary, env=env, sealed=seal, budget=budget)
     meta = env.organism.meta
     policy.reset(env.params, seed)
     log, total = [], 0.0

@@ -18,6 +18,7 @@ import numpy as np
 from luca_gym.figures import agent_colors, bars, legend_right, paper_marks, pyplot, save, score_axis, seed_counts
 from luca_gym.summaries import agents_in, group
 from luca_gym.worlds.luca import ablation, tables
+from luca_gym.worlds.luca.core import make_params
 from luca_gym.worlds.luca.fidelity import PAPER_TABLE8
 from luca_gym.worlds.luca.spec import MODES, TIER_NAMES
 
@@ -31,9 +32,10 @@ PAPER_N = 20  # the organism size of the paper's Tables 6-8 and 10
 METRIC_COLORS = {"prediction": "tab:blue", "diagnosis": "tab:orange", "rescue": "tab:green"}
 
 
-def figure_composite(records, path: str, n_genes: int = 20) -> None:
+def figure_composite(records, path: str, n_genes: int = 20, paper: bool = True) -> None:
     """Grouped bars: composite (mean ± 1 std) by condition and agent at
-    ``n_genes``; the paper's composites (Tables 6-7) as diamonds at N=20."""
+    ``n_genes``; the paper's composites (Tables 6-7) as diamonds at N=20
+    (unless ``paper`` is False: sessions at another budget than the paper's)."""
     plt = pyplot()
     rs = [r for r in records if r["n_genes"] == n_genes]
     s = tables.summary(rs)
@@ -48,7 +50,7 @@ def figure_composite(records, path: str, n_genes: int = 20) -> None:
         x = [k + (i - (len(agents) - 1) / 2) * width for k, _ in cells]
         bars(ax, x, [st for _, st in cells], width, colors[a], a)
         drawn += [st for _, st in cells]
-        if n_genes == PAPER_N:
+        if paper and n_genes == PAPER_N:
             paper_x += x
             paper_y += [tables.PAPER_COMPOSITE.get(a, {}).get(conds[k]) for k, _ in cells]
     paper_marks(ax, paper_x, paper_y, "paper (Tables 6-7)")
@@ -60,12 +62,12 @@ def figure_composite(records, path: str, n_genes: int = 20) -> None:
     save(plt, fig, path)
 
 
-def figure_disease(records, path: str, n_genes: int = 20) -> None:
+def figure_disease(records, path: str, n_genes: int = 20, paper: bool = True) -> None:
     """(a) Disease sub-scores per tier and agent (mean ± 1 std; the paper's
     Table 8 as diamonds at N=20). (b) Diagnosis and rescue side by side per
     agent and tier, ordered by diagnosis within a tier, with the rescue -
     diagnosis gap (mean ± std of the per-seed gap) written beside: the
-    paper's Fig. 3b."""
+    paper's Fig. 3b. ``paper`` False: no paper figures (another budget)."""
     plt = pyplot()
     rs = [r for r in records if r["n_genes"] == n_genes and r["mode"] == "disease"]
     s = tables.summary(rs)
@@ -84,7 +86,7 @@ def figure_disease(records, path: str, n_genes: int = 20) -> None:
             x = np.arange(len(present)) + (j - 1) * width
             bars(ax, x, [s[(a, t, "disease", n_genes)][metric] for a in present], width, METRIC_COLORS[metric],
                   metric if c == 0 else None)
-            if n_genes == PAPER_N:
+            if paper and n_genes == PAPER_N:
                 paper_x += list(x)
                 paper_y += [PAPER_TABLE8.get(t, {}).get(a, {}).get(metric) for a in present]
         paper_marks(ax, paper_x, paper_y, "paper (Table 8)" if c == 0 else None)
@@ -95,11 +97,11 @@ def figure_disease(records, path: str, n_genes: int = 20) -> None:
         ax.set_title(f"(a) {t} disease, N={n_genes} ({seed_counts([s[(a, t, 'disease', n_genes)]['rescue'] for a in present])})",
                      fontsize=9)
     fig.legend(*fig.axes[0].get_legend_handles_labels(), fontsize=8, loc="upper left", bbox_to_anchor=(0.99, 0.95), frameon=False)
-    _gap_panel(fig.add_subplot(grid[1, :]), rs, rows, n_genes)
+    _gap_panel(fig.add_subplot(grid[1, :]), rs, rows, n_genes, paper)
     save(plt, fig, path)
 
 
-def _gap_panel(ax, records, rows, n_genes: int) -> None:
+def _gap_panel(ax, records, rows, n_genes: int, paper: bool = True) -> None:
     """The paper's Fig. 3b: per (tier, agent) row, diagnosis (open circle) and
     rescue (filled square) joined by a line, ±1 std whiskers, the gap written
     at the right; the paper's pair as black diamonds just below."""
@@ -115,11 +117,11 @@ def _gap_panel(ax, records, rows, n_genes: int) -> None:
                     ecolor=METRIC_COLORS["diagnosis"], capsize=2, ms=10, zorder=4)
         gap = r_ - d
         ax.text(1.12, yi, f"{gap.mean():+.2f} ± {gap.std():.2f}", va="center", ha="left", fontsize=8)
-        paper = PAPER_TABLE8.get(t, {}).get(a) if n_genes == PAPER_N else None
-        if paper:
-            ax.plot([paper["diagnosis"], paper["rescue"]], [yi - 0.28] * 2, color="black", lw=0.8, zorder=2)
-            ax.plot([paper["diagnosis"]], [yi - 0.28], marker="D", ms=4, mfc="white", mec="black", ls="none", zorder=4)
-            ax.plot([paper["rescue"]], [yi - 0.28], marker="D", ms=4, color="black", ls="none", zorder=4)
+        theirs = PAPER_TABLE8.get(t, {}).get(a) if paper and n_genes == PAPER_N else None
+        if theirs:
+            ax.plot([theirs["diagnosis"], theirs["rescue"]], [yi - 0.28] * 2, color="black", lw=0.8, zorder=2)
+            ax.plot([theirs["diagnosis"]], [yi - 0.28], marker="D", ms=4, mfc="white", mec="black", ls="none", zorder=4)
+            ax.plot([theirs["rescue"]], [yi - 0.28], marker="D", ms=4, color="black", ls="none", zorder=4)
     for k in range(1, len(rows)):
         if rows[k][0] != rows[k - 1][0]:
             ax.axhline(y[k] + 0.5, color="0.5", ls=":", lw=0.8)
@@ -140,24 +142,25 @@ def _gap_panel(ax, records, rows, n_genes: int) -> None:
         Line2D([], [], marker="D", ms=4, mfc="white", mec="black", ls="none", label="paper diagnosis"),
         Line2D([], [], marker="D", ms=4, color="black", ls="none", label="paper rescue"),
     ]
-    ax.legend(handles=handles if n_genes == PAPER_N else handles[:2], fontsize=8, loc="upper left",
+    ax.legend(handles=handles if paper and n_genes == PAPER_N else handles[:2], fontsize=8, loc="upper left",
               bbox_to_anchor=(1.01, 1.0), frameon=False)
 
 
-def figure_scaling(records, path: str, tier: str = "medium", mode: str = "healthy") -> None:
+def figure_scaling(records, path: str, tier: str = "medium", mode: str = "healthy", paper: bool = True) -> None:
     """The paper's Fig. 5 for ``tier`` / ``mode``: (a) prediction accuracy,
     (b) budget used (fraction of B), (c) gene coverage (fraction of targetable
     genes perturbed), each against N on a log2 axis ticked at the N values of
     the records; mean with ±1 std error bars and shaded band. The paper's
     figures (Table 11; Table 10 at N=20) as diamonds on a dashed line, for
-    medium healthy only (the condition they were measured on)."""
+    medium healthy only (the condition they were measured on; none when
+    ``paper`` is False: sessions at another budget)."""
     plt = pyplot()
     rs = [r for r in records if (r["tier"], r["mode"]) == (tier, mode)]
     s = tables.summary(rs)
     ns = sorted({r["n_genes"] for r in rs})
     agents = agents_in(rs)
     colors = agent_colors(agents)
-    paper_cond = (tier, mode) == ("medium", "healthy")
+    paper_cond = paper and (tier, mode) == ("medium", "healthy")
     panels = (
         ("prediction", "(a) prediction accuracy", lambda a, n: tables.PAPER_SCALING.get(a, {}).get(n)),
         ("budget_fraction", "(b) budget used (fraction of B)",
@@ -208,6 +211,11 @@ def _scaling_condition(records):
     return None
 
 
+def _default_budget(record) -> int:
+    """The paper's budget (N + S + 8) for a record's settings."""
+    return make_params(record["tier"], record["n_genes"], record["mode"]).budget
+
+
 def sections(every: list, out_dir: str, *, source: str, notes=()) -> list[str]:
     """The report's LUCA sections (markdown parts) and figures in ``out_dir``
     from LUCA's lines ``every`` of results ``source`` (``notes``: what reading
@@ -215,27 +223,34 @@ def sections(every: list, out_dir: str, *, source: str, notes=()) -> list[str]:
     records, arms_note = ablation.main_records(every)  # the main tables never average over ablation arms
     ns = sorted({r["n_genes"] for r in records})
     n0 = 20 if 20 in ns else ns[0]
+    budgets = sorted({r["budget"] for r in records if r.get("budget") is not None and r["budget"] != _default_budget(r)})
+    paper = not budgets  # the paper's figures are at its default budget, N + S + 8
     parts = [
         "# LUCA results",
-        (f"{len(every)} sessions from `{source}`; mean ± population std; paper figures in brackets. "
-         f"Figures: bars and lines are our means with ±1 std error bars; black diamonds are the paper's baseline figures."),
+        (f"{len(every)} sessions from `{source}`; mean ± population std; "
+         + ("paper figures in brackets. " if paper else "")
+         + "Figures: bars and lines are our means with ±1 std error bars"
+         + ("; black diamonds are the paper's baseline figures." if paper else ".")),
+        *([f"Note: sessions at budget {', '.join(map(str, budgets))}, not the paper's default (N + S + 8): "
+           f"the paper's figures are left out, as not comparable."] if budgets else []),
         *(f"Note: {note}" for note in notes),
         *([f"Note: {arms_note}."] if arms_note else []),
         f"## Composite score (N={n0})",
-        tables.composite_table(records, n0),
+        tables.composite_table(records, n0, with_paper=paper),
         "![composite](composite.png)",
     ]
-    figure_composite(records, os.path.join(out_dir, "composite.png"), n0)
+    figure_composite(records, os.path.join(out_dir, "composite.png"), n0, paper=paper)
     if any(r["mode"] == "disease" for r in records):
         parts += [f"## Disease sub-scores (N={n0})", tables.disease_table(records, n0), "![disease](disease.png)"]
-        figure_disease(records, os.path.join(out_dir, "disease.png"), n0)
+        figure_disease(records, os.path.join(out_dir, "disease.png"), n0, paper=paper)
     if any((r["tier"], r["mode"]) == ("medium", "healthy") for r in records):
         parts += ["## Strategy (medium healthy)", tables.strategy_table(records, n_genes=n0)]
     scaling = _scaling_condition(records)
     if scaling:
         t, m = scaling
-        parts += [f"## Scaling ({t} {m}, prediction accuracy)", tables.scaling_table(records, t, m), "![scaling](scaling.png)"]
-        figure_scaling(records, os.path.join(out_dir, "scaling.png"), t, m)
+        parts += [f"## Scaling ({t} {m}, prediction accuracy)", tables.scaling_table(records, t, m, with_paper=paper),
+                  "![scaling](scaling.png)"]
+        figure_scaling(records, os.path.join(out_dir, "scaling.png"), t, m, paper=paper)
     ablations = ablation.section(every)
     if ablations:
         parts.append(ablations)

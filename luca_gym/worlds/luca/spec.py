@@ -107,6 +107,25 @@ def check_vocabulary(vocabulary, n_genes=None) -> str:
     return vocabulary
 
 
+# The largest budget a config accepts. Not the paper's (it has no maximum): a
+# session's state keeps one log row per budget unit (history arrays of
+# budget x (N + S) entries, for every env of a batch), and the call limit,
+# 4 x budget + 64, is an int32 inside the jit. 65,536 is 14x the default at the
+# largest N (4096 + 585 + 8 = 4,689) and keeps one N=4096 session's log near 300 MB.
+MAX_BUDGET = 65_536
+
+
+def check_budget(budget) -> int | None:
+    """None (the paper's N + S + 8) or an integer in 1..:data:`MAX_BUDGET`;
+    ValueError naming ``budget`` otherwise (a float such as 8.0 too)."""
+    if budget is None:
+        return None
+    if not is_integer(budget) or not 1 <= budget <= MAX_BUDGET:
+        raise ValueError(f"budget: {short_repr(budget)} not allowed; an integer in 1..{MAX_BUDGET} "
+                         f"(experiment and rescue units; default N + S + 8)")
+    return int(budget)
+
+
 def check_stance(stance) -> str:
     """The system prompt's stance on biological knowledge: ``"suppress"`` (the default) or ``"permit"``."""
     if not isinstance(stance, str) or stance not in STANCES:

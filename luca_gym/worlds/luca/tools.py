@@ -172,6 +172,8 @@ class ToolSession(ToolSessionBase):
             (``$LUCA_GYM_SECRET``): the organism is generated from its sealed
             seed and ``organism_id`` is opaque, so neither the public seed nor
             the names lead back to it (:mod:`luca_gym.seal`).
+        budget: experiment and rescue units, 1..MAX_BUDGET (``luca-gym eval
+            --budget``), or None (default): the paper's N + S + 8.
 
     Raises ValueError naming a bad setting and what is allowed.
 
@@ -194,13 +196,13 @@ class ToolSession(ToolSessionBase):
 
     def __init__(
         self, seed: int = 0, *, tier="medium", mode="healthy", n_genes=20, backwards=False, env: Session | None = None,
-        sealed=None, vocabulary="invented", stance="suppress",
+        sealed=None, vocabulary="invented", stance="suppress", budget=None,
     ):
         super().__init__()
         self.seal = seal_mod.make_seal(sealed)
         self.stance = check_stance(stance)
         self.env, self.obs = calls.open_session(seed, tier, mode, n_genes, backwards, env=env, sealed=self.seal,
-                                                vocabulary=vocabulary)
+                                                vocabulary=vocabulary, budget=budget)
         self.seed = int(seed)
         self.meta = self.env.organism.meta
         self.organism_id = self.instance_id = seal_mod.instance_id(self.seed, self.seal)

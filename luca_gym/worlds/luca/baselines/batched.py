@@ -15,6 +15,7 @@ import jax.numpy as jnp
 from luca_gym.worlds.luca import analysts, core
 from luca_gym.worlds.luca.baselines import model_fit as mf
 from luca_gym.worlds.luca.baselines.policies import PAPER_RULES
+from luca_gym.worlds.luca.baselines.sweep_flat import batched_policy as causal_sweep_flat_policy
 from luca_gym.worlds.luca.spec import BLOCK, BOOST
 
 def random_policy(params: core.EnvParams):
@@ -287,4 +288,5 @@ def model_fit_policy(params: core.EnvParams, config=None):
 
 # The batched baselines by name (the names of :data:`luca_gym.worlds.luca.baselines.BASELINES`).
 POLICIES = {"random": random_policy, "heuristic": heuristic_policy, "causal-sweep": causal_sweep_policy,
-            "task-directed": task_directed_policy, "model-fit": model_fit_policy}
+            "task-directed": task_directed_policy, "model-fit": model_fit_policy,
+            "causal-sweep-flat": causal_sweep_flat_policy}
