@@ -1,4 +1,5 @@
-"""The biobank world (issue 28, stage S1): the world API test, the panel of
+"""The biobank world (issue 28, stages S1 and S2; the planted biases have
+tests/test_biobank_biases.py): the world API test, the panel of
 designs, determinism (same seed, same arrays and same release bytes), no
 truth in the release or in any tool answer, the scorer's parts on hand-built
 claims, hostile claims refused, the Gymnasium env, and the baselines run
@@ -21,7 +22,7 @@ from luca_gym.seal import make_seal
 from luca_gym.testing import check_world
 from luca_gym.worlds.biobank import report
 from luca_gym.worlds.biobank.config import PROFILES, BiobankConfig
-from luca_gym.worlds.biobank.design import ARCHETYPES, PANEL, Design, design_of
+from luca_gym.worlds.biobank.design import ARCHETYPES, MECHANISMS, PANEL, Design, design_of
 from luca_gym.worlds.biobank.envs import BiobankEnv
 from luca_gym.worlds.biobank.generator import cohort
 from luca_gym.worlds.biobank.oracle import Claims, Nomination, check_claims, zero_scores
@@ -75,19 +76,19 @@ def test_the_panel_mirrors_the_papers_and_other_seeds_draw_their_design():
     assert panel == list(PANEL)
     assert collections.Counter(d.archetype for d in panel) == {a: 5 for a in ARCHETYPES}
     assert collections.Counter(d.kind for d in panel) == {"null": 1, "two-driver": 5, "three-to-six": 9, "hard": 5}
-    assert all(d.biases == () for d in panel)  # the planted biases are stage S2
+    assert all(d.biases and set(d.biases) <= set(MECHANISMS) for d in panel)  # tests/test_biobank_biases.py: what they plant
     drawn = [design_of(s, s) for s in range(20, 220)]
     assert drawn == [design_of(s, s) for s in range(20, 220)]
     assert {d.n_drivers for d in drawn} <= set(range(7)) and {d.tier for d in drawn} == {"standard", "hard"}
     assert len({d.archetype for d in drawn}) == 4
-    assert design_of(3, 3, "hard") == Design("ischemic", 2, "hard")
+    assert design_of(3, 3, "hard") == Design("ischemic", 2, "hard", PANEL[3].biases)
     sealed = make_world(3, CONFIG, make_seal("a secret of the biobank tests"))
     assert sealed.design == PANEL[3] and sealed.world_seed != 3
 
 
 def test_a_hard_world_records_its_interacting_drivers(driver_world, null_world):
     hard = make_world(13, CONFIG)  # panel: HCM, two drivers, hard
-    assert hard.design == Design("HCM", 2, "hard") and set(hard.oracle.interaction) == set(hard.oracle.drivers)
+    assert hard.design == Design("HCM", 2, "hard", PANEL[13].biases) and set(hard.oracle.interaction) == set(hard.oracle.drivers)
     assert driver_world.oracle.interaction == () and null_world.oracle.interaction == ()
     truth = hard.oracle.truth()
     assert truth["design"]["kind"] == "hard" and all(v["direction"] in ("up", "down") for v in truth["drivers"].values())
@@ -204,8 +205,8 @@ def test_the_scorer_on_hand_built_claims(driver_world, null_world):
     assert oracle.score(_claims(oracle, "unknown"))["direction"] == 10.0
     assert oracle.score(_claims(oracle, "up" if oracle.direction(drivers[0]) == "down" else "down"))["direction"] < 20.0
     half = oracle.score(Claims((Nomination(drivers[0], oracle.direction(drivers[0]), 0.5), Nomination(bystander, "up", 0.5))))
-    # recall 1/2 x precision 1/2; Brier: drivers (0.25 + 1) / 2, non-drivers 0.25; direction 1 of 3 in N u D
-    assert _parts(half) == {"total": 26.6667, "target_identification": 8.75, "causal_confidence": 11.25, "direction": 6.6667,
+    # recall 1/2 x precision 1/2; Brier summed over N u D over |D|: 1 - (0.25 + 1 + 0.25) / 2; direction 1 of 3 in N u D
+    assert _parts(half) == {"total": 20.4167, "target_identification": 8.75, "causal_confidence": 5.0, "direction": 6.6667,
                             "bias_identification": 0.0, "phenotype": 0.0, "surrogate_penalty": 0.0}
     assert oracle.score(Claims(phenotype=oracle.baseline))["phenotype"] == 0.0  # the held-out baseline earns nothing
     assert oracle.score(Claims())["total"] == 0.0 and zero_scores(oracle)["total"] == 0.0
@@ -214,10 +215,11 @@ def test_the_scorer_on_hand_built_claims(driver_world, null_world):
     assert null.drivers == {} and _parts(null.score(Claims()))["total"] == 75.0
     assert _parts(null.score(Claims((Nomination(bystander, "down", 0.2),))))["total"] == 0.0
 
-    harmful = dataclasses.replace(oracle, surrogate=bystander)
-    alone = harmful.score(Claims((Nomination(bystander, "down", 0.9),)))
-    assert alone["surrogate_penalty"] == -30.0 and alone["causal_confidence"] > 0 and alone["total"] == 0.0  # floored at 0
-    with_drivers = harmful.score(_claims(harmful, extra=[Nomination(bystander, "up", 0.1)]))
+    harmful = dataclasses.replace(oracle, surrogate=bystander, surrogate_harm="down")
+    alone = harmful.score(Claims((Nomination(drivers[0], oracle.direction(drivers[0]), 1.0), Nomination(bystander, "down", 0.9))))
+    assert alone["surrogate_penalty"] == -30.0 and alone["target_identification"] > 0 and alone["total"] == 0.0  # floored at 0
+    assert harmful.score(Claims((Nomination(bystander, "up", 0.9),)))["surrogate_penalty"] == 0.0  # not the harmful direction
+    with_drivers = harmful.score(_claims(harmful, extra=[Nomination(bystander, "down", 0.1)]))
     parts = ("target_identification", "causal_confidence", "direction", "bias_identification", "phenotype", "surrogate_penalty")
     assert with_drivers["surrogate_penalty"] == -30.0 and with_drivers["total"] == pytest.approx(sum(with_drivers[k] for k in parts))
 

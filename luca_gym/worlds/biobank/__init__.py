@@ -4,11 +4,12 @@ cardiac disease severity is driven by 0-6 concealed proteins; the agent
 builds a phenotype from raw measurements, finds the driver proteins and the
 direction to move each, and submits claims scored against the truth.
 
-Stage S1 of issue 28 stands: the world model, release and oracle, the
-structured tools, the scorer and the ``null``, ``correlation-screen`` and
-``cis-mr`` baselines. Planted biases (S2), experiments and budgets (S3), the
-code sandbox (S4), synthetic imaging (S5) and the paper-size profile (S6) are
-to come.
+Stages S1 and S2 of issue 28 stand: the world model, release and oracle,
+the structured tools, the scorer, the ``null``, ``correlation-screen`` and
+``cis-mr`` baselines, and the planted biases T1-T9 (each a decoy protein in
+the oracle; :mod:`~.generator` says what each plants). Experiments and
+budgets (S3), the code sandbox (S4), synthetic imaging (S5) and the
+paper-size profile (S6) are to come.
 
 Profiles (:mod:`~.config`): ``small``, the default (6,000 participants,
 1,200 with clinic MRI measures, 300 proteins, 1,024 variants, 2,000 with
@@ -33,7 +34,7 @@ from luca_gym.protocol import World
 
 WORLD = World(
     name="biobank",
-    version="1",
+    version="2",  # 2: the planted biases (issue 28, S2) and scorer version 2
     gym_stem="Biobank",
     summary="drug-target discovery in a synthetic biobank: build a phenotype, find the causal driver proteins and their direction",
     config="luca_gym.worlds.biobank.config:BiobankConfig",

@@ -31,7 +31,7 @@ class Sizes(NamedTuple):
 
     Attributes:
         participants: N, everyone in the biobank.
-        imaged: the participants with cardiac MRI measures (a random subset in S1).
+        imaged: the participants with cardiac MRI measures (a random subset; the top of a selection score in worlds carrying T3).
         proteins: P, each with one cis instrument (and its gene, and a transcript).
         variants: V, in linkage blocks of :data:`BLOCK` variants.
         rna: the participants with transcripts (a random subset).

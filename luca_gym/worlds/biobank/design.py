@@ -4,41 +4,49 @@ every other seed (:func:`design_of`).
 
 The panel mirrors the paper's 20 cardiovascular worlds (DrugTargetWorld 3.6,
 Figure S1, S3.2): each of the four archetypes five times, one null world,
-two-driver worlds, three-to-six-driver worlds and hard worlds:
+two-driver worlds, three-to-six-driver worlds and hard worlds, and the
+planted biases (T1-T9, :data:`MECHANISMS` in order; what each plants:
+:mod:`~.generator`):
 
-====  ========  =======  ========
-seed  archetype drivers  tier
-====  ========  =======  ========
-0     DCM       2        standard
-1     HCM       2        standard
-2     HFpEF     2        standard
-3     ischemic  2        standard
-4     DCM       3        standard
-5     HCM       4        standard
-6     HFpEF     5        standard
-7     ischemic  6        standard
-8     DCM       0        standard   (the null world)
-9     HCM       3        standard
-10    HFpEF     4        standard
-11    ischemic  3        standard
-12    DCM       4        hard
-13    HCM       2        hard
-14    HFpEF     3        hard
-15    ischemic  5        hard
-16    DCM       6        standard
-17    HCM       5        standard
-18    HFpEF     2        standard
-19    ischemic  4        hard
-====  ========  =======  ========
+====  ========  =======  ========  ==================
+seed  archetype drivers  tier      planted biases
+====  ========  =======  ========  ==================
+0     DCM       2        standard  T1 T2 T6
+1     HCM       2        standard  T3 T5 T8
+2     HFpEF     2        standard  T2 T4 T7 T9
+3     ischemic  2        standard  T1 T5 T6 T8
+4     DCM       3        standard  T2 T3 T7
+5     HCM       4        standard  T4 T6 T9
+6     HFpEF     5        standard  T1 T3 T5 T8
+7     ischemic  6        standard  T2 T4 T6 T7
+8     DCM       0        standard  T2 T5 T8   (the null world)
+9     HCM       3        standard  T1 T4 T9
+10    HFpEF     4        standard  T3 T6 T7 T8
+11    ischemic  3        standard  T2 T5 T9
+12    DCM       4        hard      T1 T4 T6 T8
+13    HCM       2        hard      T3 T7 T9
+14    HFpEF     3        hard      T2 T5 T6
+15    ischemic  5        hard      T1 T3 T4 T8
+16    DCM       6        standard  T5 T7 T9
+17    HCM       5        standard  T1 T2 T8
+18    HFpEF     2        standard  T4 T6 T9
+19    ischemic  4        hard      T3 T5 T7 T8
+====  ========  =======  ========  ==================
 
 Six two-driver worlds (0, 1, 2, 3, 13, 18), thirteen with three to six
-drivers, five hard worlds (12, 13, 14, 15, 19). A seed from 20 up draws its
+drivers, five hard worlds (12, 13, 14, 15, 19). Every bias is carried by 7
+to 9 panel worlds (T1 7, T2 8, T3 7, T4 7, T5 8, T6 8, T7 7, T8 9, T9 7),
+three or four to a world, so that no one bias decides a world's score (the
+paper plants T5, T6 and T8 in every world; we spread them so that the
+baselines' scores show which bias costs what). A seed from 20 up draws its
 design from the seed: the archetype uniformly, a null world with probability
 :data:`NULL_PROBABILITY`, else 1 to 6 drivers uniformly, hard with
-probability :data:`HARD_PROBABILITY`. A sealed world of a panel seed keeps the
-panel's design (so a sealed panel is still the panel) with every parameter
-drawn from the sealed seed. Planted biases (T1-T9) are stage S2 of issue 28:
-every design's ``biases`` is empty until then.
+probability :data:`HARD_PROBABILITY`, and each bias with probability
+:data:`BIAS_PROBABILITY` (T4, a driver's shared instrument, only with a
+driver). A sealed world of a panel seed keeps the panel's design (so a
+sealed panel is still the panel) with every parameter drawn from the sealed
+seed. The biases a world carries are in its design and oracle, never in the
+release or a tool's answer.
 """
 
 from __future__ import annotations
@@ -52,6 +60,7 @@ ARCHETYPES = ("DCM", "HCM", "HFpEF", "ischemic")
 PANEL_SIZE = 20
 NULL_PROBABILITY = 0.05
 HARD_PROBABILITY = 0.25
+BIAS_PROBABILITY = 0.4
 # The planted-bias mechanisms (DrugTargetWorld S1.4, T1-T9), as claims name them.
 MECHANISMS = ("confounding", "reverse_causation", "selection", "shared_instrument", "site_batch",
               "exercise_remodelling", "pleiotropy", "harmful_surrogate", "assay_units")
@@ -67,7 +76,7 @@ class Design:
         n_drivers: 0 (a null world) to 6 causal driver proteins.
         tier: "standard" or "hard" (saturating driver effects, an interaction
             between the two strongest drivers, polygenic background, more residual).
-        biases: the planted biases the world carries (names of :data:`MECHANISMS`); empty in S1.
+        biases: the planted biases the world carries (names of :data:`MECHANISMS`, in that order).
     """
 
     archetype: str
@@ -89,13 +98,24 @@ class Design:
                 "kind": self.kind}
 
 
+def planted(codes: str) -> tuple[str, ...]:
+    """The mechanisms of bias codes ``"T1 T5"`` (in :data:`MECHANISMS`' order)."""
+    numbers = {int(code[1:]) for code in codes.split()}
+    return tuple(m for i, m in enumerate(MECHANISMS, 1) if i in numbers)
+
+
 _S, _H = "standard", "hard"
 PANEL = (
-    Design("DCM", 2, _S), Design("HCM", 2, _S), Design("HFpEF", 2, _S), Design("ischemic", 2, _S),
-    Design("DCM", 3, _S), Design("HCM", 4, _S), Design("HFpEF", 5, _S), Design("ischemic", 6, _S),
-    Design("DCM", 0, _S), Design("HCM", 3, _S), Design("HFpEF", 4, _S), Design("ischemic", 3, _S),
-    Design("DCM", 4, _H), Design("HCM", 2, _H), Design("HFpEF", 3, _H), Design("ischemic", 5, _H),
-    Design("DCM", 6, _S), Design("HCM", 5, _S), Design("HFpEF", 2, _S), Design("ischemic", 4, _H),
+    Design("DCM", 2, _S, planted("T1 T2 T6")), Design("HCM", 2, _S, planted("T3 T5 T8")),
+    Design("HFpEF", 2, _S, planted("T2 T4 T7 T9")), Design("ischemic", 2, _S, planted("T1 T5 T6 T8")),
+    Design("DCM", 3, _S, planted("T2 T3 T7")), Design("HCM", 4, _S, planted("T4 T6 T9")),
+    Design("HFpEF", 5, _S, planted("T1 T3 T5 T8")), Design("ischemic", 6, _S, planted("T2 T4 T6 T7")),
+    Design("DCM", 0, _S, planted("T2 T5 T8")), Design("HCM", 3, _S, planted("T1 T4 T9")),
+    Design("HFpEF", 4, _S, planted("T3 T6 T7 T8")), Design("ischemic", 3, _S, planted("T2 T5 T9")),
+    Design("DCM", 4, _H, planted("T1 T4 T6 T8")), Design("HCM", 2, _H, planted("T3 T7 T9")),
+    Design("HFpEF", 3, _H, planted("T2 T5 T6")), Design("ischemic", 5, _H, planted("T1 T3 T4 T8")),
+    Design("DCM", 6, _S, planted("T5 T7 T9")), Design("HCM", 5, _S, planted("T1 T2 T8")),
+    Design("HFpEF", 2, _S, planted("T4 T6 T9")), Design("ischemic", 4, _H, planted("T3 T5 T7 T8")),
 )
 
 
@@ -112,7 +132,9 @@ def drawn_design(world_seed: int) -> Design:
     null = rng.random() < NULL_PROBABILITY
     n_drivers = 0 if null else int(rng.integers(1, 7))
     tier = _H if (not null and rng.random() < HARD_PROBABILITY) else _S
-    return Design(archetype, n_drivers, tier)
+    carried = rng.random(len(MECHANISMS)) < BIAS_PROBABILITY
+    biases = tuple(m for m, c in zip(MECHANISMS, carried) if c and (m != "shared_instrument" or n_drivers > 0))
+    return Design(archetype, n_drivers, tier, biases)
 
 
 def design_of(public_seed: int, world_seed: int, tier: str = "auto") -> Design:

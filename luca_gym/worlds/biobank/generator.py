@@ -34,8 +34,55 @@ design choice, not an estimate):
 * Transcripts, for a random subset: each gene's transcript follows its
   protein's true level loosely (shared variance U(0.05, 0.6)).
 
-The imaged and transcript subsets are random in S1 (imaging selection, T3,
-is stage S2).
+The imaged and transcript subsets are random, unless the world carries T3.
+
+Planted biases (DrugTargetWorld S1.4; ``biases`` bool (9,) in the order of
+:data:`~.design.MECHANISMS`). Each carried bias makes one decoy protein, a
+non-driver that looks causal to one kind of analysis: the protein of rank
+MAX_DRIVERS + j in the draw that ranks the drivers first (so never a
+driver). A decoy's true level is rebuilt from its cis instrument (variance
+explained U(0.15, 0.3), for the power to show a null or a false signal) and a
+residual, plus its mechanism (:data:`BIAS_STRENGTH` holds every coefficient):
+
+* T1 confounding: the decoy rises with BMI (0.8 per SD, linear in kg/m2, as
+  the tools adjust for it), and BMI's effect on severity is raised from 0.25
+  to 0.45: associated unless adjusted for BMI;
+  its cis-MR is null.
+* T2 reverse causation: the decoy reacts to disease (0.6 per SD of severity):
+  associated in every analysis but cis-MR.
+* T3 imaging selection: the imaged are the top NI of a selection score
+  (severity + the decoy + noise; the top 20% in the small and paper
+  profiles, the top half in ``tiny``): among the imaged, the decoy and
+  severity are anticorrelated (a collider); in the whole cohort, nothing.
+* T4 shared instrument: the decoy's gene lies at the first driver's locus
+  and takes the driver's cis variant as its own, and the decoy is
+  co-regulated with the driver (0.8 x the driver's true level plus its own
+  residual; nothing else of it touches disease): its cis-MR is as
+  significant as the driver's, its observational association as strong as
+  a driver's would be, and the locus cannot tell the two apart (an
+  experiment can: stage S3). Only in worlds with a driver; that driver's
+  instrument and effect are strong (U(0.2, 0.3) and U(0.45, 0.6)).
+* T5 imaging-site batch effect: site 4's scanner distorts every MRI measure
+  along the archetype's disease pattern (1 SD) and site 4's samples raise
+  the decoy (1.5, pre-analytical handling): the decoy predicts imaging
+  disease unless adjusted for site; no non-imaging endpoint agrees.
+* T6 benign exercise remodelling: exercise remodels the heart along the
+  archetype's imaging pattern (0.6 per SD of log exercise) while lowering
+  severity, and the decoy rises with exercise (0.7): associated with
+  imaging disease, against (or not with) the clinical endpoints; cis-MR null.
+* T7 pleiotropic instrument: the decoy's cis variant also acts on severity
+  directly (0.25 per SD of genotype): its cis-MR is significant, its
+  observational association far weaker than the Wald ratio implies.
+* T8 harmful surrogate: moving the decoy one way (``surrogate_sign``)
+  improves every MRI measure (0.35 SD per SD, against the disease pattern)
+  and raises the five-year event hazard (log hazard 0.4 per SD): imaging
+  analyses, cis-MR included, recommend the direction that harms patients;
+  the outcomes show it.
+* T9 assay unit mixture: site 3's samples of the decoy are reported in
+  another unit (log2 of a concentration: 6 above the NPX of the same
+  sample), and site 3 recruits sicker participants (severity 0.6 up before
+  standardising): the decoy predicts disease unless analysed within sites,
+  and its distribution is a mixture of two.
 """
 
 from __future__ import annotations
@@ -46,8 +93,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from luca_gym.worlds.biobank.config import BLOCK, Sizes
-from luca_gym.worlds.biobank.design import ARCHETYPES
+from luca_gym.worlds.biobank.config import BLOCK, MAX_DRIVERS, Sizes
+from luca_gym.worlds.biobank.design import ARCHETYPES, MECHANISMS
 
 ROOT_KEY = 0xB10B  # the root of every world key
 N_FACTORS = 6  # shared latent factors of the proteome
@@ -82,6 +129,15 @@ RESIDUAL_VARIANCE = {"standard": 0.5, "hard": 0.8}
 SATURATION = 1.0  # hard tier: a driver acts through SATURATION * tanh(x / SATURATION)
 INTERACTION = 0.15  # hard tier: the two strongest drivers' product term
 POLYGENIC_VARIANCE = 0.15  # hard tier
+N_BIASES = len(MECHANISMS)
+T1, T2, T3, T4, T5, T6, T7, T8, T9 = range(N_BIASES)
+BATCH_SITE, UNIT_SITE = 3, 2  # T5's scanner and T9's unit site (0-based; released as sites 4 and 3)
+BIAS_STRENGTH = {  # the planted biases' coefficients (see the module's docstring)
+    "confounding_bmi": 0.8, "confounding_severity": 0.2, "reactive": 0.6, "selection_noise": 0.5,
+    "site_imaging": 1.0, "site_protein": 1.5, "remodelling_imaging": 0.6, "remodelling_protein": 0.7,
+    "pleiotropy": 0.25, "surrogate_imaging": 0.35, "surrogate_hazard": 0.4, "unit_site_severity": 0.6, "unit_offset": 6.0,
+    "coregulation": 0.8,
+}
 
 
 def _standardise(x, axis=0):
@@ -89,10 +145,11 @@ def _standardise(x, axis=0):
 
 
 @partial(jax.jit, static_argnames=("sizes",))
-def draw(seed_words, archetype, n_drivers, hard, *, sizes: Sizes) -> dict:
+def draw(seed_words, archetype, n_drivers, hard, biases, *, sizes: Sizes) -> dict:
     """One cohort: ``seed_words`` uint32 (2,) (the world seed's two words),
     ``archetype`` int32 () (index into ARCHETYPES), ``n_drivers`` int32 (),
-    ``hard`` bool (). Returns a dict of arrays (N participants, P proteins, V
+    ``hard`` bool (), ``biases`` bool (9,) (the planted biases carried, in the
+    order of MECHANISMS; T4 needs a driver). Returns a dict of arrays (N participants, P proteins, V
     variants, NI imaged, NR with transcripts, K = N_FACTORS):
 
     * ``genotypes`` int8 (N, V); ``maf`` float32 (V,): allele frequencies;
@@ -109,13 +166,19 @@ def draw(seed_words, archetype, n_drivers, hard, *, sizes: Sizes) -> dict:
     * ``metabolites`` float32 (N, 8) (standardised scale), ``metabolite_missing`` bool (N, 8);
     * ``transcripts`` float32 (NR, P) (standardised scale), ``rna`` int32 (NR,), ``imaged`` int32 (NI,) (sorted);
     * ``diagnosis_noise`` float32 (N, 3), ``diagnosis_draw`` float32 (N, 3): the records' draws;
-    * ``event`` bool (N,), ``event_time`` float32 (N,) years.
+    * ``event`` bool (N,), ``event_time`` float32 (N,) years;
+    * ``decoy`` int32 (9,): each bias's decoy protein (meaningful where carried);
+      ``carried`` bool (9,): the biases carried (``biases``, T4 dropped without a driver);
+      ``surrogate_sign`` float32 (): the direction (+1 up, -1 down) in which
+      moving T8's decoy improves the imaging and harms patients.
     """
     n, n_img, p, v, n_rna = sizes
     blocks = v // BLOCK
     key = jax.random.fold_in(jax.random.fold_in(jax.random.PRNGKey(ROOT_KEY), seed_words[0]), seed_words[1])
     k = iter(jax.random.split(key, 64))
+    kb = iter(jax.random.split(jax.random.fold_in(key, 0xB1A5), 16))  # the planted biases' own draws
     f32 = jnp.float32
+    bs = BIAS_STRENGTH
 
     # -- genotypes: AR(1) haplotypes along each block, thresholded at the allele frequency
     maf = jax.random.uniform(next(k), (v,), f32, 0.05, 0.5)
@@ -150,12 +213,23 @@ def draw(seed_words, archetype, n_drivers, hard, *, sizes: Sizes) -> dict:
     # -- drivers: which proteins, how strongly, which way
     rank = jnp.argsort(jax.random.permutation(next(k), p))
     driver = rank < n_drivers
+    order = jnp.argsort(rank)  # order[r]: the protein of rank r
+    decoy = order[MAX_DRIVERS + jnp.arange(N_BIASES)].astype(jnp.int32)
+    carried = biases & jnp.ones(N_BIASES, bool).at[T4].set(n_drivers >= 1)
+    on = carried.astype(f32)
+    first_driver = order[0]
     sign = jnp.where(jax.random.bernoulli(next(k), 0.5, (p,)), 1.0, -1.0).astype(f32)
     effect = jnp.where(driver, sign * jax.random.uniform(next(k), (p,), f32, 0.3, 0.6), 0.0)
+    effect = effect.at[first_driver].set(jnp.where(  # T4: a driver whose shared locus shows
+        carried[T4], sign[first_driver] * jax.random.uniform(next(kb), (), f32, 0.45, 0.6), effect[first_driver]))
 
     # -- proteins
     cis_variant = jax.random.permutation(next(k), v)[:p].astype(jnp.int32)
+    cis_variant = cis_variant.at[decoy[T4]].set(jnp.where(carried[T4], cis_variant[first_driver], cis_variant[decoy[T4]]))
     cis_r2 = jnp.where(driver, jax.random.uniform(next(k), (p,), f32, 0.06, 0.3), jax.random.uniform(next(k), (p,), f32, 0.02, 0.25))
+    cis_r2 = cis_r2.at[decoy].set(jnp.where(carried, jax.random.uniform(next(kb), (N_BIASES,), f32, 0.15, 0.3), cis_r2[decoy]))
+    cis_r2 = cis_r2.at[first_driver].set(
+        jnp.where(carried[T4], jax.random.uniform(next(kb), (), f32, 0.2, 0.3), cis_r2[first_driver]))
     cis_sign = jnp.where(jax.random.bernoulli(next(k), 0.5, (p,)), 1.0, -1.0).astype(f32)
     has_trans = jax.random.bernoulli(next(k), 0.2, (p,))
     trans_variant = jax.random.randint(next(k), (p,), 0, v, jnp.int32)
@@ -173,7 +247,7 @@ def draw(seed_words, archetype, n_drivers, hard, *, sizes: Sizes) -> dict:
     assay_sd = jax.random.uniform(next(k), (p,), f32, 0.15, 0.45)
     npx_mean = jax.random.uniform(next(k), (p,), f32, 2.0, 9.0)
     npx_scale = jax.random.uniform(next(k), (p,), f32, 0.5, 1.4)
-    protein_npx = npx_mean + npx_scale * (protein_true + assay_sd * jax.random.normal(next(k), (n, p), f32))
+    assay_noise = assay_sd * jax.random.normal(next(k), (n, p), f32)
     protein_missing = jax.random.bernoulli(next(k), 0.02, (n, p))
 
     # -- latent severity
@@ -190,18 +264,43 @@ def draw(seed_words, archetype, n_drivers, hard, *, sizes: Sizes) -> dict:
     biology_weights = jax.random.uniform(next(k), (2,), f32, 0.25, 0.4) * jnp.where(
         jax.random.bernoulli(next(k), 0.5, (2,)), 1.0, -1.0)
     biology = factors[:, :2] @ biology_weights
-    risk = 0.35 * age_z + 0.15 * sex_pm + 0.25 * bmi_z - 0.15 * exercise_z
+    risk = 0.35 * age_z + 0.15 * sex_pm + (0.25 + on[T1] * bs["confounding_severity"]) * bmi_z - 0.15 * exercise_z
+    pleiotropy_sign = jnp.where(jax.random.bernoulli(next(kb), 0.5), 1.0, -1.0).astype(f32)
+    planted = (on[T7] * bs["pleiotropy"] * pleiotropy_sign * standard_genotype(cis_variant[decoy[T7]])
+               + on[T9] * bs["unit_site_severity"] * (site == UNIT_SITE))
     residual_var = jnp.where(hard, RESIDUAL_VARIANCE["hard"], RESIDUAL_VARIANCE["standard"])
-    raw = molecular + interaction + polygenic + biology + risk + jnp.sqrt(residual_var) * jax.random.normal(next(k), (n,), f32)
+    raw = (molecular + interaction + polygenic + biology + risk + planted
+           + jnp.sqrt(residual_var) * jax.random.normal(next(k), (n,), f32))
     scale = raw.std() + 1e-6
     severity = (raw - raw.mean()) / scale
 
+    # -- the decoys: rebuilt from their cis instrument, a residual and their mechanism (T1, T2, T4, T5, T6)
+    zero = jnp.zeros(n, f32)
+    coregulated = bs["coregulation"] * protein_true[:, first_driver]
+    mechanism = jnp.stack([bs["confounding_bmi"] * _standardise(bmi), bs["reactive"] * severity, zero, coregulated,
+                           bs["site_protein"] * (site == BATCH_SITE), bs["remodelling_protein"] * exercise_z, zero, zero, zero], 1)
+    own_cis = jnp.ones(N_BIASES, f32).at[T4].set(0.0)  # T4's genetics is the driver's
+    decoy_r2 = jnp.where(own_cis > 0, cis_r2[decoy], bs["coregulation"] ** 2)
+    decoy_level = (own_cis * cis_sign[decoy] * jnp.sqrt(decoy_r2) * standard_genotype(cis_variant[decoy]) + mechanism
+                   + jnp.sqrt(1.0 - decoy_r2) * jax.random.normal(next(kb), (n, N_BIASES), f32))
+    protein_true = protein_true.at[:, decoy].set(jnp.where(carried, _standardise(decoy_level), protein_true[:, decoy]))
+    protein_npx = npx_mean + npx_scale * (protein_true + assay_noise)
+    unit_mixed = on[T9] * (site == UNIT_SITE)  # T9: that site's samples of the decoy in another unit
+    protein_npx = protein_npx.at[:, decoy[T9]].add(bs["unit_offset"] * unit_mixed)
+    surrogate_sign = jnp.where(jax.random.bernoulli(next(kb), 0.5), 1.0, -1.0).astype(f32)
+    surrogate = on[T8] * surrogate_sign * protein_true[:, decoy[T8]]  # T8: moving it this way improves imaging, harms patients
+
     # -- imaging (every participant drawn; the imaged subset is released)
     load = jnp.asarray(IMAGING_LOADINGS)[archetype]
-    imaging = (severity[:, None] * load + covariates @ jnp.asarray(IMAGING_COVARIATES)
+    distortion = (on[T5] * bs["site_imaging"] * (site == BATCH_SITE) + on[T6] * bs["remodelling_imaging"] * exercise_z
+                  - bs["surrogate_imaging"] * surrogate)  # T5 scanner, T6 remodelling, T8 surrogate: along the disease pattern
+    imaging = ((severity + distortion)[:, None] * load + covariates @ jnp.asarray(IMAGING_COVARIATES)
                + IMAGING_NOISE * jax.random.normal(next(k), (n, len(IMAGING)), f32))
     imaging_missing = jax.random.bernoulli(next(k), 0.02, (n, len(IMAGING)))
-    imaged = jnp.sort(jax.random.permutation(next(k), n)[:n_img]).astype(jnp.int32)
+    random_imaged = jax.random.permutation(next(k), n)[:n_img]
+    selection = severity + protein_true[:, decoy[T3]] + bs["selection_noise"] * jax.random.normal(next(kb), (n,), f32)
+    _, selected = jax.lax.top_k(selection, n_img)  # T3: the top NI of the selection score are imaged
+    imaged = jnp.sort(jnp.where(carried[T3], selected, random_imaged)).astype(jnp.int32)
 
     # -- physiology
     e_phys = jax.random.normal(next(k), (n, 4), f32)
@@ -230,7 +329,7 @@ def draw(seed_words, archetype, n_drivers, hard, *, sizes: Sizes) -> dict:
     # -- records and outcomes
     diagnosis_noise = jax.random.normal(next(k), (n, 3), f32)
     diagnosis_draw = jax.random.uniform(next(k), (n, 3), f32)
-    log_hazard = jnp.log(0.012) + 0.85 * severity + 0.3 * age_z + 0.2 * sex_pm
+    log_hazard = jnp.log(0.012) + 0.85 * severity + 0.3 * age_z + 0.2 * sex_pm + bs["surrogate_hazard"] * surrogate
     event_time = jax.random.exponential(next(k), (n,), f32) / jnp.exp(log_hazard)
     censor = jnp.minimum(5.0, jax.random.exponential(next(k), (n,), f32) / 0.02)
     return {
@@ -243,6 +342,7 @@ def draw(seed_words, archetype, n_drivers, hard, *, sizes: Sizes) -> dict:
         "metabolites": metabolites, "metabolite_missing": metabolite_missing, "transcripts": transcripts, "rna": rna,
         "diagnosis_noise": diagnosis_noise, "diagnosis_draw": diagnosis_draw,
         "event": event_time < censor, "event_time": jnp.minimum(event_time, censor),
+        "decoy": decoy, "carried": carried, "surrogate_sign": surrogate_sign,
     }
 
 
@@ -250,6 +350,7 @@ def cohort(world_seed: int, design, sizes: Sizes) -> dict:
     """:func:`draw` of world seed ``world_seed`` (an int in [0, 2**63)) and
     ``design`` (a :class:`~.design.Design`), as numpy arrays."""
     words = np.array([world_seed >> 32, world_seed & 0xFFFFFFFF], np.uint32)
+    biases = np.array([m in design.biases for m in MECHANISMS])
     out = draw(words, np.int32(ARCHETYPES.index(design.archetype)), np.int32(design.n_drivers),
-               np.bool_(design.tier == "hard"), sizes=sizes)
+               np.bool_(design.tier == "hard"), biases, sizes=sizes)
     return {name: np.asarray(value) for name, value in jax.device_get(out).items()}

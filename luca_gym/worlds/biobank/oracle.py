@@ -20,35 +20,52 @@ confidence together more than half and leaves the split open: 35 and 20 here):
 
 * target identification, 35: recall x precision of the nominated set
   against the drivers D.
-* causal confidence, 20: one minus a class-balanced Brier score: the mean
-  of (1 - c)^2 over the drivers (c = 0 for a driver not nominated) and the
-  mean of c^2 over the nominated non-drivers, averaged over the classes
-  present. Confidence matched to the evidence earns it: high on drivers,
-  low on what is not.
+* causal confidence, 20: one minus the Brier score of the confidences
+  against the 0/1 truth, summed over the nominated proteins and the drivers
+  (N u D; c = 0 for a driver not nominated) and divided by the number of
+  drivers, floored at 0: 1 - sum_{N u D} (c - y)^2 / |D|. A sum over |D|,
+  not a mean over N u D, so that padding earns nothing: a non-driver
+  nominated at confidence c costs c^2 and never dilutes the drivers' errors
+  (a mean would reward padding at c = 0, and the class-balanced mean of
+  scorer version 1 gave a constant 0.5 a fixed 15 of 20 once every driver
+  was nominated, however many non-drivers came with them: here the drivers
+  at 0.5 alone earn 15, and each non-driver beside them at 0.5 costs
+  5 / |D| points). Confidence matched to the evidence earns it: high on
+  drivers, low (or no nomination) on what is not.
 * direction, 20: over the drivers and the nominations together (N u D), a
   driver nominated with its therapeutic direction earns 1, with ``unknown``
   1/2; a wrong direction, a missed driver or a nominated non-driver (it has
   no right direction) earns 0; the mean times 20.
-* bias identification, 15: over the world's planted decoys (protein ->
-  mechanism), the share rejected naming their mechanism, less one for each
-  rejection of a driver, floored at 0. Earned only against decoys: a world
-  with none (every world of stage S1, whose biases are stage S2) gives 0 to
-  every claimant, so an S1 total is out of 85. Free points for a world that
-  plants nothing would lift a submission of nothing above zero everywhere
-  (the paper reports such episodes at zero).
+* bias identification, 15: recall x precision of the rejections against
+  the world's planted decoys (protein -> mechanism; one per planted bias):
+  a rejection is right when it names a decoy with its own mechanism (the
+  paper's human-guided episode got 0 of 15 for a decoy rejected under the
+  wrong mechanism); recall is the right rejections, less one for each
+  rejection of a driver (floored at 0), over the decoys; precision is the
+  right rejections over all the rejections, so that rejecting every protein
+  under some mechanism earns almost nothing. Earned only against decoys: a
+  world that plants no bias gives 0 to every claimant (free points there
+  would lift a submission of nothing above zero; the paper reports such
+  episodes at zero).
 * phenotype, 10: r = |corr(phenotype, latent severity)| over the imaged
   participants, against the held-out baseline r0, the same for the clinic's
   standard MRI measure of the world's archetype (never named to the agent);
   10 x clip((r - r0) / ((1 - r0) / 2), 0, 1): nothing at or below the
   baseline, full credit at half the way from r0 to 1.
 * harmful-surrogate penalty, -30: nominating the world's harmful surrogate
-  (T8; no S1 world has one) in any direction.
+  (T8) in the harmful direction (``surrogate_harm``: the way that improves
+  the measured marker and raises the event hazard). Nominated the other way
+  or ``unknown`` it is a non-driver like any other (no penalty, no credit).
 
 The total is the sum, floored at 0, in ``scores["total"]`` with every part
 beside it. Null worlds (no driver): the perfect answer nominates nothing:
 target identification 35, causal confidence 20 and direction 20 then, and 0
 for each of the three once anything is nominated; bias and phenotype as
 anywhere. Leaving without a submission (the ``end`` tool) scores 0 in every part.
+
+Version 2 (issue 28, S2): the causal-confidence rule above (version 1: the
+class-balanced Brier score), bias identification as recall x precision, the
+surrogate penalty only in the harmful direction.
 """
 
 from __future__ import annotations
@@ -60,7 +77,7 @@ import numpy as np
 from luca_gym.validate import short_repr
 from luca_gym.worlds.biobank.design import MECHANISMS, Design
 
-SCORER_VERSION = "1"
+SCORER_VERSION = "2"
 POINTS = {"target_identification": 35.0, "causal_confidence": 20.0, "direction": 20.0, "bias_identification": 15.0,
           "phenotype": 10.0}
 SURROGATE_PENALTY = -30.0
@@ -139,12 +156,13 @@ class Oracle:
         design: the world's :class:`~.design.Design`.
         drivers: protein -> its effect on latent severity (SD of severity per
             SD of the protein's true level; hard tier: before saturation).
-        decoys: protein -> the planted mechanism that makes it look causal (empty in S1).
-        surrogate: the harmful surrogate protein (T8), or None (every S1 world).
+        decoys: protein -> the planted mechanism that makes it look causal (one per bias the world carries).
+        surrogate: the harmful surrogate protein (T8; also among the decoys), or None.
         severity: float64 (n,): latent severity of the scored participants (the imaged).
         baseline: float64 (n,): the held-out baseline phenotype there (NaN where missing).
         baseline_name: the release column the baseline is.
         interaction: the hard tier's interacting driver pair, or ().
+        surrogate_harm: the surrogate's harmful direction ("up" or "down"), or None.
     """
 
     design: Design
@@ -155,6 +173,7 @@ class Oracle:
     baseline: np.ndarray
     baseline_name: str
     interaction: tuple = ()
+    surrogate_harm: str | None = None
 
     def direction(self, protein: str) -> str:
         """A driver's therapeutic direction: ``down`` when more of it worsens disease."""
@@ -168,7 +187,8 @@ class Oracle:
         """The truth as JSON-ready data (for the evaluator and the tests)."""
         return {"design": self.design.as_dict(), "scorer_version": SCORER_VERSION,
                 "drivers": {p: {"effect": round(float(e), 6), "direction": self.direction(p)} for p, e in sorted(self.drivers.items())},
-                "decoys": dict(self.decoys), "surrogate": self.surrogate, "interaction": list(self.interaction),
+                "decoys": dict(self.decoys), "surrogate": self.surrogate, "surrogate_harm": self.surrogate_harm,
+                "interaction": list(self.interaction),
                 "phenotype_baseline": self.baseline_name}
 
     def score(self, claims: Claims) -> dict:
@@ -180,11 +200,10 @@ class Oracle:
         precision = len(hits) / len(nominated) if nominated else float(not drivers)
         identification = recall * precision if drivers else float(not nominated)
 
-        false = [n.confidence for p, n in nominated.items() if p not in drivers]
         if drivers:
-            terms = [np.mean([(1.0 - (nominated[d].confidence if d in nominated else 0.0)) ** 2 for d in drivers])]
-            terms += [np.mean(np.square(false))] if false else []
-            confidence = 1.0 - float(np.mean(terms))
+            brier = sum((1.0 - (nominated[d].confidence if d in nominated else 0.0)) ** 2 for d in drivers)
+            brier += sum(n.confidence ** 2 for p, n in nominated.items() if p not in drivers)
+            confidence = max(0.0, 1.0 - brier / len(drivers))
         else:
             confidence = float(not nominated)
 
@@ -196,12 +215,13 @@ class Oracle:
         rejected = dict(claims.rejections)
         wrong = sum(p in drivers for p in rejected)
         right = sum(rejected.get(p) == m for p, m in self.decoys.items())
-        bias = max(0.0, right - wrong) / len(self.decoys) if self.decoys else 0.0
+        bias = max(0, right - wrong) / len(self.decoys) * right / len(rejected) if self.decoys and rejected else 0.0
 
         r0 = self.baseline_r
         r = None if claims.phenotype is None else abs_correlation(claims.phenotype, self.severity)
         phenotype = 0.0 if r is None else float(np.clip((r - r0) / ((1.0 - r0) / 2.0), 0.0, 1.0))
-        penalty = SURROGATE_PENALTY if self.surrogate is not None and self.surrogate in nominated else 0.0
+        harmful = self.surrogate in nominated and nominated[self.surrogate].direction == self.surrogate_harm
+        penalty = SURROGATE_PENALTY if self.surrogate is not None and harmful else 0.0
 
         parts = {"target_identification": identification, "causal_confidence": confidence, "direction": direction,
                  "bias_identification": bias, "phenotype": phenotype}

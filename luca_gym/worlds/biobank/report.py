@@ -45,8 +45,8 @@ def sections(records, out_dir, *, source=None, notes=()) -> list[str]:
     return ["## biobank (drug-target discovery in a synthetic biobank)",
             f"{len(records)} sessions" + (f" from `{source}`" if source else "") + ". Scores out of 100: target "
             "identification 35, causal confidence 20, direction 20, bias identification 15, phenotype 10, harmful "
-            "surrogate -30; the total floored at 0. Bias identification is earned only against planted decoys, which come "
-            "with the planted biases (issue 28, stage S2): until then every world has none and a total is out of 85.",
+            "surrogate -30 (nominated in its harmful direction); the total floored at 0. Bias identification is earned only "
+            "against the planted decoys (one per planted bias, T1-T9), by rejecting them under their own mechanism.",
             *(f"Note: {note}" for note in (notes or ())),
             "### Scores by agent", score_table(records),
             "### Total by world design", design_table(records)]

@@ -4,7 +4,7 @@
 only ``submit`` reaches the oracle, and its scores come back once the session
 has ended.
 
-Tools (all free: stage S1 has no experiments and no budget):
+Tools (all free: experiments and budgets are stage S3):
 
 * ``describe_release``: the tables, their columns, units and missing-value codes;
 * ``column_summary``: a column's count, missing values, sentinels and quantiles
@@ -193,7 +193,7 @@ class BiobankToolSession(ToolSessionBase):
             "defined with define_phenotype. Sentinel codes (-999 not recorded, -1 below the limit of detection) count as "
             "missing in every tool.\n\n"
             "Submit once with submit; the session ends. Points out of 100: "
-            f"{points}; nominating a harmful surrogate costs {-SURROGATE_PENALTY:g}. Target identification is recall times "
+            f"{points}; nominating a harmful surrogate in the direction that harms patients costs {-SURROGATE_PENALTY:g}. Target identification is recall times "
             "precision: extra nominations cost. The phenotype earns points only above a held-out baseline. Rejections name "
             "the mechanism that makes a protein look causal; rejecting a true driver costs."
         )

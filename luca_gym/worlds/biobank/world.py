@@ -3,7 +3,9 @@
 
 A world is a pure function of (seed, config): unsealed, it is drawn from the
 seed itself; sealed (:mod:`luca_gym.seal`), from the sealed seed, the design
-of a panel seed (0-19) kept (:func:`~.design.design_of`).
+of a panel seed (0-19) kept (:func:`~.design.design_of`). The planted
+biases a world carries are in its oracle (``decoys``, ``surrogate``), never
+in its release.
 """
 
 from __future__ import annotations
@@ -13,9 +15,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from luca_gym.validate import check_seed
-from luca_gym.worlds.biobank.config import PROFILES, BiobankConfig
-from luca_gym.worlds.biobank.design import Design, design_of
+from luca_gym.validate import check_seed, short_repr
+from luca_gym.worlds.biobank.config import MAX_DRIVERS, PROFILES, BiobankConfig
+from luca_gym.worlds.biobank.design import ARCHETYPES, MECHANISMS, Design, design_of
 from luca_gym.worlds.biobank.generator import STANDARD_MEASURE, cohort
 from luca_gym.worlds.biobank.oracle import Oracle
 from luca_gym.worlds.biobank.release import Release, build_release
@@ -32,14 +34,24 @@ class BiobankWorld:
     world_seed: int
 
 
-def make_world(seed, config: BiobankConfig | None = None, seal=None) -> BiobankWorld:
+def make_world(seed, config: BiobankConfig | None = None, seal=None, design: Design | None = None) -> BiobankWorld:
     """The world of public ``seed`` under ``config`` (default: the small
     profile), sealed under ``seal`` (a :class:`luca_gym.seal.Seal`) or not.
-    ValueError names a bad seed."""
+    ``design`` replaces the seed's design (a study of one bias or one kind of
+    world; every parameter still drawn from the seed). ValueError names a bad
+    seed or design."""
     config = config or BiobankConfig()
     seed = check_seed(seed)
     world_seed = seed if seal is None else seal.organism_seed(seed)
-    return _world(world_seed, design_of(seed, world_seed, config.tier), config.profile)
+    if design is None:
+        design = design_of(seed, world_seed, config.tier)
+    elif (not isinstance(design, Design) or design.archetype not in ARCHETYPES or design.tier not in ("standard", "hard")
+          or not 0 <= design.n_drivers <= MAX_DRIVERS or set(design.biases) - set(MECHANISMS)
+          or (design.n_drivers == 0 and "shared_instrument" in design.biases)):
+        raise ValueError(f"design: {short_repr(design)} not allowed; a Design of an archetype ({', '.join(ARCHETYPES)}), "
+                         f"0-{MAX_DRIVERS} drivers, tier standard or hard and biases in {', '.join(MECHANISMS)} "
+                         "(shared_instrument with a driver only)")
+    return _world(world_seed, design, config.profile)
 
 
 @lru_cache(maxsize=4)  # a sweep's sessions of one world, and the tests' fixtures, share it
@@ -52,6 +64,9 @@ def _world(world_seed: int, design: Design, profile: str) -> BiobankWorld:
     baseline = np.asarray(release.tables["imaging"][baseline_name], np.float64)
     drivers = {release.proteins[i]: float(c["effect"][i]) for i in np.flatnonzero(c["driver"])}
     pair = tuple(release.proteins[i] for i in c["interaction"]) if design.tier == "hard" and design.n_drivers >= 2 else ()
-    oracle = Oracle(design=design, drivers=drivers, decoys={}, surrogate=None, severity=c["severity"][imaged].astype(np.float64),
-                    baseline=baseline, baseline_name=f"imaging.{baseline_name}", interaction=pair)
+    decoys = {release.proteins[c["decoy"][j]]: m for j, m in enumerate(MECHANISMS) if c["carried"][j]}
+    surrogate = release.proteins[c["decoy"][MECHANISMS.index("harmful_surrogate")]] if "harmful_surrogate" in decoys.values() else None
+    oracle = Oracle(design=design, drivers=drivers, decoys=decoys, surrogate=surrogate,
+                    severity=c["severity"][imaged].astype(np.float64), baseline=baseline, baseline_name=f"imaging.{baseline_name}",
+                    interaction=pair, surrogate_harm=None if surrogate is None else ("up" if c["surrogate_sign"] > 0 else "down"))
     return BiobankWorld(release, oracle, design, world_seed)
