@@ -456,13 +456,13 @@ def test_eval_budget_reaches_every_record_and_the_folder_keeps_one_budget(tmp_pa
     assert snapshot(out) == before
 
 
-def test_eval_budget_refused_where_the_tool_session_takes_none(results, capsys):
-    """LUCA's tool session has no budget setting yet: a tool agent at a budget is refused before anything runs."""
-    before = snapshot(results)
-    assert main(eval_argv(results, **{"--agents": "random,openai:gpt-4o", "--budget": "8"})) == 2
+def test_eval_budget_refused_for_a_world_without_one(tmp_path, capsys):
+    """``--budget`` for a world whose config has no budget (tracking) is refused before anything runs."""
+    out = tmp_path / "tracking"
+    assert main(["eval", "--world", "tracking", "--budget", "8", "--seeds", "0", "--out", str(out), "--quiet"]) == 2
     line = one_error_line(capsys.readouterr().err, "eval")
-    assert all(w in line for w in ("budget", "tool session", "takes no budget", "'openai:gpt-4o'"))
-    assert snapshot(results) == before
+    assert all(w in line for w in ("budget", "'tracking'", "has no budget setting"))
+    assert not out.exists()
 
 
 def test_eval_without_budget_keeps_the_default(tmp_path, capsys):

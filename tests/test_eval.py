@@ -458,13 +458,14 @@ def test_a_language_model_agent_plays_luca_at_the_budget():
     status say so; an unknown setting is still refused by name."""
     from luca_gym.worlds.luca.tools import ToolSession
 
-    (spec,) = ev.plan_world("luca", ["openai:gpt-4o"], [0], tier="easy", n_genes=8, budget=8)
+    (spec,) = ev.plan_world("luca", ["openai:gpt-4o"], [0], tier="medium", mode="disease", n_genes=20, budget=8)
     assert spec.options()["budget"] == 8
-    session = ToolSession(0, tier="easy", n_genes=8, budget=8)
+    # the settings of the other budget-8 tests (test_cli's): the same compiled session core
+    session = ToolSession(0, tier="medium", mode="disease", n_genes=20, budget=8)
     assert session.call_limit == 4 * 8 + 64 and "96" in session.system_prompt()
     assert session.call("get_organism_info", {})["budget_remaining"] == 8
     with pytest.raises(ValueError, match="budget: 0 not allowed"):
-        ToolSession(0, tier="easy", n_genes=8, budget=0)
+        ToolSession(0, tier="medium", n_genes=20, budget=0)
     with pytest.raises(ValueError, match="settings: stance_of_mind unknown .* allowed tier, .*budget"):
         ev.plan_world("luca", ["random"], [0], stance_of_mind=1)
 

@@ -97,6 +97,26 @@ def spectral_radius_bound(matrix: jax.Array, squarings: int = STABILITY_SQUARING
     return jnp.exp(log_norm / 2.0**squarings)
 
 
+def solve_terms(arrays: OrganismArrays, gene_codes: jax.Array, signal_flags: jax.Array):
+    """What a solve under one intervention holds fixed: the clamps ``m``, ``a``
+    (:func:`clamps`) and the drive ``b + active signals' effects`` (N,)."""
+    m, a = clamps(gene_codes, arrays.gene_lock)
+    active = (signal_flags | arrays.signal_persist).astype(jnp.float32)
+    return m, a, arrays.baseline_input + active @ arrays.signal_effects
+
+
+def update_target(arrays: OrganismArrays, s: jax.Array, m, a, drive) -> jax.Array:
+    """f(s) = m * sigmoid(beta (W (s - s*) + drive)) + a: the state the damped
+    update moves toward (W s + b written as W (s - s*) + (W s* + b) to keep
+    rounding small)."""
+    return m * jax.nn.sigmoid(arrays.beta * (arrays.weights @ (s - arrays.baseline_state) + drive)) + a
+
+
+def damped_update(arrays: OrganismArrays, s: jax.Array, f: jax.Array, m, a) -> jax.Array:
+    """One update: clamped genes jump to their value; the others take a damped step toward ``f``."""
+    return jnp.where(m == 0.0, a, s + arrays.damping * (f - s))
+
+
 def fixed_point(
     arrays: OrganismArrays,
     gene_codes: jax.Array,
@@ -122,17 +142,14 @@ def fixed_point(
     generator's rule, which pins the published organisms) the damped loop is
     all there is.
     """
-    m, a = clamps(gene_codes, arrays.gene_lock)
-    active = (signal_flags | arrays.signal_persist).astype(jnp.float32)
-    drive = arrays.baseline_input + active @ arrays.signal_effects
+    m, a, drive = solve_terms(arrays, gene_codes, signal_flags)
     clamped = m == 0.0
 
-    def pre(s):
-        # W s + b, written as W (s - s*) + (W s* + b) to keep rounding small.
+    def pre(s):  # Newton's Jacobian (polish) reads the pre-activation
         return arrays.beta * (arrays.weights @ (s - arrays.baseline_state) + drive)
 
     def target(s):
-        return m * jax.nn.sigmoid(pre(s)) + a
+        return update_target(arrays, s, m, a, drive)
 
     def cond(carry):
         _, _, residual, step = carry
@@ -140,8 +157,7 @@ def fixed_point(
 
     def body(carry):
         s, f, _, step = carry
-        # Clamped genes jump to their value; the others take a damped step.
-        s = jnp.where(clamped, a, s + arrays.damping * (f - s))
+        s = damped_update(arrays, s, f, m, a)
         f = target(s)
         return s, f, jnp.max(jnp.abs(f - s)), step + 1
 

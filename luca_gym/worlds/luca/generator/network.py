@@ -13,6 +13,8 @@ also what the malfunction and task searches use.
 
 from __future__ import annotations
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 
@@ -39,9 +41,33 @@ STABILITY_MARGIN = 1e-3
 # Rows solved side by side in one vmapped solver loop at most: a row that needs
 # all MAX_STEPS updates holds only its chunk (about 2^19 gene states per chunk).
 SOLVE_CHUNK_STATES = 1 << 19
+# A batch of solves on a CPU: updates every row takes side by side, then the
+# slots the rows still running finish in (see solve_rows; measured at N=20).
+FIRST_STEPS = 64
+REFILL_SLOTS = 8
 
 # Statuses of a search inside the traced loops (settling, malfunction, tasks).
 RUNNING, OK, FAILED = 0, 1, 2
+
+
+def only_if(pred, fn, operands, fallback):
+    """``fn(*operands)`` where ``pred`` (bool scalar) holds, else ``fallback``
+    (the structure ``fn`` returns): a while loop of one iteration or none.
+
+    Generation skips work with it that cannot change an attempt's outcome (the
+    searches after a failed settling, the solves after an unstable baseline).
+    A ``cond`` would not do: under ``vmap`` (groups of organisms, a caller's
+    ``vmap`` of :func:`~luca_gym.worlds.luca.generator.traced_generate`) it runs
+    both branches for every row, while this loop runs once if any row needs it
+    and keeps each row's own result. The operands pass through an optimization
+    barrier so that XLA cannot hoist ``fn`` out of the loop as loop-invariant."""
+
+    def body(carry):
+        _, ops, _ = carry
+        ops = jax.lax.optimization_barrier(ops)
+        return jnp.bool_(False), ops, fn(*ops)
+
+    return jax.lax.while_loop(lambda c: c[0], body, (jnp.asarray(pred, bool), operands, fallback))[2]
 
 
 def top_k_mask(priority: jax.Array, k) -> jax.Array:
@@ -175,16 +201,75 @@ def organism_arrays(
 
 def solve_rows(arrays: OrganismArrays, codes, flags) -> tuple[jax.Array, jax.Array]:
     """Noise-free phenotypes (B, P) and convergence (B,) of a batch of
-    interventions, in chunks of at most SOLVE_CHUNK_STATES / N rows."""
+    interventions, in chunks of at most SOLVE_CHUNK_STATES / N rows.
+
+    On a CPU a batch that fits one chunk is solved in two parts, with the
+    result of one vmapped solve: every row takes FIRST_STEPS updates side by
+    side, and the rows still running finish in REFILL_SLOTS slots
+    (:func:`finish_rows`). A vmapped loop computes every row until the slowest
+    is done, and on hard organisms one slow row (or one that never converges,
+    failing the attempt) held 40-60 others for up to MAX_STEPS updates."""
     solve = jax.vmap(sim.fixed_point, in_axes=(None, 0, 0, None, None))
     rows, n = codes.shape
     chunk = max(8, SOLVE_CHUNK_STATES // n)
-    if rows <= chunk:
-        r = solve(arrays, codes, flags, sim.MAX_STEPS, sim.TOL)
-    else:
+    if rows > chunk:
         # lax.map vmaps the per-row solve over each chunk
         r = jax.lax.map(lambda x: sim.fixed_point(arrays, x[0], x[1], sim.MAX_STEPS, sim.TOL), (codes, flags), batch_size=chunk)
-    return r.phenotypes, r.converged
+        return r.phenotypes, r.converged
+    if rows <= 2 * REFILL_SLOTS or jax.default_backend() != "cpu":
+        r = solve(arrays, codes, flags, sim.MAX_STEPS, sim.TOL)
+        return r.phenotypes, r.converged
+    first = solve(arrays, codes, flags, FIRST_STEPS, sim.TOL)
+    states, converged = finish_rows(arrays, codes, flags, first)
+    return jax.vmap(sim.phenotypes, in_axes=(None, 0))(arrays, states), converged
+
+
+def finish_rows(arrays: OrganismArrays, codes, flags, first) -> tuple[jax.Array, jax.Array]:
+    """The solves of :func:`sim.fixed_point` (MAX_STEPS, TOL) carried on from
+    ``first``, the same solves stopped after FIRST_STEPS updates: states
+    (B, N) and convergence (B,).
+
+    The rows ``first`` left running continue in REFILL_SLOTS slots, each
+    taking the next such row when its own stops, so a row costs its own
+    updates, not the slowest row's. Each update is the damped update of
+    :func:`sim.fixed_point`, written as there and vmapped the same way, so a
+    row ends bitwise where the one-loop solve ends it (XLA's CPU dot gives a
+    row the same bits in any batch of two or more rows; measured, and
+    pinned by the golden organisms)."""
+    rows = codes.shape[0]
+    target = partial(sim.update_target, arrays)
+    m, a, drive = jax.vmap(partial(sim.solve_terms, arrays))(codes, flags)
+    running = ~first.converged & (first.steps >= FIRST_STEPS)
+    queue = jnp.argsort(~running, stable=True)  # the running rows first, in row order
+    count = running.sum()
+
+    def load(take):
+        row = queue[jnp.minimum(take, rows - 1)]
+        return row, take < count
+
+    def body(carry):
+        states, converged, row, live, s, step, taken = carry
+        f = jax.vmap(target)(s, m[row], a[row], drive[row])
+        residual = jnp.max(jnp.abs(f - s), axis=1)
+        stop = live & ~((residual >= sim.TOL) & (step < sim.MAX_STEPS))  # the loop condition of sim.fixed_point
+        out = jnp.where(stop, row, rows)  # rows out of range are dropped
+        states = states.at[out].set(s, mode="drop")
+        converged = converged.at[out].set(residual < sim.TOL, mode="drop")
+        update = jax.vmap(partial(sim.damped_update, arrays))(s, f, m[row], a[row])
+        s = jnp.where((live & ~stop)[:, None], update, s)
+        step = jnp.where(live & ~stop, step + 1, step)
+        # A stopped slot takes the next running row, from where ``first`` left it.
+        new_row, new_live = load(taken + jnp.cumsum(stop) - 1)
+        row = jnp.where(stop, new_row, row)
+        s = jnp.where((stop & new_live)[:, None], first.states[row], s)
+        step = jnp.where(stop & new_live, first.steps[row], step)
+        live = (live & ~stop) | (stop & new_live)
+        return states, converged, row, live, s, step, taken + stop.sum()
+
+    row, live = load(jnp.arange(REFILL_SLOTS))
+    init = (first.states, first.converged, row, live, first.states[row], first.steps[row], jnp.minimum(count, REFILL_SLOTS))
+    states, converged, *_ = jax.lax.while_loop(lambda c: c[3].any(), body, init)
+    return states, converged
 
 
 def single_interventions(n: int, s: int, types) -> tuple[jax.Array, jax.Array]:
@@ -204,12 +289,14 @@ def settle(p: Plan, t: TierParams, net: dict, weights, key, backwards_of=None):
     ``backwards_of`` the forward weights. Inputs are evaluated as
     W (s - s*) + (constant), so float32 rounding never cancels large terms.
 
-    Returns (status, arrays, singles (2N + S, P), weights).
+    Returns (status, arrays, singles (2N + S, P), weights); the singles are
+    zero where the last baseline failed (they are not solved then).
     """
     n, s = p.n, p.n_signals
     target = net["target_state"]
     logit = jnp.log(target / (1 - target)) / t.beta
     codes, flags = single_interventions(n, s, (BLOCK, BOOST))
+    no_singles = (jnp.zeros((2 * n + s, N_PHENOTYPES), jnp.float32), jnp.zeros(2 * n + s, bool))
     genes = jnp.arange(n)
 
     def baseline(w):
@@ -231,7 +318,11 @@ def settle(p: Plan, t: TierParams, net: dict, weights, key, backwards_of=None):
     def body(carry):
         w, rounds, _, _, _ = carry
         arrays, ok = baseline(w)
-        phen, conv = solve_rows(arrays, codes, flags)
+        # An unconverged or unstable baseline fails the attempt whatever the
+        # single interventions give, and they are the costly part: on hard
+        # organisms 40% of attempts stop here, and their singles ran all
+        # MAX_STEPS updates without converging.
+        phen, conv = only_if(ok, lambda a: solve_rows(a, codes, flags), (arrays,), no_singles)
         ok &= conv.all()
         shift = jnp.abs(phen[: 2 * n] - 0.5).max(axis=1).reshape(2, n).max(axis=0)
         # A gene is silent when no single BLOCK or BOOST on it moves a phenotype
@@ -258,7 +349,7 @@ def settle(p: Plan, t: TierParams, net: dict, weights, key, backwards_of=None):
         jnp.int32(0),
         jnp.int32(RUNNING),
         jax.tree_util.tree_map(lambda x: jnp.zeros(x.shape, x.dtype), shapes),
-        jnp.zeros((2 * n + s, N_PHENOTYPES), jnp.float32),
+        no_singles[0],
     )
     w, _, status, arrays, phen = jax.lax.while_loop(lambda c: c[2] == RUNNING, body, init)
     return status, arrays, phen, w

@@ -37,7 +37,15 @@ from luca_gym.worlds.luca.spec import (
 )
 from luca_gym.worlds.luca.types import Organism, OrganismArrays, OrganismMeta
 from luca_gym.worlds.luca.generator.malfunction import choose_malfunction
-from luca_gym.worlds.luca.generator.network import FAILED, OK, draw_network, settle, single_interventions, solve_rows
+from luca_gym.worlds.luca.generator.network import (
+    FAILED,
+    OK,
+    draw_network,
+    only_if,
+    settle,
+    single_interventions,
+    solve_rows,
+)
 from luca_gym.worlds.luca.generator.tasks import choose_tasks
 from luca_gym.worlds.luca.generator.tiers import TIERS, Plan, TierParams, plan, sizes, tier_params
 
@@ -54,7 +62,11 @@ def organism_key(seed_hi, seed_lo, tier_index, n_genes) -> jax.Array:
 
 
 def run_attempt(seed_hi, seed_lo, attempt, t: TierParams, p: Plan) -> tuple[OrganismArrays, jax.Array]:
-    """One generation attempt for one triple: (arrays, ok). Traceable and pure."""
+    """One generation attempt for one triple: (arrays, ok). Traceable and pure.
+
+    Each stage runs only if the stages before it succeeded (:func:`only_if`):
+    most hard attempts fail in settling, and the searches after it cost more
+    than the settling. A failed attempt's arrays are unspecified."""
     triple = organism_key(seed_hi, seed_lo, t.index, p.n)
     key = jax.random.fold_in(triple, attempt)
     net = draw_network(jax.random.fold_in(key, 0), p, t)
@@ -65,11 +77,26 @@ def run_attempt(seed_hi, seed_lo, attempt, t: TierParams, p: Plan) -> tuple[Orga
         # and the phenotypes are re-centred on the new baseline.
         # An attempt counts only if the forward organism of the same attempt is
         # valid too (its tasks included), so the two share their network.
-        forward_tasks = choose_tasks(p, t, arrays, singles, jax.random.fold_in(triple, 20))[0]
+        forward_ok = only_if(
+            status == OK,
+            lambda a, s: choose_tasks(p, t, a, s, jax.random.fold_in(triple, 20))[0] == OK,
+            (arrays, singles),
+            jnp.bool_(False),
+        )
         net = dict(net, signal_effects=-net["signal_effects"], readout=-net["readout"])
-        back, arrays, singles, _ = settle(p, t, net, -weights, jax.random.fold_in(key, 4), backwards_of=weights)
-        status = jnp.where((status == OK) & (forward_tasks == OK), back, FAILED)
-    ok = status == OK
+        status, arrays, singles = only_if(
+            forward_ok,
+            lambda w: settle(p, t, net, -w, jax.random.fold_in(key, 4), backwards_of=w)[:3],
+            (weights,),
+            (jnp.int32(FAILED), arrays, singles),
+        )
+    return only_if(status == OK, lambda a, s: finish_attempt(triple, a, s, t, p), (arrays, singles), (arrays, jnp.bool_(False)))
+
+
+def finish_attempt(triple, arrays: OrganismArrays, singles, t: TierParams, p: Plan) -> tuple[OrganismArrays, jax.Array]:
+    """An attempt after its settling: in disease mode the malfunction, then the
+    prediction tasks and the baseline phenotypes. Returns (arrays, ok)."""
+    ok = jnp.bool_(True)
     if p.disease:
         m_status, arrays, n_alt = choose_malfunction(p, t, arrays, singles, jax.random.fold_in(triple, 10))
         ok &= m_status == OK
@@ -127,9 +154,15 @@ def _source_digest() -> str:
 
 
 def _exported_attempt(size: int, t: TierParams, p: Plan, group: int):
-    """The attempt of a batch of ``size`` as a ``jax.export.Exported`` (loaded
-    from the store when there, else traced, exported and stored), or None when
-    there is no cache folder."""
+    """The attempt of a batch of ``size`` as the jitted call of a
+    ``jax.export.Exported`` (loaded from the store when there, else traced,
+    exported and stored), or None when there is no cache folder.
+
+    Jitted because an eager ``Exported.call`` re-checks and re-wraps its 19
+    arguments in Python on every call: about 4 ms a call, measured, which was
+    more than an attempt's own compute at N=20 and was paid again by every
+    retried attempt (hard organisms take about four). Under ``jit`` it is
+    one cached dispatch of the same program."""
     folder = compile_cache.export_dir()
     if folder is None:
         return None
@@ -166,17 +199,17 @@ def _exported_attempt(size: int, t: TierParams, p: Plan, group: int):
             os.replace(tmp, path)
         except (OSError, ImportError):
             pass  # no store: this process still uses the program it traced
-    _EXPORTS[memo] = exported
-    return exported
+    _EXPORTS[memo] = jax.jit(exported.call)
+    return _EXPORTS[memo]
 
 
 def run_attempt_batch(seed_hi, seed_lo, attempt, t: TierParams, p: Plan, group: int):
     """:func:`attempt_batch` through the stored program when the compilation
     cache is on (the same computation, without tracing it again)."""
-    exported = _exported_attempt(int(np.shape(seed_hi)[0]), t, p, group)
-    if exported is None:
+    call = _exported_attempt(int(np.shape(seed_hi)[0]), t, p, group)
+    if call is None:
         return attempt_batch(seed_hi, seed_lo, attempt, t, p, group)
-    out = exported.call(seed_hi, seed_lo, attempt, *jax.tree_util.tree_leaves(t))
+    out = call(seed_hi, seed_lo, attempt, *jax.tree_util.tree_leaves(t))
     return jax.tree_util.tree_unflatten(_ARRAY_TREE, out[:-1]), out[-1]
 
 
