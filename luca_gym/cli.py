@@ -43,7 +43,8 @@ TRAIN_DEFAULTS = {"ppo": {"steps": 5_000_000, "num_envs": 1024}, "maskable-ppo":
 # checked by the world's config; a world whose config lacks one refuses it).
 GENERIC_SETTINGS = ("budget",)
 BUDGET_HELP = ("the session budget, parsed and checked by the world's config (LUCA: experiment and rescue units, an "
-               "integer in 1..65536; equation: queries, 1..1000); default: the world's own (LUCA's N + S + 8)")
+               "integer in 1..65536; equation: queries, 1..1000; biobank: none, limited or expanded, a comma list "
+               "sweeping them); default: the world's own (LUCA's N + S + 8)")
 
 
 def __getattr__(name: str):
@@ -147,8 +148,10 @@ def _settings(args, hook, method: str, one: bool = False) -> dict:
 def with_budget(args, world, settings: dict) -> dict:
     """``settings`` with ``--budget``'s value (read as ``--set budget=VALUE``
     reads one: ``8`` is an integer, ``8.5`` a float the config refuses), where
-    given; UsageError for a world without a budget setting, or a budget given
-    twice."""
+    given: one value where the budget is a run option (LUCA, equation), a
+    comma list to sweep where it is a key field (biobank's ``none,limited,
+    expanded``); UsageError for a world without a budget setting, or a budget
+    given twice."""
     text = getattr(args, "budget", None)
     if text is None:
         return settings
@@ -160,6 +163,8 @@ def with_budget(args, world, settings: dict) -> dict:
     if not text.strip():
         raise UsageError("budget: empty; give one value, e.g. --budget 8")
     values = _setting_values(f"budget={text}")[1]
+    if "budget" in world.session_keys:  # a key field (biobank's regimes): a comma list sweeps it, as --set does
+        return {**settings, "budget": values}
     if len(values) != 1:
         raise UsageError(f"budget: {text!r}; one value, e.g. --budget 8 (each budget is a sweep of its own, into its own --out)")
     if values[0] is None:  # JSON null would read as "the world's default": leaving the option out says that
@@ -532,8 +537,9 @@ def build_parser(flag_world=None) -> argparse.ArgumentParser:
                    help="USD per million input and output tokens: each record gets its cost_usd (default: none)")
     p.add_argument("--seeds", default="0-19", help="instance seeds, e.g. 0-19, 0,3,7 or 0-4,10")
     p.add_argument("--budget", default=None, metavar="VALUE",
-                   help=BUDGET_HELP + "; one value for the whole sweep, recorded in every line: a results folder holds "
-                                      "one budget (a line of another is refused)")
+                   help=BUDGET_HELP + "; where it is not a key field (LUCA, equation) one value for the whole sweep, "
+                                      "recorded in every line: a results folder holds one budget (a line of another is "
+                                      "refused)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUES", help=set_help)
     p.add_argument("--ablation", default=None, metavar="NAMES",
                    help="comma-separated contrasts of the world (`luca-gym worlds`; LUCA: backwards, vocabulary, stance): "

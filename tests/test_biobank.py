@@ -56,8 +56,8 @@ def test_the_world_declares_its_keys_scores_and_gym_ids():
     assert WORLD.gym_ids() == {
         "luca_gym/Biobank-v0": ("luca_gym.worlds.biobank.envs:BiobankEnv", {}),
         "luca_gym/BiobankTools-v0": ("luca_gym.envs.tools:ToolsEnv", {"world": "biobank"})}
-    assert (WORLD.headline, WORLD.session_keys, WORLD.host_side) == ("total", ("profile", "tier", "seed"), ("tools",))
-    assert list(WORLD.baseline_policies()) == ["null", "correlation-screen", "cis-mr"]
+    assert (WORLD.headline, WORLD.session_keys, WORLD.host_side) == ("total", ("profile", "tier", "budget", "seed"), ("tools",))
+    assert list(WORLD.baseline_policies()) == ["null", "correlation-screen", "cis-mr", "mr-experiments"]
     assert BiobankConfig() == BiobankConfig("small", "auto") and PROFILES["small"][:4] == (6000, 1200, 300, 1024)
 
 
@@ -301,7 +301,7 @@ def test_the_baselines_order_as_their_evidence_allows(baseline_records):
 def test_the_report_tables(baseline_records, tmp_path):
     parts = report.sections(baseline_records, str(tmp_path), source="test")
     text = "\n".join(parts)
-    assert "| cis-mr | tiny | auto | 6 |" in text and "| null |" in text
+    assert "| cis-mr | tiny | auto | none | 6 |" in text and "| null |" in text
     assert "two-driver" in text and "null" in report.design_table(baseline_records)
 
 

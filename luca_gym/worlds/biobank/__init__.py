@@ -4,11 +4,13 @@ cardiac disease severity is driven by 0-6 concealed proteins; the agent
 builds a phenotype from raw measurements, finds the driver proteins and the
 direction to move each, and submits claims scored against the truth.
 
-Stages S1 and S2 of issue 28 stand: the world model, release and oracle,
-the structured tools, the scorer, the ``null``, ``correlation-screen`` and
-``cis-mr`` baselines, and the planted biases T1-T9 (each a decoy protein in
-the oracle; :mod:`~.generator` says what each plants). Experiments and
-budgets (S3), the code sandbox (S4), synthetic imaging (S5) and the
+Stages S1-S3 of issue 28 stand: the world model, release and oracle,
+the structured tools, the scorer, the planted biases T1-T9 (each a decoy
+protein in the oracle; :mod:`~.generator` says what each plants), the
+experiments (cell perturbation and knockdown, computed by the oracle) under
+a ``budget`` regime (none, limited, expanded; a session key), and the
+``null``, ``correlation-screen``, ``cis-mr`` and ``mr-experiments``
+baselines. The code sandbox (S4), synthetic imaging (S5) and the
 paper-size profile (S6) are to come.
 
 Profiles (:mod:`~.config`): ``small``, the default (6,000 participants,
@@ -34,7 +36,7 @@ from luca_gym.protocol import World
 
 WORLD = World(
     name="biobank",
-    version="2",  # 2: the planted biases (issue 28, S2) and scorer version 2
+    version="3",  # 2: the planted biases (issue 28, S2) and scorer version 2; 3: experiments and budgets (S3)
     gym_stem="Biobank",
     summary="drug-target discovery in a synthetic biobank: build a phenotype, find the causal driver proteins and their direction",
     config="luca_gym.worlds.biobank.config:BiobankConfig",
@@ -45,7 +47,7 @@ WORLD = World(
     report="luca_gym.worlds.biobank.report:sections",
     host_side=("tools",),
     reference="DrugTargetWorld (shared/reference/drugtargetworld.txt), issue 28",
-    session_keys=("profile", "tier", "seed"),
+    session_keys=("profile", "tier", "budget", "seed"),
     required_scores=("total", "target_identification", "causal_confidence", "direction", "bias_identification", "phenotype",
                      "surrogate_penalty"),
 )

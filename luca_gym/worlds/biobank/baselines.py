@@ -14,6 +14,17 @@ call over every protein.
   ratio with their lead cis instrument has q < :data:`Q` and an instrument F
   of at least :data:`MIN_F` (direction from the ratio's sign; confidence
   :data:`MR_CONFIDENCE`, genetic evidence).
+* ``mr-experiments`` runs cis-mr's analysis, then spends the session's
+  budget (``budget_left`` in every answer) on experiments: a knockdown where
+  the budget allows it, else a cell perturbation, first on the candidates
+  that share a cis instrument (T4's pair: the locus cannot tell them apart),
+  then on the others by p. A tested candidate whose imaging effect is not
+  significant (|z| < :data:`EXPERIMENT_Z`) is dropped (rejected as a shared
+  instrument when it was one of a pair); a knockdown whose five-year hazard
+  moves against its imaging effect (z >= 1) is the harmful surrogate:
+  dropped and rejected as such; a confirmed one is nominated with the
+  experiment's direction at :data:`CONFIRMED_CONFIDENCE`. Untested
+  candidates keep cis-mr's nomination, so with no budget it is cis-mr.
 
 The standard imaging phenotype: the clinic MRI measure most correlated with
 the clinical endpoints (the mean |r| over the five-year event, log NT-proBNP
@@ -32,6 +43,9 @@ Q = 0.05  # the false-discovery rate of a nomination
 MIN_F = 10.0  # the weakest instrument cis-mr trusts
 SCREEN_CONFIDENCE = 0.5
 MR_CONFIDENCE = 0.8
+CONFIRMED_CONFIDENCE = 0.95
+EXPERIMENT_Z = 2.0  # the |z| of an experiment's imaging effect that confirms a candidate
+COSTS = {"knockdown": 400_000, "cell_perturbation": 150_000}  # the prices the system prompt states
 ALL = 5000  # "top" large enough for every protein (the tools' maximum)
 
 
@@ -131,4 +145,45 @@ class CisMR(_StandardPhenotype):
         return row["wald_ratio"]
 
 
-BASELINES = {"null": Null, "correlation-screen": CorrelationScreen, "cis-mr": CisMR}
+class MRExperiments(CisMR):
+    """cis-mr, then experiments on its candidates while the budget lasts (shared-instrument pairs first)."""
+
+    def __call__(self, messages, tools) -> AgentTurn:
+        turn = super().__call__(messages, tools)
+        if turn.tool_calls[0].name != "submit":
+            return turn
+        results = _results(messages)
+        args = turn.tool_calls[0].arguments
+        nominated = args["nominations"]
+        shared: dict = {}
+        done = next(r for r in results if "results" in r and r.get("phenotype") == args["phenotype"])
+        for row in done["results"]:
+            if self.keep(row):
+                shared.setdefault(row["instrument"], []).append(row["protein"])
+        paired = {p for group in shared.values() if len(group) > 1 for p in group}
+        tested = {r["protein"]: r for r in results if "imaging_effect" in r}
+        order = [n["protein"] for n in nominated if n["protein"] in paired] + [n["protein"] for n in nominated if n["protein"] not in paired]
+        budget = results[-1].get("budget_left", 0)
+        untested = [p for p in order if p not in tested]
+        affordable = [k for k in COSTS if COSTS[k] <= budget]
+        if untested and affordable:
+            return _call("experiment", {"protein": untested[0], "kind": affordable[0]}, len(results))
+        keep, rejections = [], []
+        for n in nominated:
+            r = tested.get(n["protein"])
+            if r is None:
+                keep.append(n)
+                continue
+            z = r["imaging_effect"] / r["imaging_se"]
+            if "log_hazard_ratio" in r and -r["log_hazard_ratio"] * (1 if z >= 0 else -1) >= r["log_hazard_ratio_se"]:
+                rejections.append({"protein": n["protein"], "mechanism": "harmful_surrogate"})
+            elif abs(z) < EXPERIMENT_Z:
+                if n["protein"] in paired:
+                    rejections.append({"protein": n["protein"], "mechanism": "shared_instrument"})
+            else:
+                keep.append({"protein": n["protein"], "direction": "up" if z > 0 else "down", "confidence": CONFIRMED_CONFIDENCE})
+        submit = {**args, "nominations": keep, **({"rejections": rejections} if rejections else {})}
+        return _call("submit", submit, len(results))
+
+
+BASELINES = {"null": Null, "correlation-screen": CorrelationScreen, "cis-mr": CisMR, "mr-experiments": MRExperiments}

@@ -50,7 +50,8 @@ PROFILES = {
     "paper": Sizes(54000, 10800, 2941, 8192, 18000),
 }
 BUILT_PROFILES = ("small", "tiny")  # "paper": stage S6
-TIERS = ("auto", "standard", "hard")  # auto: the tier the world's design draws from its seed
+TIERS = ("auto", "standard", "hard")
+BUDGETS = {"none": 0, "limited": 450_000, "expanded": 2_000_000}  # dollars for experiments (DrugTargetWorld S3.1)  # auto: the tier the world's design draws from its seed
 BLOCK = 8  # variants per linkage block
 MAX_DRIVERS = 6
 
@@ -65,6 +66,9 @@ class BiobankConfig:
         tier: "auto" (default: the tier of the world's design, drawn from its
             seed; the panel's for seeds 0-19), or "standard" / "hard" to
             force one (every other part of the design still comes from the seed).
+        budget: the experiments' budget regime, "none" (default: $0, the
+            world before stage S3), "limited" ($450,000: one knockdown or
+            three cell perturbations) or "expanded" ($2,000,000).
 
     Checked on construction (ValueError naming the field, the value and what
     is allowed), so a config that exists is a valid one.
@@ -72,6 +76,7 @@ class BiobankConfig:
 
     profile: str = "small"
     tier: str = "auto"
+    budget: str = "none"
 
     def __post_init__(self):
         if self.profile not in PROFILES:
@@ -81,6 +86,12 @@ class BiobankConfig:
                              f"{', '.join(BUILT_PROFILES)}")
         if self.tier not in TIERS:
             raise ValueError(f"tier: {short_repr(self.tier)} not allowed; allowed {', '.join(TIERS)}")
+        if self.budget not in BUDGETS:
+            raise ValueError(f"budget: {short_repr(self.budget)} not allowed; allowed {', '.join(BUDGETS)}")
+
+    @property
+    def dollars(self) -> int:
+        return BUDGETS[self.budget]
 
     @property
     def sizes(self) -> Sizes:

@@ -75,7 +75,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from luca_gym.validate import short_repr
-from luca_gym.worlds.biobank.design import MECHANISMS, Design
+from luca_gym.worlds.biobank.design import MECHANISMS, Design, design_rng
+from luca_gym.worlds.biobank.generator import BIAS_STRENGTH
+
+# Experiments (DrugTargetWorld S1.5): each lowers a named protein by 1 SD
+# against a control sharing every other driver and residual.
+EXPERIMENTS = {
+    "cell_perturbation": {"n": 120, "cost": 150_000, "assay_noise": 0.5, "horizon": "first visit"},
+    "knockdown": {"n": 800, "cost": 400_000, "assay_noise": 0.0, "horizon": "five years"},
+}
+HAZARD_PER_SEVERITY = 0.85  # the generator's log hazard per SD of severity (in its outcome model)
 
 SCORER_VERSION = "2"
 POINTS = {"target_identification": 35.0, "causal_confidence": 20.0, "direction": 20.0, "bias_identification": 15.0,
@@ -178,6 +187,33 @@ class Oracle:
     def direction(self, protein: str) -> str:
         """A driver's therapeutic direction: ``down`` when more of it worsens disease."""
         return "down" if self.drivers[protein] > 0 else "up"
+
+    def experiment(self, world_seed: int, protein: str, kind: str, index: int) -> dict:
+        """The delivery of experiment ``kind`` (a key of :data:`EXPERIMENTS`)
+        on ``protein``, the session's request number ``index``: the measured
+        effect of lowering the protein by 1 SD on the imaging measure of
+        disease (SD of severity; + is worse) and, for a knockdown, on the five-year event log hazard, each
+        an estimate with its standard error. The true effects (a driver's
+        effect; T8's surrogate moves the imaging and the hazard; anything else
+        nothing) plus sampling noise drawn from (world seed, kind, protein,
+        index); the truth itself is never returned. The hard tier's
+        saturation is not modelled (the linear effect)."""
+        spec = EXPERIMENTS[kind]
+        imaging = -self.drivers.get(protein, 0.0)
+        hazard = HAZARD_PER_SEVERITY * imaging
+        if protein == self.surrogate:
+            sign = 1.0 if self.surrogate_harm == "up" else -1.0
+            imaging += BIAS_STRENGTH["surrogate_imaging"] * sign  # lowering it undoes the imaging improvement ...
+            hazard -= BIAS_STRENGTH["surrogate_hazard"] * sign  # ... and the harm
+        rng = design_rng(world_seed, f"experiment {kind} {protein} {int(index)}")
+        se = float(np.sqrt(2.0 / spec["n"] * (1.0 + spec["assay_noise"] ** 2)))
+        out = {"kind": kind, "protein": protein, "n": spec["n"], "horizon": spec["horizon"], "intervention": "lowered by 1 SD",
+               "imaging_effect": round(imaging + se * float(rng.standard_normal()), 4), "imaging_se": round(se, 4)}
+        if kind == "knockdown":
+            hazard_se = float(np.sqrt(4.0 / (0.1 * 2 * spec["n"])))  # ~10% of both arms with an event in five years
+            out |= {"log_hazard_ratio": round(hazard + hazard_se * float(rng.standard_normal()), 4),
+                    "log_hazard_ratio_se": round(hazard_se, 4)}
+        return out
 
     @property
     def baseline_r(self) -> float:

@@ -4,7 +4,7 @@
 only ``submit`` reaches the oracle, and its scores come back once the session
 has ended.
 
-Tools (all free: experiments and budgets are stage S3):
+Tools (all free but ``experiment``):
 
 * ``describe_release``: the tables, their columns, units and missing-value codes;
 * ``column_summary``: a column's count, missing values, sentinels and quantiles
@@ -18,6 +18,10 @@ Tools (all free: experiments and budgets are stage S3):
 * ``cis_mr``: Wald ratios with each protein's lead cis instrument;
 * ``conditional_analysis``: at a variant's locus, the phenotype on the
   locus's cis proteins jointly (two-stage least squares);
+* ``experiment``: a cell perturbation ($150,000) or knockdown ($400,000) of
+  a named protein, paid from the session's budget (``budget`` setting), its
+  delivery computed by the oracle (:meth:`~.oracle.Oracle.experiment`); every
+  request and delivery is kept in the session's audit log, in its record;
 * ``submit``: the claims (ends the session with the scores); ``end``: leave
   without claims (every score 0).
 
@@ -41,7 +45,7 @@ from luca_gym.validate import check_keys, check_seed
 from luca_gym.worlds.biobank import analysis
 from luca_gym.worlds.biobank.config import BiobankConfig
 from luca_gym.worlds.biobank.design import MECHANISMS
-from luca_gym.worlds.biobank.oracle import DIRECTIONS, POINTS, SCORER_VERSION, SURROGATE_PENALTY, check_claims, zero_scores
+from luca_gym.worlds.biobank.oracle import EXPERIMENTS, DIRECTIONS, POINTS, SCORER_VERSION, SURROGATE_PENALTY, check_claims, zero_scores
 from luca_gym.worlds.biobank.release import CARDIAC_CODES, CODES, COVARIATES, PARTICIPANT_TABLES, SENTINELS
 from luca_gym.worlds.biobank.world import make_world
 
@@ -64,6 +68,7 @@ ANNOTATIONS = {
     "association_scan": {"title": "Protein association scan", "readOnlyHint": True, "idempotentHint": True},
     "cis_mr": {"title": "cis Mendelian randomisation", "readOnlyHint": True, "idempotentHint": True},
     "conditional_analysis": {"title": "Conditional analysis at a locus", "readOnlyHint": True, "idempotentHint": True},
+    "experiment": {"title": "Run a paid experiment", "readOnlyHint": False, "idempotentHint": False},
     "submit": {"title": "Submit the claims (ends the session)", "readOnlyHint": False, "destructiveHint": True,
                "idempotentHint": False},
     "end": {"title": "End without claims (every score 0)", "readOnlyHint": False, "destructiveHint": True, "idempotentHint": True},
@@ -85,12 +90,12 @@ class BiobankToolSession(ToolSessionBase):
 
     world = "biobank"
     opening = "The release is ready. Begin."
-    status_keys = ("submissions_left",)
+    status_keys = ("submissions_left", "budget_left")
     title = "luca-gym biobank"
 
     def __init__(self, seed: int = 0, *, sealed=None, **settings):
         super().__init__()
-        check_keys(settings, "settings", ("profile", "tier"))
+        check_keys(settings, "settings", ("profile", "tier", "budget"))
         self.config = BiobankConfig(**settings)
         self.seal = seal_mod.make_seal(sealed)
         self.seed = check_seed(seed)
@@ -99,6 +104,9 @@ class BiobankToolSession(ToolSessionBase):
         self.instance_id = seal_mod.instance_id(self.seed, self.seal, prefix="biobank")
         self.defined: dict[str, np.ndarray] = {}
         self.submitted = False
+        self.budget_left = self.config.dollars
+        self.audit: list[dict] = []  # every experiment request and delivery, for the record (never an observation)
+        self._world_seed = world.world_seed
         sizes = self.config.sizes
         proteins = {"type": "array", "items": {"type": "string", "maxLength": 16}, "minItems": 1, "maxItems": sizes.proteins}
         top = {"type": "integer", "minimum": 1, "maximum": MAX_TOP, "description": "rows returned, smallest p first (default 20)"}
@@ -161,6 +169,16 @@ class BiobankToolSession(ToolSessionBase):
                  "variant": {"type": "string", "maxLength": 16}, "phenotype": _REFERENCE,
                  "proteins": {**proteins, "maxItems": MAX_CONDITIONAL}, "adjust": _ADJUST},
                  "required": ["variant", "phenotype"], "additionalProperties": False}},
+            {"name": "experiment",
+             "description": "Paid from your budget. Lower a protein by 1 SD against a control sharing everything else: "
+                            "cell_perturbation ($150,000; n = 120, the first-visit effect, with assay noise) gives the effect on "
+                            "the imaging measure of disease (SD of severity, + is worse); knockdown ($400,000; n = 800, five-year follow-up, no assay "
+                            "noise) gives that and the effect on the five-year event log hazard. Each an estimate with its SE. "
+                            "Refused (costing nothing) over budget.",
+             "input_schema": {"type": "object", "properties": {
+                 "protein": {"type": "string", "maxLength": 16},
+                 "kind": {"type": "string", "enum": list(EXPERIMENTS)}},
+                 "required": ["protein", "kind"], "additionalProperties": False}},
             {"name": "submit",
              "description": "Submit your claims once; the session ends with the scores. nominations: proteins you claim drive "
                             "the disease, with the direction to move each and your confidence; rejections: proteins you claim "
@@ -188,6 +206,9 @@ class BiobankToolSession(ToolSessionBase):
             "phenotype that tracks it. Then find the proteins that causally drive the disease (there may be none), and the "
             "direction to move each to treat it (down: lower, inhibit; up: raise, activate). Some proteins are associated with "
             "the disease without causing it.\n\n"
+            f"Your experiment budget is ${self.config.dollars:,}: cell perturbation costs $150,000, knockdown $400,000. "
+            "Observational genetic direction may fail under pleiotropy or reverse causation, and a marker can improve "
+            "measurement while harming patients; experiments can resolve those cases.\n\n"
             "The tools analyse the released data for you; describe_release lists it. Name a column as table.column "
             "(e.g. imaging.lvef_pct), a diagnosis as diagnoses.<ICD-10 code> (e.g. diagnoses.I50.9), or a phenotype you "
             "defined with define_phenotype. Sentinel codes (-999 not recorded, -1 below the limit of detection) count as "
@@ -199,7 +220,7 @@ class BiobankToolSession(ToolSessionBase):
         )
 
     def status(self) -> dict:
-        return {"submissions_left": int(not self.ended)}
+        return {"submissions_left": int(not self.ended), "budget_left": int(self.budget_left)}
 
     def key_settings(self) -> dict:
         return self.config.settings()
@@ -208,7 +229,7 @@ class BiobankToolSession(ToolSessionBase):
         return {"instance_id": self.instance_id, "design": self._design.as_dict(), "scorer_version": SCORER_VERSION}
 
     def record(self) -> dict:
-        return {"instance_id": self.instance_id, **super().record()}
+        return {"instance_id": self.instance_id, **super().record(), "experiments": [dict(e) for e in self.audit]}
 
     def annotations(self, name: str) -> dict | None:
         return ANNOTATIONS.get(name)
@@ -389,6 +410,19 @@ class BiobankToolSession(ToolSessionBase):
                 "locus": {"chromosome": int(table["chromosome"][v]), "start": int(positions.min()), "end": int(positions.max()),
                           "instruments": [ids[i] for i in joint["variants"]]},
                 "n": joint["n"], "proteins": rows, **({"not_tested": left_out} if left_out else {}), **self.status()}
+
+    def _experiment(self, protein: str, kind: str) -> dict:
+        if not isinstance(kind, str) or kind not in EXPERIMENTS:
+            raise ValueError(f"kind: {str(kind)[:32]!r} not allowed; allowed {', '.join(EXPERIMENTS)}")
+        if protein not in self.release.proteins:
+            raise ValueError(f"protein: {str(protein)[:16]!r} is not a protein of the release")
+        cost = EXPERIMENTS[kind]["cost"]
+        if cost > self.budget_left:
+            raise ValueError(f"kind: {kind} costs ${cost:,}, over the budget left (${self.budget_left:,})")
+        delivery = self._oracle.experiment(self._world_seed, protein, kind, len(self.audit))
+        self.budget_left -= cost
+        self.audit.append({"index": len(self.audit), "protein": protein, "kind": kind, "cost": cost, "delivery": delivery})
+        return {**delivery, "cost": cost, **self.status()}
 
     def _submit(self, nominations: list, rejections: list | None = None, phenotype: str | None = None,
                 phenotype_values: dict | None = None) -> dict:
