@@ -41,6 +41,22 @@ class AgentTurn:
 Agent = Callable[[list, list], AgentTurn]
 
 
+def tool_results(messages) -> list[dict]:
+    """The tool results in ``messages`` so far (JSON objects, in order),
+    refusals and anything that is not a JSON object left out: what a
+    scripted tool agent reads back."""
+    out = []
+    for m in messages:
+        if m.get("role") == "tool":
+            try:
+                result = json.loads(m["content"])
+            except (TypeError, ValueError):
+                continue
+            if isinstance(result, dict) and "error" not in result:
+                out.append(result)
+    return out
+
+
 RETRIES = 5  # times a failed provider call is made again (rate limit, overload, timeout, connection)
 BACKOFF_S = 1.0  # seconds before the first retry, doubled at each one (with jitter)
 MAX_BACKOFF_S = 60.0

@@ -35,9 +35,8 @@ usually the held-out baseline measure, so earns no phenotype points.
 
 from __future__ import annotations
 
-import json
 
-from luca_gym.tools.loop import AgentTurn, ToolCall
+from luca_gym.tools.loop import AgentTurn, ToolCall, tool_results
 
 Q = 0.05  # the false-discovery rate of a nomination
 MIN_F = 10.0  # the weakest instrument cis-mr trusts
@@ -47,20 +46,6 @@ CONFIRMED_CONFIDENCE = 0.95
 EXPERIMENT_Z = 2.0  # the |z| of an experiment's imaging effect that confirms a candidate
 COSTS = {"knockdown": 400_000, "cell_perturbation": 150_000}  # the prices the system prompt states
 ALL = 5000  # "top" large enough for every protein (the tools' maximum)
-
-
-def _results(messages) -> list[dict]:
-    """The tool results so far (JSON objects), refusals left out."""
-    out = []
-    for m in messages:
-        if m.get("role") == "tool":
-            try:
-                result = json.loads(m["content"])
-            except (TypeError, ValueError):
-                continue
-            if isinstance(result, dict) and "error" not in result:
-                out.append(result)
-    return out
 
 
 def _call(name: str, arguments: dict, turn: int) -> AgentTurn:
@@ -81,7 +66,7 @@ class _StandardPhenotype:
     confidence = 0.0
 
     def __call__(self, messages, tools) -> AgentTurn:
-        results = _results(messages)
+        results = tool_results(messages)
         turn = len(results)
         imaging = next((r for r in results if r.get("table") == "imaging"), None)
         if imaging is None:
@@ -152,7 +137,7 @@ class MRExperiments(CisMR):
         turn = super().__call__(messages, tools)
         if turn.tool_calls[0].name != "submit":
             return turn
-        results = _results(messages)
+        results = tool_results(messages)
         args = turn.tool_calls[0].arguments
         nominated = args["nominations"]
         shared: dict = {}

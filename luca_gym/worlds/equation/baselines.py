@@ -30,14 +30,13 @@
 from __future__ import annotations
 
 import itertools
-import json
 import zlib
 from dataclasses import dataclass
 from math import comb
 
 import numpy as np
 
-from luca_gym.tools.loop import AgentTurn, ToolCall
+from luca_gym.tools.loop import AgentTurn, ToolCall, tool_results
 from luca_gym.worlds.equation import grammar
 from luca_gym.worlds.equation.config import (
     CONSTANTS, EXPONENTS, FUNCTIONS, INNER_EXPONENTS, MAX_INNER, EquationConfig,
@@ -50,20 +49,6 @@ TABLE_CAP = 4_000_000  # values in the sorted c * M table
 ENUM_CAP = 4_000_000  # values enumerated on one side of a meet-in-the-middle
 _NUMPY = {"sin": np.sin, "exp": np.exp, "log": np.log, "sqrt": np.sqrt}
 _CONSTANTS = np.asarray(CONSTANTS, np.float64)
-
-
-def _results(messages) -> list[dict]:
-    """The tool results so far (JSON objects), refusals left out."""
-    out = []
-    for m in messages:
-        if m.get("role") == "tool":
-            try:
-                result = json.loads(m["content"])
-            except (TypeError, ValueError):
-                continue
-            if isinstance(result, dict) and "error" not in result:
-                out.append(result)
-    return out
 
 
 def _session_facts(results):
@@ -91,7 +76,7 @@ class RandomBaseline:
     """Random queries, then a random formula of the grammar."""
 
     def __call__(self, messages, tools) -> AgentTurn:
-        info, queries, budget = _session_facts(_results(messages))
+        info, queries, budget = _session_facts(tool_results(messages))
         if info is None:
             return _call("describe")
         rng = _rng(info)
@@ -326,7 +311,7 @@ class Systematic:
         self._first = None  # (first query's inputs, its candidates)
 
     def __call__(self, messages, tools) -> AgentTurn:
-        info, queries, budget = _session_facts(_results(messages))
+        info, queries, budget = _session_facts(tool_results(messages))
         if info is None:
             return _call("describe")
         rng = _rng(info)
