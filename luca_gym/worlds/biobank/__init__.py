@@ -10,8 +10,9 @@ protein in the oracle; :mod:`~.generator` says what each plants), the
 experiments (cell perturbation and knockdown, computed by the oracle) under
 a ``budget`` regime (none, limited, expanded; a session key), and the
 ``null``, ``correlation-screen``, ``cis-mr`` and ``mr-experiments``
-baselines. The code sandbox (S4), synthetic imaging (S5) and the
-paper-size profile (S6) are to come.
+baselines, and the sandboxed ``python`` tool (S4; sealed sessions with
+``python=True``). Synthetic imaging (S5) and the paper-size profile (S6)
+are to come.
 
 Profiles (:mod:`~.config`): ``small``, the default (6,000 participants,
 1,200 with clinic MRI measures, 300 proteins, 1,024 variants, 2,000 with

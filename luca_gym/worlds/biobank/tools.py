@@ -23,7 +23,16 @@ Tools (all free but ``experiment``):
   delivery computed by the oracle (:meth:`~.oracle.Oracle.experiment`); every
   request and delivery is kept in the session's audit log, in its record;
 * ``submit``: the claims (ends the session with the scores); ``end``: leave
-  without claims (every score 0).
+  without claims (every score 0);
+* ``python`` (a session made with ``python=True``, sealed only): a block of
+  the agent's own code, run in the generic sandbox
+  (:class:`luca_gym.tools.sandbox.Sandbox`) in a working directory that
+  keeps its files between blocks and holds the release as Parquet files
+  (``release/``, read-only), as the DrugTargetWorld harness does. Free;
+  experiments and ``submit`` stay tools outside the sandbox, and the truth
+  never enters it (it lives in the oracle, in this process). A session that
+  runs code is sealed, so that the public package cannot regenerate its
+  world, and the folder's name and paths hold nothing of its seed.
 
 A phenotype or column is named ``table.column`` (a participant-level numeric
 column), ``diagnoses.<ICD-10 code>`` (1 where the participant has the code)
@@ -40,6 +49,7 @@ import re
 import numpy as np
 
 from luca_gym import seal as seal_mod
+from luca_gym.tools.sandbox import RELEASE, WORKDIR, Limits, Sandbox
 from luca_gym.tools.session import ToolSessionBase
 from luca_gym.validate import check_keys, check_seed
 from luca_gym.worlds.biobank import analysis
@@ -54,6 +64,7 @@ MAX_TERMS = 32  # columns in one defined phenotype
 MAX_TOP = 5000  # rows a scan may return
 MAX_CONDITIONAL = 8  # proteins in one conditional analysis
 MAX_REFERENCE = 64  # characters of a column or phenotype reference
+MAX_CODE = 32_000  # characters of one python block
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
 _PARTICIPANT = re.compile(r"P[0-9]{6}")
 _NO_ARGUMENTS = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
@@ -72,6 +83,7 @@ ANNOTATIONS = {
     "submit": {"title": "Submit the claims (ends the session)", "readOnlyHint": False, "destructiveHint": True,
                "idempotentHint": False},
     "end": {"title": "End without claims (every score 0)", "readOnlyHint": False, "destructiveHint": True, "idempotentHint": True},
+    "python": {"title": "Run Python in the sandbox", "readOnlyHint": False, "idempotentHint": False, "openWorldHint": False},
 }
 
 
@@ -85,20 +97,29 @@ def _number(x, digits: int = 6):
 
 class BiobankToolSession(ToolSessionBase):
     """One biobank session: world ``seed`` (sealed: of its sealed seed) under
-    :class:`~.config.BiobankConfig` settings (``profile``, ``tier``).
-    ValueError names a bad seed or setting."""
+    :class:`~.config.BiobankConfig` settings (``profile``, ``tier``, ``budget``).
+    ``python=True`` offers the ``python`` tool (sealed sessions only; ``limits``
+    a :class:`~luca_gym.tools.sandbox.Limits`, ``isolation`` the sandbox's).
+    ValueError names a bad seed or setting; SandboxUnavailable says why no
+    sandbox can run code here."""
 
     world = "biobank"
     opening = "The release is ready. Begin."
     status_keys = ("submissions_left", "budget_left")
     title = "luca-gym biobank"
 
-    def __init__(self, seed: int = 0, *, sealed=None, **settings):
+    def __init__(self, seed: int = 0, *, sealed=None, python: bool = False, limits: Limits | None = None,
+                 isolation: str = "auto", **settings):
         super().__init__()
         check_keys(settings, "settings", ("profile", "tier", "budget"))
         self.config = BiobankConfig(**settings)
         self.seal = seal_mod.make_seal(sealed)
         self.seed = check_seed(seed)
+        if not isinstance(python, bool):
+            raise ValueError(f"python: {python!r} not allowed; True or False")
+        if python and self.seal is None:
+            raise ValueError("python: True not allowed for an unsealed session; a session that runs code must be sealed "
+                             "(sealed=...), or the public package would regenerate its world")
         world = make_world(self.seed, self.config, self.seal)
         self.release, self._oracle, self._design = world.release, world.oracle, world.design
         self.instance_id = seal_mod.instance_id(self.seed, self.seal, prefix="biobank")
@@ -193,6 +214,20 @@ class BiobankToolSession(ToolSessionBase):
                  "required": ["nominations"], "additionalProperties": False}},
             {"name": "end", "description": "End the session without claims (every score 0).", "input_schema": _NO_ARGUMENTS},
         ])
+        self.sandbox: Sandbox | None = None
+        if python:
+            self.sandbox = Sandbox(limits, isolation)
+            self.release.write(self.sandbox.release_dir)
+            self.set_specs(self.tool_specs() + [{
+                "name": "python",
+                "description": f"Free. Run a block of Python 3 code in a fresh process, working directory {WORKDIR} (its files "
+                               f"are kept between blocks; variables are not). The release is in {WORKDIR}/{RELEASE} (read-only): "
+                               "one Parquet file per table and data_dictionary.json / .md. numpy, pandas, pyarrow, scipy and "
+                               f"statsmodels are installed; no network. Limits per block: {self.sandbox.limits.describe()}; "
+                               "print what you need to see.",
+                "input_schema": {"type": "object", "properties": {
+                    "code": {"type": "string", "minLength": 1, "maxLength": MAX_CODE, "description": "the Python block"}},
+                    "required": ["code"], "additionalProperties": False}}])
 
     # -- the generic surface ------------------------------------------------------------
     def system_prompt(self) -> str:
@@ -212,7 +247,11 @@ class BiobankToolSession(ToolSessionBase):
             "The tools analyse the released data for you; describe_release lists it. Name a column as table.column "
             "(e.g. imaging.lvef_pct), a diagnosis as diagnoses.<ICD-10 code> (e.g. diagnoses.I50.9), or a phenotype you "
             "defined with define_phenotype. Sentinel codes (-999 not recorded, -1 below the limit of detection) count as "
-            "missing in every tool.\n\n"
+            "missing in every tool."
+            + (f" The python tool runs your own code on the release's Parquet files in {WORKDIR}/{RELEASE}; the structured "
+               "tools do not see its files or variables (submit phenotype_values to submit a phenotype computed there)."
+               if self.sandbox is not None else "")
+            + "\n\n"
             "Submit once with submit; the session ends. Points out of 100: "
             f"{points}; nominating a harmful surrogate in the direction that harms patients costs {-SURROGATE_PENALTY:g}. Target identification is recall times "
             "precision: extra nominations cost. The phenotype earns points only above a held-out baseline. Rejections name "
@@ -444,6 +483,23 @@ class BiobankToolSession(ToolSessionBase):
         self.scores = self._oracle.score(scored)
         return self._finish()
 
+    def _python(self, code: str) -> dict:
+        ran = self.sandbox.run(code)
+        answer = {"output": ran["output"], "truncated": ran["truncated"], "exit_status": ran["exit_status"]}
+        limits = self.sandbox.limits
+        if ran["limit"] == "time":
+            message = (f"python: the block ran past its {limits.timeout_s:g} s wall-clock limit and was stopped, with every "
+                       "process it started; files written before then are kept")
+        elif ran["limit"] == "cpu":
+            message = f"python: the block used its {limits.cpu_s} s of CPU time (or was killed) and was stopped"
+        elif ran["limit"] == "memory":
+            message = f"python: the block ran out of memory (at most {limits.memory_bytes / (1 << 30):g} GiB per process)"
+        elif ran["exit_status"] != 0:
+            message = f"python: the block stopped with an error (exit status {ran['exit_status']}); its output ends with the traceback"
+        else:
+            return {**answer, **self.status()}
+        return {**self.error(message), **answer}
+
     def _end(self) -> dict:
         self.scores = zero_scores(self._oracle)
         return self._finish()
@@ -451,6 +507,8 @@ class BiobankToolSession(ToolSessionBase):
     def _finish(self) -> dict:
         self.total_reward = float(self.scores["total"])
         self.ended, self.end_reason = True, "end"
+        if self.sandbox is not None:
+            self.sandbox.close()
         return {"ended": True, "end_reason": "end", "scores": dict(self.scores), **self.status()}
 
 
