@@ -51,7 +51,10 @@ def test_a_script_scores_the_same_through_the_text_env_and_the_tool_session(env)
     assert env.observation_space.contains(obs)
     assert obs.startswith("[system]\n") and "[tools]\n" in obs and "run_experiment" in obs and "at most 188 calls" in obs
     session = ToolSession(SEED, tier=TIER, mode=MODE)
-    assert info == {"organism_seed": SEED, "organism_id": session.organism_id}
+    assert info == {"organism_seed": SEED, "organism_id": session.organism_id,
+                    "messages": env.unwrapped.chat_messages(), "tools": env.unwrapped.chat_tools()}
+    assert [m["role"] for m in info["messages"]] == ["system", "user"]
+    assert {t["function"]["name"] for t in info["tools"]} >= {"run_experiment", "end"}
     script = script_for(session)
     record = run_agent(ScriptedAgent(script), session)
     total = 0.0

@@ -16,6 +16,16 @@ nothing and changes nothing; like every refused call, it never ends the
 episode (bound episodes of refusals with ``gymnasium.wrappers.TimeLimit``).
 ``terminated`` when the agent ends the session; ``truncated`` when a limit
 ends it.
+
+The same conversation also comes as chat messages, for chat templates and
+LLM-RL trainers (``tokenizer.apply_chat_template(info["messages"],
+tools=info["tools"])``): ``info["messages"]`` at every step (and at reset)
+holds OpenAI-style messages (system, user, then per call an assistant
+message with one ``tool_calls`` entry and a ``tool`` message with its
+result), and ``info["tools"]`` at reset the tools as OpenAI function
+schemas (:meth:`ToolsEnv.chat_messages`, :meth:`ToolsEnv.chat_tools` give
+them at any time). Their text is exactly the string observation's, in other
+wrapping: nothing more is shown.
 """
 
 from __future__ import annotations
@@ -66,8 +76,9 @@ class ToolsEnv(gym.Env):
 
     ``reset(seed=...)`` seeds the draw of instance seeds; ``options={
     SEED_OPTION: k}`` pins instance k. ``info`` holds the last call's
-    ``result`` (a dict) and, once the session has ended, ``scores`` and
-    ``end_reason`` (as the agent is shown them).
+    ``result`` (a dict), the conversation as chat ``messages`` and, once the
+    session has ended, ``scores`` and ``end_reason`` (as the agent is shown
+    them); reset's ``info`` also holds ``messages`` and ``tools``.
     """
 
     metadata = {"render_modes": ["ansi"]}
@@ -87,6 +98,7 @@ class ToolsEnv(gym.Env):
         self.action_space = spaces.Text(MAX_PAYLOAD + 1024, min_length=0, charset=CHARSET)
         self.session: ToolSessionBase | None = None
         self._parts: list[str] = []
+        self._messages: list[dict] = []
 
     def _new_session(self, seed: int) -> ToolSessionBase:
         return self._open_tools(seed, sealed=self.sealed, **self.settings)
@@ -101,12 +113,15 @@ class ToolsEnv(gym.Env):
         super().reset(seed=seed)
         instance_seed = self._seed_of(options)  # as every single env draws or pins it
         self.session = self._new_session(instance_seed)
+        system_prompt = self.session.system_prompt()
         self._parts = [
-            "[system]\n" + self.session.system_prompt(),
+            "[system]\n" + system_prompt,
             "[tools]\n" + json.dumps(self.session.tool_specs()),
             "[user]\n" + self.session.opening,
         ]
-        return self._observation(), {self.seed_option: instance_seed, "instance_id": self.session.instance_id}
+        self._messages = [{"role": "system", "content": system_prompt}, {"role": "user", "content": self.session.opening}]
+        info = {self.seed_option: instance_seed, "instance_id": self.session.instance_id}
+        return self._observation(), {**info, "messages": self.chat_messages(), "tools": self.chat_tools()}
 
     def step(self, action):
         if self.session is None:
@@ -122,9 +137,10 @@ class ToolsEnv(gym.Env):
             shown = {"name": name if isinstance(name, str) else repr(name), "arguments": arguments}
         self._parts.append("[assistant tool call]\n" + _ascii_json(shown, limit=4096))
         self._parts.append("[tool result]\n" + _ascii_json(result))
+        self._messages.extend(_chat_turn(shown, result, call_id=f"call_{len(self.session.transcript)}"))
         reward = float(self.session.total_reward - before)
         ended = bool(result.get("ended"))
-        info = {"result": result}
+        info = {"result": result, "messages": self.chat_messages()}
         if ended:
             info["scores"], info["end_reason"] = result["scores"], result["end_reason"]
         terminated = ended and result.get("end_reason") == "end"
@@ -134,8 +150,51 @@ class ToolsEnv(gym.Env):
     def _observation(self) -> str:
         return "\n\n".join(self._parts)
 
+    def chat_messages(self) -> list[dict]:
+        """The conversation so far as OpenAI-style chat messages (a copy):
+        ``{"role": "system"|"user", "content"}``, then per call ``{"role":
+        "assistant", "content": None, "tool_calls": [{"id", "type":
+        "function", "function": {"name", "arguments"}}]}`` (``arguments`` as
+        JSON text, cut at 4096 characters as the string observation cuts
+        them) and ``{"role": "tool", "tool_call_id", "name", "content"}`` (the
+        result as JSON text). An action that is not a tool call comes as
+        ``{"role": "assistant", "content": ...}`` (the action as the string
+        observation quotes it, JSON text) and its error as a ``user``
+        message, since a ``tool`` message must answer a tool call. Empty
+        before reset."""
+        return [_copied(m) for m in self._messages]
+
+    def chat_tools(self) -> list[dict]:
+        """The session's tools as OpenAI function schemas (``{"type":
+        "function", "function": {"name", "description", "parameters"}}``), the
+        ``tools=`` of a chat template. RuntimeError before reset."""
+        if self.session is None:
+            raise RuntimeError("chat_tools() called before reset()")
+        return self.session.tools_openai()
+
     def render(self):
         return self._observation() if self.render_mode == "ansi" and self.session is not None else None
+
+
+def _copied(message: dict) -> dict:
+    """A copy of one chat message (its strings shared: they cannot change);
+    at every step, so about six times cheaper than ``copy.deepcopy``."""
+    message = dict(message)
+    if "tool_calls" in message:
+        message["tool_calls"] = [{**call, "function": dict(call["function"])} for call in message["tool_calls"]]
+    return message
+
+
+def _chat_turn(shown: dict, result: dict, call_id: str) -> list[dict]:
+    """One step as chat messages: the same text as the string observation's
+    ``[assistant tool call]`` and ``[tool result]`` parts."""
+    content = _ascii_json(result)
+    if shown["name"] is None:  # not a tool call: no tool_calls entry for a tool message to answer
+        return [{"role": "assistant", "content": _ascii_json(shown["raw"], limit=4096)}, {"role": "user", "content": content}]
+    call = {"id": call_id, "type": "function",
+            "function": {"name": shown["name"], "arguments": _ascii_json(shown["arguments"], limit=4096)}}
+    return [{"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": call_id, "name": shown["name"], "content": content}]
 
 
 def _ascii_json(value, limit: int | None = None) -> str:

@@ -45,4 +45,5 @@ class LucaToolsEnv(ToolsEnv):
 
     def reset(self, *, seed=None, options=None):
         obs, info = super().reset(seed=seed, options=options)
-        return obs, {"organism_seed": info["organism_seed"], "organism_id": self.session.organism_id}
+        return obs, {"organism_seed": info["organism_seed"], "organism_id": self.session.organism_id,
+                     "messages": info["messages"], "tools": info["tools"]}
