@@ -582,10 +582,12 @@ def plot_curve(rows: list[dict], path: str, title: str = "PPO", baselines: dict 
     column = "mean_score" if rows and "mean_score" in rows[0] else next(
         (k for k in (rows[0] if rows else {}) if k.startswith("mean_") and k not in ("mean_return", "mean_length")), "mean_score")
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    ax.plot(steps, [r[column] for r in rows], label="PPO, training (sampled actions)")
-    for name, value in (baselines or {}).items():
-        ax.axhline(value, color="grey", linestyle=":", linewidth=1)
-        ax.annotate(name, (steps[0] if steps.size else 0, value), fontsize=8, va="bottom")
+    ax.plot(steps, [r[column] for r in rows], color="black", label="PPO, training (sampled actions)")  # no baseline's colour
+    from luca_gym.figures import agent_color, short_name
+
+    for name, value in (baselines or {}).items():  # each baseline in its colour of every other figure
+        ax.axhline(value, color=agent_color(name), linestyle=":", linewidth=1.2)
+        ax.annotate(short_name(name), (steps[0] if steps.size else 0, value), fontsize=8, va="bottom", color=agent_color(name))
     ax.set_xlabel("env steps (millions)")
     ax.set_ylabel(ylabel)
     ax.set_ylim(0, 1.05)

@@ -543,6 +543,29 @@ def scaling_rows(result: dict) -> list[dict]:
 
 
 # -- the whole comparison ------------------------------------------------------------------
+def check_arguments(seeds=range(20), tiers=TIER_NAMES, agents=DEFAULT_AGENTS, n_genes=DEFAULT_SCALING_N,
+                    scaling_seeds=None, tables=TABLES) -> tuple:
+    """:func:`run`'s arguments checked and normalised, nothing computed or
+    written: ``(seeds, tiers, agents, n_genes, scaling_seeds, tables)``, or a
+    ValueError naming the argument, its value and what is allowed. A caller
+    checks with it before creating the output folder, so a refused call
+    (``--tables 5``) leaves no empty folder behind."""
+    seeds = _check_seeds(seeds)
+    tiers = [spec.check_tier(t) for t in dict.fromkeys(tiers)]
+    if not tiers:
+        raise ValueError(f"tiers: empty; allowed {', '.join(TIER_NAMES)}")
+    agents = check_agents(dict.fromkeys(agents))
+    tables = list(dict.fromkeys(str(t) for t in tables))
+    for t in tables:
+        if t not in TABLES:
+            raise ValueError(f"tables: {t!r} unknown; allowed {', '.join(TABLES)}")
+    n_genes = [spec.check_n_genes(n) for n in dict.fromkeys(n_genes)]
+    if "11" in tables and not n_genes:
+        raise ValueError("n_genes: empty; Table 11 needs at least one size, e.g. 20,40,80")
+    scaling_seeds = seeds[:SCALING_SEEDS] if scaling_seeds is None else _check_seeds(scaling_seeds, "scaling_seeds")
+    return seeds, tiers, agents, n_genes, scaling_seeds, tables
+
+
 def run(seeds=range(20), tiers=TIER_NAMES, agents=DEFAULT_AGENTS, n_genes=DEFAULT_SCALING_N, scaling_seeds=None,
         tables=TABLES, *, key: int = 0, log=stderr_log) -> dict:
     """Measure the figures of ``tables`` and judge them against the paper.
@@ -565,19 +588,8 @@ def run(seeds=range(20), tiers=TIER_NAMES, agents=DEFAULT_AGENTS, n_genes=DEFAUL
     any work (ValueError naming the argument).
     """
     started = time.perf_counter()
-    seeds = _check_seeds(seeds)
-    tiers = [spec.check_tier(t) for t in dict.fromkeys(tiers)]
-    if not tiers:
-        raise ValueError(f"tiers: empty; allowed {', '.join(TIER_NAMES)}")
-    agents = check_agents(dict.fromkeys(agents))
-    tables = list(dict.fromkeys(str(t) for t in tables))
-    for t in tables:
-        if t not in TABLES:
-            raise ValueError(f"tables: {t!r} unknown; allowed {', '.join(TABLES)}")
-    n_genes = [spec.check_n_genes(n) for n in dict.fromkeys(n_genes)]
-    if "11" in tables and not n_genes:
-        raise ValueError("n_genes: empty; Table 11 needs at least one size, e.g. 20,40,80")
-    scaling_seeds = seeds[:SCALING_SEEDS] if scaling_seeds is None else _check_seeds(scaling_seeds, "scaling_seeds")
+    seeds, tiers, agents, n_genes, scaling_seeds, tables = check_arguments(seeds, tiers, agents, n_genes, scaling_seeds,
+                                                                           tables)
     clock = time.perf_counter()
 
     def say(message):

@@ -15,7 +15,8 @@ import os
 
 import numpy as np
 
-from luca_gym.figures import agent_colors, bars, legend_right, paper_marks, pyplot, save, score_axis, seed_counts
+from luca_gym.figures import (agent_colors, bars, clip_to_score, legend_right, paper_marks, pyplot, save, score_axis,
+                              seed_counts, short_name)
 from luca_gym.summaries import agents_in, group
 from luca_gym.worlds.luca import ablation, tables
 from luca_gym.worlds.luca.core import make_params
@@ -29,7 +30,8 @@ PAPER_STRATEGY = {
     "heuristic": {"budget_fraction": 0.65, "gene_coverage": 1.00},
 }
 PAPER_N = 20  # the organism size of the paper's Tables 6-8 and 10
-METRIC_COLORS = {"prediction": "tab:blue", "diagnosis": "tab:orange", "rescue": "tab:green"}
+# greys, light to dark: a sub-score is not an agent, so it takes none of the agents' colours
+METRIC_COLORS = {"prediction": "#c8c8c8", "diagnosis": "#8a8a8a", "rescue": "#3a3a3a"}
 
 
 def figure_composite(records, path: str, n_genes: int = 20, paper: bool = True) -> None:
@@ -92,16 +94,18 @@ def figure_disease(records, path: str, n_genes: int = 20, paper: bool = True) ->
         paper_marks(ax, paper_x, paper_y, "paper (Table 8)" if c == 0 else None)
         ax.set_xticks(range(len(present)))
         crowded = len(present) * max(map(len, present), default=0) > 40  # names would run into each other
-        ax.set_xticklabels(present, fontsize=8, rotation=25 if crowded else 0, ha="right" if crowded else "center")
+        ax.set_xticklabels([short_name(a) for a in present], fontsize=8, rotation=25 if crowded else 0, ha="right" if crowded else "center")
         score_axis(ax, "score (mean ± 1 std)" if c == 0 else "")
-        ax.set_title(f"(a) {t} disease, N={n_genes} ({seed_counts([s[(a, t, 'disease', n_genes)]['rescue'] for a in present])})",
+        ax.set_title(f"({chr(ord('a') + c)}) {t} disease, N={n_genes} ({seed_counts([s[(a, t, 'disease', n_genes)]['rescue'] for a in present])})",
                      fontsize=9)
-    fig.legend(*fig.axes[0].get_legend_handles_labels(), fontsize=8, loc="upper left", bbox_to_anchor=(0.99, 0.95), frameon=False)
-    _gap_panel(fig.add_subplot(grid[1, :]), rs, rows, n_genes, paper)
+    # attached to the last top panel, as the gap panel's legend is to its own
+    fig.axes[-1].legend(*fig.axes[0].get_legend_handles_labels(), fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                        frameon=False, borderaxespad=0.0)
+    _gap_panel(fig.add_subplot(grid[1, :]), rs, rows, n_genes, paper, letter=chr(ord("a") + len(tiers)))
     save(plt, fig, path)
 
 
-def _gap_panel(ax, records, rows, n_genes: int, paper: bool = True) -> None:
+def _gap_panel(ax, records, rows, n_genes: int, paper: bool = True, letter: str = "b") -> None:
     """The paper's Fig. 3b: per (tier, agent) row, diagnosis (open circle) and
     rescue (filled square) joined by a line, ±1 std whiskers, the gap written
     at the right; the paper's pair as black diamonds just below."""
@@ -110,10 +114,12 @@ def _gap_panel(ax, records, rows, n_genes: int, paper: bool = True) -> None:
     for yi, (t, a) in zip(y, rows):
         d = np.array([r["scores"]["diagnosis"] for r in groups[(a, t)]], float)
         r_ = np.array([r["scores"]["rescue"] for r in groups[(a, t)]], float)
-        ax.plot([d.mean(), r_.mean()], [yi, yi], color="0.65", lw=3, zorder=1, solid_capstyle="round")
-        ax.errorbar(r_.mean(), yi, xerr=r_.std(), fmt="s", color=METRIC_COLORS["rescue"], capsize=2, ms=6, zorder=3)
+        ax.plot([d.mean(), r_.mean()], [yi, yi], color="0.85", lw=3, zorder=1, solid_capstyle="round")
+        r_mean, r_err = clip_to_score([r_.mean()], [r_.std()])  # whiskers stop at 0 and 1
+        d_mean, d_err = clip_to_score([d.mean()], [d.std()])
+        ax.errorbar(r_mean, [yi], xerr=r_err, fmt="s", color=METRIC_COLORS["rescue"], capsize=2, ms=6, zorder=3)
         # the open circle is drawn over the square, so equal scores show as a ring round it
-        ax.errorbar(d.mean(), yi, xerr=d.std(), fmt="o", mfc="none", mec=METRIC_COLORS["diagnosis"], mew=1.8,
+        ax.errorbar(d_mean, [yi], xerr=d_err, fmt="o", mfc="none", mec=METRIC_COLORS["diagnosis"], mew=1.8,
                     ecolor=METRIC_COLORS["diagnosis"], capsize=2, ms=10, zorder=4)
         gap = r_ - d
         ax.text(1.12, yi, f"{gap.mean():+.2f} ± {gap.std():.2f}", va="center", ha="left", fontsize=8)
@@ -126,14 +132,14 @@ def _gap_panel(ax, records, rows, n_genes: int, paper: bool = True) -> None:
         if rows[k][0] != rows[k - 1][0]:
             ax.axhline(y[k] + 0.5, color="0.5", ls=":", lw=0.8)
     ax.set_yticks(y)
-    ax.set_yticklabels([f"{a} ({t})" for t, a in rows], fontsize=8)
+    ax.set_yticklabels([f"{short_name(a)} ({t})" for t, a in rows], fontsize=8)
     ax.set_xlim(-0.05, 1.45)
     ax.set_xticks(np.linspace(0, 1, 6))
     ax.set_ylim(-0.8, len(rows) + 0.3)
     ax.axvline(0, color="0.3", lw=0.6)
     ax.text(1.12, len(rows) - 0.3, "rescue - diagnosis", fontsize=8, fontweight="bold", va="center")
     ax.set_xlabel("score (mean ± 1 std over seeds)")
-    ax.set_title(f"(b) rescue vs diagnosis per agent, ordered by diagnosis within a tier (N={n_genes})", fontsize=9)
+    ax.set_title(f"({letter}) rescue vs diagnosis per agent, ordered by diagnosis within a tier (N={n_genes})", fontsize=9)
     from matplotlib.lines import Line2D
 
     handles = [
@@ -175,8 +181,9 @@ def figure_scaling(records, path: str, tier: str = "medium", mode: str = "health
             if not pts:
                 continue
             x, m, sd = map(np.asarray, zip(*pts))
-            ax.errorbar(x, m, yerr=sd, marker="o", capsize=3, color=colors[a], label=a, zorder=3)
-            ax.fill_between(x, m - sd, m + sd, color=colors[a], alpha=0.12, lw=0)
+            m, err = clip_to_score(m, sd)  # every panel is a fraction in [0, 1]
+            ax.errorbar(x, m, yerr=err, marker="o", capsize=3, color=colors[a], label=a, zorder=3)
+            ax.fill_between(x, m - err[0], m + err[1], color=colors[a], alpha=0.12, lw=0)
             paper = [(n, paper_of(a, n)) for n in x if paper_cond and paper_of(a, n) is not None]
             if paper:
                 ax.plot(*zip(*paper), ls="--", marker="D", ms=5, color=colors[a], mec="black", alpha=0.85,
@@ -188,14 +195,14 @@ def figure_scaling(records, path: str, tier: str = "medium", mode: str = "health
         if ns:
             ax.set_xlim(ns[0] / 1.3, ns[-1] * 1.3)
         ax.set_xlabel("genes N")
-        score_axis(ax, "")
+        score_axis(ax, "", lines=True)
         ax.set_title(title, fontsize=10)
     axes[0][0].set_ylabel("mean ± 1 std over seeds")
     handles = {}
     for ax in axes[0]:
         handles.update(dict(zip(*ax.get_legend_handles_labels()[::-1])))
     order = [label for a in agents for label in (a, f"{a} (paper)") if label in handles]  # each agent beside its paper line
-    axes[0][-1].legend([handles[k] for k in order], order, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    axes[0][-1].legend([handles[k] for k in order], [short_name(k) for k in order], fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     fig.suptitle(f"Scaling ({tier} {mode}); paper: diamonds, dashed" if paper_cond else f"Scaling ({tier} {mode})")
     fig.tight_layout()
     save(plt, fig, path)

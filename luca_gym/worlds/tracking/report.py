@@ -80,7 +80,7 @@ def figure_positions(records, path: str, length: int) -> None:
                 color=colors[a], ls="--" if cot else "-", label=label)
     ax.set_xticks(np.arange(1, length, max(1, (length - 1) // 10)))
     ax.set_xlabel(f"trajectory position i (the change from step i-1 to step i), M={length}")
-    score_axis(ax, "accuracy (row of Y right)")
+    score_axis(ax, "accuracy (row of Y right)", lines=True)
     title = f"Accuracy by trajectory position, M={length}"
     ax.set_title(title + (f" ({_condition_text(conditions[0])})" if len(conditions) == 1 else ""), fontsize=10)
     legend_right(ax)
