@@ -5,9 +5,14 @@ and commands from its ``World.cli`` hook (LUCA's ``--tiers/--modes/--n-genes``
 and its ``fidelity``, ``info`` and ``play``: :mod:`luca_gym.worlds.luca.cli`).
 
 Bad input (unknown agent or setting, a bad seed range, an unwritable folder,
-a corrupt results line, another world's option) gets one line on stderr
-naming the problem and what is allowed, and exit code 2; nothing already
-written is touched.
+a corrupt results line, another world's option, a model agent without its
+SDK or key) gets one line on stderr naming the problem and what is allowed,
+and exit code 2; nothing already written is touched, and no file is made.
+
+The arguments are parsed before any heavy module is imported: ``--help``,
+``--version`` and an argument error answer without importing JAX (each
+command's handler imports what it runs; a world's command whose options need
+a heavy module defers them until it is used: :class:`~luca_gym.cli_common.CommandParser`).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import warnings
 from luca_gym._deprecated import moved_name
 from luca_gym.cli_common import (  # noqa: F401  (parse_seeds and UsageError: the command's public helpers)
     EXIT_USAGE,
+    CommandParser,
     HelpFormatter,
     UsageError,
     names as _names,
@@ -234,29 +240,42 @@ class Progress:
 
 
 def cmd_eval(args) -> int:
+    """Plan the sweep and check every argument and agent (a model agent's SDK
+    and key, a learned agent's checkpoint) before creating any file; then run
+    it, resuming what ``--out`` holds, and print the world's tables."""
     from luca_gym import harness as ev
     from luca_gym.tools.loop import check_retry
 
     world, hook = _world_of(args)
+    seeds = parse_seeds(args.seeds)  # the command's own options first: they need no world module
+    price, concurrency = _price(args.price), ev.check_concurrency(args.concurrency)
+    check_retry(args.retries, args.backoff)
     if args.agents is None:
         agents = list(getattr(hook, "default_agents", None) or world.baseline_policies())
         if not agents:
             raise UsageError(f"agents: world {world.name!r} has no baselines; give --agents openai:MODEL or anthropic:MODEL")
     else:
         agents = _names(args.agents, "agent", ev.agents_allowed(world))
-    seeds = parse_seeds(args.seeds)
     settings = with_budget(args, world, _settings(args, hook, "eval_settings"))
     specs = ev.plan_world(world, agents, seeds, **ablation_arms(args, world, hook, settings))
-    price, concurrency = _price(args.price), ev.check_concurrency(args.concurrency)
-    check_retry(args.retries, args.backoff)
-    _writable_dir(args.out)
-    seal = seal_of(args, out=args.out)
+    for agent in agents:
+        if ev.is_llm_agent(agent):  # its SDK and key, before a file is made (a runner is made again for each session)
+            _check_model_key(agent, ev.make_runner(agent, args.base_url, world=world.name), args.base_url)
     # Learned agents load once, before any session: a bad checkpoint stops the
     # sweep before it starts, and every session reuses the loaded weights.
     learned = {a: ev.make_runner(a, world=world.name) for a in agents if ev.is_learned_agent(a)}
     factory = lambda name: learned[name] if name in learned else ev.make_runner(name, args.base_url, world=world.name)  # noqa: E731
-    path = ev.sweep(specs, args.out, policy_factory=factory, progress=Progress(args.quiet), sealed=seal, base_url=args.base_url,
-                    concurrency=concurrency, retries=args.retries, backoff=args.backoff, price=price)
+    created = not os.path.isdir(args.out)
+    _writable_dir(args.out)
+    try:
+        seal = seal_of(args, out=args.out)
+        path = ev.sweep(specs, args.out, policy_factory=factory, progress=Progress(args.quiet), sealed=seal,
+                        base_url=args.base_url, concurrency=concurrency, retries=args.retries, backoff=args.backoff,
+                        price=price, log=None if args.quiet else _say)
+    except BaseException:
+        if created:
+            _remove_if_empty(args.out)
+        raise
     wanted = {spec.key() for spec in specs}
     results = ev.read_results(path, seal=seal)
     for note in results.notes():
@@ -274,6 +293,37 @@ def cmd_eval(args) -> int:
         print(f"\n{usage_line([r['usage'] for r in models], [r.get('cost_usd') for r in models])}")
     print(f"\nsessions: {path}")
     return 0
+
+
+def _say(line: str) -> None:
+    """One line on stderr (the sweep's ``log``)."""
+    print(line, file=sys.stderr, flush=True)
+
+
+def _check_model_key(agent: str, runner, base_url: str | None) -> None:
+    """UsageError where model agent ``agent`` has no API key to send
+    (``runner.api_key_env`` unset), unless ``--base-url`` names an
+    OpenAI-compatible server (a local one may need no key) or the runner
+    came with a client of its own (a mock, a proxy)."""
+    key_env = getattr(runner, "api_key_env", None)
+    own_client = getattr(runner, "_client", None) is not None
+    if key_env is None or own_client or os.environ.get(key_env) or (base_url and agent.startswith("openai:")):
+        return
+    local = "; or give --base-url for a local OpenAI-compatible server" if agent.startswith("openai:") else ""
+    raise UsageError(f"agents: {agent} needs an API key in ${key_env}, which is not set; export it{local}")
+
+
+def _remove_if_empty(folder: str) -> None:
+    """Remove the results folder this command created, if a refused or failed
+    sweep left nothing in it but an empty sessions file."""
+    from luca_gym.harness import SESSIONS_FILE
+
+    path = os.path.join(folder, SESSIONS_FILE)
+    with contextlib.suppress(OSError):
+        if os.path.getsize(path) == 0:
+            os.remove(path)
+    with contextlib.suppress(OSError):
+        os.rmdir(folder)  # only if empty
 
 
 def usage_line(usage: list, costs: list) -> str:
@@ -451,11 +501,33 @@ def cmd_show(args) -> int:
         filters[key] = values[0] if len(values) == 1 else values
     record, viewer, out, note = report.session_to_draw(records, args.results, args.seed, args.agent, args.out, **filters)
     _writable_dir(os.path.dirname(os.path.abspath(out)), "out")
+    # The viewer may rebuild the instance and starts matplotlib: seconds (more while JAX compiles a first run).
+    print(f"luca-gym show: drawing the session (agent {record.get('agent')}, seed {record.get('seed')}) into {out} ...",
+          file=sys.stderr, flush=True)
     viewer.draw_session(record, out)
     if note:
         print(f"luca-gym show: note: {note}", file=sys.stderr)
     print(out)
     return 0
+
+
+class SessionRecording:
+    """The harness's results writer handed to a world's own commands as
+    ``args.recording`` (a world does not import the harness): LUCA's ``play
+    --out`` records its session with it, in the format ``show`` and
+    ``report`` read."""
+
+    def check(self, session, out: str, agent: str) -> None:
+        """Raise (ResultsError) before the first call if ``session`` could not be recorded in ``out`` under ``agent``."""
+        from luca_gym.harness import check_recordable
+
+        check_recordable(session, out, agent=agent)
+
+    def record(self, session, out: str, agent: str, wall_s: float = 0.0) -> str:
+        """Append the ended ``session`` to ``out/sessions.jsonl``; returns the file's path."""
+        from luca_gym.harness import record_tool_session
+
+        return record_tool_session(session, out, agent=agent, wall_s=wall_s)
 
 
 def cmd_mcp(args) -> int:
@@ -503,7 +575,7 @@ def build_parser(flag_world=None) -> argparse.ArgumentParser:
     from luca_gym import __version__
     from luca_gym.tools.loop import BACKOFF_S, RETRIES
 
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(  # its commands' parsers too: a world's command may defer its arguments until used
         prog="luca-gym", formatter_class=HelpFormatter,
         description="Synthetic worlds for experimental reasoning (`luca-gym worlds` lists them; LUCA is the default). "
                     "Run `luca-gym COMMAND --help` for a command's options.",
@@ -511,6 +583,7 @@ def build_parser(flag_world=None) -> argparse.ArgumentParser:
                "first run (cached afterwards; luca_gym.compile_cache, LUCA_GYM_CACHE_DIR=off disables it).",
     )
     parser.add_argument("--version", action="version", version=f"luca-gym {__version__}")
+    parser.set_defaults(recording=SessionRecording())  # for a world's own commands (LUCA's play --out)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_parser = sub.add_parser
     # Every command shows defaults; a world's config-field options replace another world's of the same name.

@@ -2,7 +2,8 @@
 command (:mod:`luca_gym.cli`) and a world's own options and commands (its
 ``World.cli`` hook, e.g. :mod:`luca_gym.worlds.luca.cli`) alike: the usage
 error (one line, exit code 2), seed ranges, comma lists, ``--set`` values,
-writable folders, the seal options and the help formatter."""
+writable folders, the seal options, the help formatter and the parser whose
+arguments may wait until its command is used (:class:`CommandParser`)."""
 
 from __future__ import annotations
 
@@ -141,3 +142,43 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         if "default" in text or any(action.default is x for x in (None, False, argparse.SUPPRESS)) or not action.option_strings:
             return text
         return text + " (default: %(default)s)"
+
+
+class CommandParser(argparse.ArgumentParser):
+    """An ArgumentParser whose arguments may be added when it is first used
+    (:meth:`defer`): a command whose options need a heavy module (its
+    defaults live beside JAX code) costs nothing until that command is
+    parsed or its help shown, so ``luca-gym --help`` and every other
+    command's errors answer without importing it."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._deferred = []
+
+    def defer(self, add_arguments) -> None:
+        """Call ``add_arguments(self)`` before this parser first parses or formats its help or usage."""
+        self._deferred.append(add_arguments)
+
+    def _complete(self) -> None:
+        while self._deferred:
+            self._deferred.pop(0)(self)
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._complete()
+        return super().parse_known_args(args, namespace)
+
+    def format_usage(self):
+        self._complete()
+        return super().format_usage()
+
+    def format_help(self):
+        self._complete()
+        return super().format_help()
+
+
+def defer_arguments(p, add_arguments) -> None:
+    """``add_arguments(p)`` on first use where ``p`` is a :class:`CommandParser`, else now."""
+    if isinstance(p, CommandParser):
+        p.defer(add_arguments)
+    else:
+        add_arguments(p)

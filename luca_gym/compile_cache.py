@@ -57,6 +57,8 @@ def portable_math() -> bool:
     if name in flags:
         return True
     os.environ["XLA_FLAGS"] = f"{flags} {PORTABLE_MATH_FLAG}".strip()
+    if "jax" not in sys.modules:  # no backend can run yet: the flag is in time (and JAX stays unimported)
+        return True
     from jax._src import xla_bridge
 
     if xla_bridge.backends_are_initialized():
@@ -68,6 +70,7 @@ def portable_math() -> bool:
 
 
 def default_dir() -> str:
+    """The per-user cache folder: ``$XDG_CACHE_HOME/luca-gym/jax``, else ``~/.cache/luca-gym/jax``."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "luca-gym", "jax")
 

@@ -320,7 +320,9 @@ def test_cli_show_prints_the_path_it_wrote(results, capsys):
     assert main(argv) == 0
     captured = capsys.readouterr()
     path = results / "session_heuristic_easy_disease_1.png"
-    assert captured.out == f"{path}\n" and captured.err == ""
+    assert captured.out == f"{path}\n"
+    # stderr says what it is drawing before the slow part, and nothing else
+    assert captured.err == f"luca-gym show: drawing the session (agent heuristic, seed 1) into {path} ...\n"
     assert_png(path)
 
 
@@ -329,8 +331,9 @@ def test_cli_show_out_and_the_note_on_several_matches(results, tmp_path, capsys)
     assert main(["show", str(results), "--seed", "0", "--agent", "random", "--out", str(out)]) == 0
     captured = capsys.readouterr()
     assert captured.out == f"{out}\n"
-    (note,) = captured.err.splitlines()
+    progress, note = captured.err.splitlines()
     assert note.startswith("luca-gym show: note: 3 sessions match")
+    assert progress.startswith("luca-gym show: drawing the session (agent random, seed 0)")
     assert_png(out)
 
 

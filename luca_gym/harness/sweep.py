@@ -34,6 +34,7 @@ def sweep(
     retries: int | None = None,
     backoff: float | None = None,
     price=None,
+    log: Callable[[str], None] | None = None,
 ) -> str:
     """Run every session of ``specs`` not yet in ``out_dir``, appending each
     record as it ends. Returns the results file's path.
@@ -61,7 +62,10 @@ def sweep(
     ProviderError at the end counts the unrecorded sessions) until K sessions
     in a row give up or a non-retryable error (bad key, unknown model, bad
     request: every session would fail alike) stops it. Sessions in flight then
-    finish and are recorded; no new one starts."""
+    finish and are recorded; no new one starts.
+
+    ``log`` (e.g. a print to stderr) is told, in one line, how many sessions
+    of the plan a resumed sweep found on file and skipped."""
     from luca_gym.tools.loop import check_retry
 
     specs = list(dict.fromkeys(specs))
@@ -87,6 +91,8 @@ def sweep(
             done = set(results.keys())
             trim_unfinished(path)
         todo = [s for s in specs if s.key() not in done]
+        if log is not None and len(todo) < len(specs):
+            log(f"resumed: {len(specs) - len(todo)} sessions already in {path}, skipped")
         with open(path, "a", encoding="utf-8") as f:
             written = [0]
 

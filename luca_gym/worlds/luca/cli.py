@@ -3,7 +3,9 @@ options of the generic commands (``eval --tiers/--modes/--n-genes``, ``train
 --tier/--mode/--n-genes``, ``mcp`` and ``show``), what ``eval`` prints after a
 sweep (the paper-format composite and scaling tables, the ablations), and its
 own commands: ``fidelity`` (the paper's tables against ours), ``info`` (one
-organism) and ``play`` (a session at the terminal).
+organism) and ``play`` (a session at the terminal; ``--out`` records it for
+``show`` and ``report``). Importing this module imports no JAX: the generic
+command builds its parser from it for ``--help``.
 
 ``info``, ``play`` and ``mcp`` take the same arguments and show the same
 organism (``info`` generates it alone, without compiling a session);
@@ -14,12 +16,12 @@ organism (``info`` generates it alone, without compiling a session);
 from __future__ import annotations
 
 import os
+import sys
+import time
 
 import numpy as np
 
-from luca_gym.cli_common import UsageError, ints, names, parse_seeds, seal_of, sealed_arguments, writable_dir
-from luca_gym.worlds.luca import generator as world
-from luca_gym.worlds.luca.baselines import PAPER_BASELINES
+from luca_gym.cli_common import UsageError, defer_arguments, ints, names, parse_seeds, seal_of, sealed_arguments, writable_dir
 from luca_gym.worlds.luca.spec import MODES, TIER_NAMES
 
 # Choices shown in --help; the values are checked by the library, so a bad one
@@ -60,8 +62,9 @@ def cmd_fidelity(args) -> int:
     agents = names(args.agents, "agent", "the batched baselines")
     tables = names(args.tables, "tables", ", ".join(fidelity.TABLES))
     n_genes = ints(args.n_genes, "n-genes")
+    # Every argument checked (naming it and what is allowed) before the folder is made: a refusal leaves nothing behind.
+    fidelity.check_arguments(seeds, tiers, agents, n_genes, scaling_seeds, tables)
     writable_dir(args.out)
-    # run() checks every argument (naming it and what is allowed) before any work.
     report = fidelity.run(seeds, tiers, agents, n_genes, scaling_seeds, tables, log=None if args.quiet else fidelity.stderr_log)
     fidelity.write_report(report, args.out)
     print(fidelity.format_tables(report))
@@ -69,11 +72,23 @@ def cmd_fidelity(args) -> int:
     return 0
 
 
+def _abbreviated(items: list[str], what: str, head: int = 6, tail: int = 2) -> str:
+    """``items`` comma-separated; more than ``head + tail + 1`` of them (N of a
+    few hundred has 40 signals or more): the first ``head``, ``...``, the last
+    ``tail`` and the count, so that a description stays a few lines (``play``'s
+    ``info`` lists them all)."""
+    if len(items) <= head + tail + 1:
+        return ", ".join(items)
+    return f"{', '.join(items[:head])}, ..., {', '.join(items[-tail:])} ({len(items)} {what})"
+
+
 def describe(organism) -> str:
     """A short public description of an organism plus its size figures."""
+    from luca_gym.worlds.luca.generator import sizes
+
     a, m = organism.arrays, organism.meta
-    sz = world.sizes(m.n_genes)
-    signals = ", ".join(f"{label} ({mode})" for label, mode in zip(m.signal_labels, m.signal_modes))
+    sz = sizes(m.n_genes)
+    signals = _abbreviated([f"{label} ({mode})" for label, mode in zip(m.signal_labels, m.signal_modes)], "signals")
     return "\n".join(
         [
             f"organism seed={m.seed} tier={m.tier} N={m.n_genes} mode={m.mode}"
@@ -124,10 +139,32 @@ def cmd_info(args) -> int:
 
 def cmd_play(args, stdin=None, stdout=None) -> int:
     """The REPL of :mod:`luca_gym.worlds.luca.play` over the session of ``args`` (``--json``:
-    one JSON object a reply); ``stdin`` and ``stdout`` default to the terminal."""
+    one JSON object a reply); ``stdin`` and ``stdout`` default to the terminal.
+
+    With ``--out``, the session, once ended (``end``, or the budget spent),
+    is appended to ``OUT/sessions.jsonl`` under ``--agent``, in the
+    harness's format (``luca-gym show`` and ``report`` read it), by the
+    generic command's ``args.recording`` (a world does not import the
+    harness); whether it can be recorded there is checked before the first
+    call. A session left open (``quit``, end of input) is not recorded."""
     from luca_gym.worlds.luca.play import PlayShell
 
-    return PlayShell(open_session(args), stdin=stdin, stdout=stdout, json_output=args.json).run()
+    out = getattr(args, "out", None)
+    if out:
+        writable_dir(out, "out")
+        if not args.agent.strip():
+            raise UsageError("agent: an empty name; give the name the session is recorded under, e.g. human")
+    session = open_session(args)
+    if out:
+        args.recording.check(session, out, args.agent)
+    started = time.perf_counter()
+    code = PlayShell(session, stdin=stdin, stdout=stdout, json_output=args.json).run()
+    if out and session.ended:
+        path = args.recording.record(session, out, args.agent, wall_s=time.perf_counter() - started)
+        print(f"luca-gym play: session {session.instance_id} ({session.end_reason}) recorded in {path}", file=sys.stderr)
+    elif out:
+        print(f"luca-gym play: the session did not end (end ends it), so it is not recorded in {out}", file=sys.stderr)
+    return code
 
 
 def _organism_arguments(p, stance: bool = True) -> None:
@@ -144,6 +181,24 @@ def _organism_arguments(p, stance: bool = True) -> None:
     sealed_arguments(p)
 
 
+def _fidelity_arguments(p) -> None:
+    from luca_gym.worlds.luca.fidelity import DEFAULT_AGENTS, DEFAULT_SCALING_N, SCALING_SEEDS, TABLES
+
+    p.add_argument("--seeds", default="0-19", help="organisms for Tables 3, 6, 7, 8 (the paper: 20 per tier), e.g. 0-19, 0,3,7 or 0-4,10")
+    p.add_argument("--tiers", default=",".join(TIER_NAMES), help=f"comma-separated tiers for Tables 3, 6, 7, 8 (default {','.join(TIER_NAMES)})")
+    p.add_argument("--agents", default=",".join(DEFAULT_AGENTS),
+                   help="comma-separated batched baselines (luca_gym.worlds.luca.baselines.batched.POLICIES; the paper has figures "
+                        f"for {', '.join(DEFAULT_AGENTS)})")
+    p.add_argument("--n-genes", default=",".join(map(str, DEFAULT_SCALING_N)),
+                   help="sizes for Table 11, comma-separated (default %(default)s, for speed on a CPU; the paper also "
+                        "has 320, 640, 1280, allowed but slow)")
+    p.add_argument("--scaling-seeds", default=None,
+                   help=f"organisms for Table 11 (the paper: 10 per cell; default the first {SCALING_SEEDS} of --seeds)")
+    p.add_argument("--tables", default=",".join(TABLES), help=f"which tables to compute, comma-separated (default {','.join(TABLES)})")
+    p.add_argument("--out", default="results/fidelity", help="folder for fidelity.md, fidelity.json and figures (default %(default)s)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+
+
 def _given(value, default):
     """An option's value, or its default where it was not given (None)."""
     return default if value is None else value
@@ -156,7 +211,12 @@ class LucaCLI:
     that the command can tell a given option of another world from an unused
     one and refuse it."""
 
-    default_agents = PAPER_BASELINES
+    @property
+    def default_agents(self) -> tuple:
+        """The paper's three baselines (``eval``'s agents when ``--agents`` is left out)."""
+        from luca_gym.worlds.luca.baselines import PAPER_BASELINES
+
+        return PAPER_BASELINES
 
     # -- eval ---------------------------------------------------------------------------
     def add_eval_arguments(self, p) -> None:
@@ -261,8 +321,6 @@ class LucaCLI:
 
     # -- LUCA's own commands ------------------------------------------------------------
     def add_commands(self, sub) -> None:
-        from luca_gym.worlds.luca.fidelity import DEFAULT_AGENTS, DEFAULT_SCALING_N, SCALING_SEEDS, TABLES
-
         p = sub.add_parser(
             "fidelity",
             help="our world's figures against the paper's Tables 3, 6, 7, 8 and 11, with bands and verdicts",
@@ -272,19 +330,7 @@ class LucaCLI:
             "fidelity.md, fidelity.json and PNG figures into --out. Exit code 0 whatever the verdicts (a report); "
             "2 on bad arguments.",
         )
-        p.add_argument("--seeds", default="0-19", help="organisms for Tables 3, 6, 7, 8 (the paper: 20 per tier), e.g. 0-19, 0,3,7 or 0-4,10")
-        p.add_argument("--tiers", default=",".join(TIER_NAMES), help=f"comma-separated tiers for Tables 3, 6, 7, 8 (default {','.join(TIER_NAMES)})")
-        p.add_argument("--agents", default=",".join(DEFAULT_AGENTS),
-                       help="comma-separated batched baselines (luca_gym.worlds.luca.baselines.batched.POLICIES; the paper has figures "
-                            f"for {', '.join(DEFAULT_AGENTS)})")
-        p.add_argument("--n-genes", default=",".join(map(str, DEFAULT_SCALING_N)),
-                       help="sizes for Table 11, comma-separated (default %(default)s, for speed on a CPU; the paper also "
-                            "has 320, 640, 1280, allowed but slow)")
-        p.add_argument("--scaling-seeds", default=None,
-                       help=f"organisms for Table 11 (the paper: 10 per cell; default the first {SCALING_SEEDS} of --seeds)")
-        p.add_argument("--tables", default=",".join(TABLES), help=f"which tables to compute, comma-separated (default {','.join(TABLES)})")
-        p.add_argument("--out", default="results/fidelity", help="folder for fidelity.md, fidelity.json and figures (default %(default)s)")
-        p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+        defer_arguments(p, _fidelity_arguments)  # its defaults live in the fidelity module, which imports JAX
         p.set_defaults(func=cmd_fidelity)
 
         for name, helptext, func in (("info", "describe one organism", cmd_info),
@@ -297,6 +343,11 @@ class LucaCLI:
                 p.add_argument("--json", action="store_true",
                                help="for scripts: each reply as one JSON object a line (the call's result as an agent gets it), "
                                     "no banner, no prompt")
+                p.add_argument("--out", default=None, metavar="DIR",
+                               help="record the session, once ended, in DIR/sessions.jsonl, the harness's format: "
+                                    "luca-gym show and report read it")
+                p.add_argument("--agent", default="human", metavar="NAME",
+                               help="the agent's name in the record (default %(default)s); one session per agent and instance")
             p.set_defaults(func=func)
 
 
