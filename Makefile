@@ -9,7 +9,7 @@ EXTRAS ?= dev
 # workers and later runs (JAX reads this variable itself).
 export JAX_COMPILATION_CACHE_DIR ?= $(CURDIR)/.cache/jax
 
-.PHONY: demo ablation test bench clean
+.PHONY: demo ablation test bench docs clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -45,6 +45,10 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/solver.py
+
+# The documentation site, into site/ (--strict: a broken link or reference fails).
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .cache build *.egg-info

@@ -69,6 +69,7 @@ def format_p(p: float | None) -> str:
 
 
 def format_ci(ci) -> str:
+    """A confidence interval as text with signs, e.g. ``[-0.167, +0.058]``."""
     return f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
 
 

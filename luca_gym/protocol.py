@@ -103,17 +103,23 @@ class FlatCodec(Protocol):
     @property
     def observation_size(self) -> int: ...
 
-    def settings(self) -> dict: ...
+    def settings(self) -> dict:
+        """The world's settings this codec was made for, as a dict (stored with a run)."""
 
-    def describe(self) -> str: ...
+    def describe(self) -> str:
+        """The settings in a few words, for progress lines and figures."""
 
-    def instances(self, seeds): ...
+    def instances(self, seeds):
+        """The instances of ``seeds``, a leading batch axis (host side)."""
 
-    def open(self, instance): ...
+    def open(self, instance):
+        """Open a session on one instance: (state, vector float32 (D,), mask bool (K,)); pure."""
 
-    def step(self, state, action): ...
+    def step(self, state, action):
+        """One flat action: (state, vector, mask, reward, terminated, truncated, error); pure."""
 
-    def score(self, state): ...
+    def score(self, state):
+        """The headline score of the session so far, float32 (); pure."""
 
 
 @dataclass(frozen=True)
@@ -155,6 +161,7 @@ class Contrast:
         return self.arms[1] if self.minuend == self.arms[0] else self.arms[0]
 
     def label(self, value) -> str:
+        """The label shown for the arm whose setting is ``value``."""
         return self.labels[self.arms.index(value)]
 
     @property
@@ -187,8 +194,10 @@ class World:
             drive it.
         env: entry point of the ``gymnasium.Env`` (keyword arguments: the
             config's fields and the env's own options), or None.
-        vector_env, flat_env: entry points of the vector env and the flat
-            Gymnasium env, or None where the world has none.
+        vector_env: entry point of the vector env, or None where the world
+            has none.
+        flat_env: entry point of the flat Gymnasium env, or None where the
+            world has none.
         flat: entry point of the world's flat codec factory,
             ``(*args, **settings) -> FlatCodec`` (:class:`FlatCodec`), or
             None: the functional env and the PPO run on any world that has one.

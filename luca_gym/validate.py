@@ -33,12 +33,14 @@ def check_seed(seed, name: str = "seed") -> int:
 
 
 def check_bool(value, name: str) -> bool:
+    """``value`` as a bool; ValueError naming ``name`` unless it is a Python or numpy bool."""
     if not isinstance(value, (bool, np.bool_)):
         raise ValueError(f"{name}: {short_repr(value)} is not a bool; allowed True or False")
     return bool(value)
 
 
 def check_positive_int(value, name: str) -> int:
+    """``value`` as an int; ValueError naming ``name`` unless it is an integer of at least 1."""
     if not is_integer(value) or value < 1:
         raise ValueError(f"{name}: {short_repr(value)} not allowed; a positive integer")
     return int(value)

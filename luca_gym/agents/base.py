@@ -37,10 +37,12 @@ class FlatPolicy:
         return getattr(self.codec, "analyst", None)
 
     def reset(self, params, seed: int) -> None:
+        """Start a session of these settings: the codec for them and a fresh generator from ``seed``."""
         self.session_codec = self.codec.for_session(params)
         self.rng = np.random.default_rng(seed)
 
     def act(self, obs: dict) -> dict:
+        """The session's action for ``obs``: the flat choice, decoded for the host session."""
         vector, legal = jax.device_get(self.session_codec.encode(obs))
         index = int(self.choose(np.asarray(vector), np.asarray(legal, bool), self.rng))
         return self.session_codec.decode(index, obs)

@@ -37,6 +37,7 @@ def session_cost(usage: dict | None, price) -> float | None:
 
 
 def is_llm_agent(name: str) -> bool:
+    """Whether an agent spec names a language model (``openai:`` or ``anthropic:``)."""
     return str(name).startswith(("openai:", "anthropic:"))
 
 

@@ -18,6 +18,7 @@ from luca_gym.tools.session import ToolSessionBase
 
 @dataclass
 class ToolCall:
+    """One tool call an agent made: the tool's name, its arguments (as the agent gave them) and a call id."""
     name: str
     arguments: Any
     id: str = field(default_factory=lambda: f"call_{uuid.uuid4().hex[:12]}")

@@ -97,6 +97,7 @@ class OpeningSession:
         return self._done.is_set() and self._error is None
 
     def get(self) -> ToolSessionBase:
+        """The opened session, waiting for it if it is still being opened; re-raises what stopped it."""
         self._done.wait()
         if self._error is not None:
             raise self._error

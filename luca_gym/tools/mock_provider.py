@@ -149,6 +149,7 @@ class MockClient:
         self.chat = SimpleNamespace(completions=SimpleNamespace(create=self.create))
 
     def create(self, *, model: str, messages: list, tools: list | None = None, **kwargs):
+        """A chat completion in the OpenAI client's shape (after ``latency`` seconds), one call at a time."""
         if self.latency:
             time.sleep(self.latency)
         with self._lock:

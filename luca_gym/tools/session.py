@@ -83,6 +83,7 @@ class ToolSessionBase:
         return {}
 
     def system_prompt(self) -> str:
+        """The world's rules for an agent (a subclass writes them)."""
         raise NotImplementedError
 
     def record(self) -> dict:
@@ -122,12 +123,15 @@ class ToolSessionBase:
         return copy.deepcopy(self._specs)
 
     def tools_openai(self) -> list[dict]:
+        """The tools in OpenAI's function-calling format."""
         return to_openai_tools(self.tool_specs())
 
     def tools_anthropic(self) -> list[dict]:
+        """The tools in Anthropic's tool format."""
         return to_anthropic_tools(self.tool_specs())
 
     def tools_mcp(self) -> list[dict]:
+        """The tools in MCP's format (``inputSchema``)."""
         return [{"name": s["name"], "description": s["description"], "inputSchema": s["input_schema"]} for s in self.tool_specs()]
 
     # -- dispatch ----------------------------------------------------------------------
@@ -264,6 +268,7 @@ def _reject_constant(name: str):
 
 
 def to_openai_tools(specs: list[dict]) -> list[dict]:
+    """Tool specs (name, description, input_schema) in OpenAI's function-calling format."""
     return [
         {"type": "function", "function": {"name": s["name"], "description": s["description"], "parameters": s["input_schema"]}}
         for s in specs
@@ -271,4 +276,5 @@ def to_openai_tools(specs: list[dict]) -> list[dict]:
 
 
 def to_anthropic_tools(specs: list[dict]) -> list[dict]:
+    """Tool specs (name, description, input_schema) in Anthropic's tool format."""
     return [{"name": s["name"], "description": s["description"], "input_schema": s["input_schema"]} for s in specs]

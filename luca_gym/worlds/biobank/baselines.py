@@ -111,9 +111,11 @@ class CorrelationScreen(_StandardPhenotype):
     confidence = SCREEN_CONFIDENCE
 
     def keep(self, row):
+        """Whether a scan row is nominated: significant (q < Q)."""
         return row["q"] is not None and row["q"] < Q
 
     def sign(self, row):
+        """The effect whose sign gives the direction: the observational beta."""
         return row["beta"]
 
 
@@ -124,9 +126,11 @@ class CisMR(_StandardPhenotype):
     confidence = MR_CONFIDENCE
 
     def keep(self, row):
+        """Whether a scan row is nominated: significant (q < Q) with a strong instrument (F >= MIN_F)."""
         return row["q"] is not None and row["q"] < Q and row["instrument_f"] is not None and row["instrument_f"] >= MIN_F
 
     def sign(self, row):
+        """The effect whose sign gives the direction: the Wald ratio."""
         return row["wald_ratio"]
 
 

@@ -94,6 +94,7 @@ class Design:
         return {1: "one-driver", 2: "two-driver"}.get(self.n_drivers, "three-to-six")
 
     def as_dict(self) -> dict:
+        """The design as plain JSON-ready values."""
         return {"archetype": self.archetype, "n_drivers": self.n_drivers, "tier": self.tier, "biases": list(self.biases),
                 "kind": self.kind}
 

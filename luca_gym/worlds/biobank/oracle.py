@@ -96,6 +96,7 @@ PARTS = (*POINTS, "surrogate_penalty")
 
 @dataclass(frozen=True)
 class Nomination:
+    """One claimed driver: the protein, the direction to move it and the agent's confidence."""
     protein: str
     direction: str
     confidence: float

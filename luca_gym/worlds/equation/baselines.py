@@ -107,10 +107,12 @@ class Candidates:
         return len(self.c1)
 
     def take(self, index) -> "Candidates":
+        """The candidates at ``index`` (an integer array or mask)."""
         return Candidates(*(getattr(self, k)[index] for k in ("c1", "e1", "f", "e2", "sign", "c2", "e3")))
 
     @staticmethod
     def join(parts) -> "Candidates":
+        """The candidates of ``parts``, concatenated in order."""
         return Candidates(*(np.concatenate([getattr(p, k) for p in parts]) for k in ("c1", "e1", "f", "e2", "sign", "c2", "e3")))
 
     def values(self, x) -> tuple[np.ndarray, np.ndarray]:
@@ -126,9 +128,11 @@ class Candidates:
         return first + self.sign[:, None] * third, np.abs(first) + third
 
     def structure(self, k: int) -> grammar.Structure:
+        """Candidate ``k`` as a grammar structure."""
         return grammar.Structure(*(getattr(self, f)[k] for f in ("c1", "e1", "f", "e2", "sign", "c2", "e3")))
 
     def key(self, k: int) -> bytes:
+        """Candidate ``k``'s fields as bytes: equal keys, equal formulas."""
         return b"".join(np.asarray(getattr(self, f)[k], np.int64).tobytes() for f in ("c1", "e1", "f", "e2", "sign", "c2", "e3"))
 
 

@@ -72,6 +72,7 @@ def instance(seed: int, config: EquationConfig, seal=None) -> Instance:
 
 @x64
 def reset(inst: Instance, config: EquationConfig) -> EquationState:
+    """The session's opening state for an instance (the full budget, nothing queried); float64."""
     return EquationState(
         program=jax.tree.map(jnp.asarray, inst.program), heldout_x=jnp.asarray(inst.heldout_x),
         heldout_y=jnp.asarray(inst.heldout_y), budget_left=jnp.int32(config.budget), queries=jnp.int32(0),

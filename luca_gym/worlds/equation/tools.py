@@ -78,6 +78,7 @@ class EquationToolSession(ToolSessionBase):
         ])
 
     def system_prompt(self) -> str:
+        """The rules for an agent: the variables, the grammar, the budget and how a formula is scored."""
         c = self.config
         distractors = (f"{c.n_distractors} of the {c.n_inputs} variables are distractors that do not enter the formula; "
                        "which ones, you must find out.") if c.n_distractors else "Every variable enters the formula."
@@ -91,6 +92,7 @@ class EquationToolSession(ToolSessionBase):
         )
 
     def describe(self) -> dict:
+        """What ``describe`` answers: the variables, their range, the complexity, the budget and the grammar."""
         c = self.config
         return {"variables": list(self.variables), "input_range": [INPUT_LOW, INPUT_HIGH], "complexity": c.complexity,
                 "n_distractors": c.n_distractors, "budget": c.budget, "grammar": GRAMMAR, **self.status()}

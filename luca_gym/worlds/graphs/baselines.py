@@ -77,11 +77,13 @@ class FlatBaseline:
     name = ""
 
     def reset(self, params, seed: int) -> None:
+        """Start a session of these settings: their codec, the jitted policy and a key from ``seed``."""
         self.codec = GraphFlat(params)
         self.policy = _jitted(self.name, self.codec)
         self.key = jax.random.PRNGKey(seed % 2**31)
 
     def act(self, obs: dict) -> dict:
+        """The session's action for ``obs``: the batched policy's choice on the flat codec, decoded."""
         vector, mask = self.codec.encode(obs)
         self.key, k = jax.random.split(self.key)
         index = self.policy(None, k, vector[None], mask[None])[0]
@@ -89,10 +91,12 @@ class FlatBaseline:
 
 
 class Systematic(FlatBaseline):
+    """``systematic`` in the harness: intervenes on every node the evidence leaves open, then submits."""
     name = "systematic"
 
 
 class Random(FlatBaseline):
+    """``random`` in the harness: intervenes at random for the whole budget, then submits what the evidence implies."""
     name = "random"
 
 

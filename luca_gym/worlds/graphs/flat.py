@@ -82,12 +82,15 @@ class GraphFlat:
         return n * n + n + 1
 
     def settings(self) -> dict:
+        """The world's settings, as a dict."""
         return self.config.settings()
 
     def describe(self) -> str:
+        """The settings in a few words."""
         return self.config.describe()
 
     def instances(self, seeds):
+        """The instances of ``seeds``, a leading batch axis."""
         return core.instances(seeds, self.config)
 
     def _view(self, state):
@@ -95,9 +98,11 @@ class GraphFlat:
         return state, vector, mask
 
     def open(self, instance):
+        """Open a session on one instance: (state, vector, mask)."""
         return self._view(core.reset(instance, self.config))
 
     def step(self, state, action):
+        """Action i < N intervenes on node i; action N submits what the evidence implies."""
         n = self.config.n
         action = jnp.asarray(action, jnp.int32)
         kind = jnp.where(action < n, core.INTERVENE, core.SUBMIT)
@@ -107,6 +112,7 @@ class GraphFlat:
         return state, vector, mask, reward, state.ended, jnp.bool_(False), error
 
     def score(self, state):
+        """The headline score: success, float32 ()."""
         return state.success.astype(jnp.float32)
 
     def scores(self, state) -> dict:
@@ -119,6 +125,7 @@ class GraphFlat:
         return GraphFlat(params)
 
     def encode(self, obs: dict):
+        """A host session's observation as the flat (vector, mask)."""
         return observation(obs, self.config)
 
     def decode(self, index: int, obs: dict) -> dict:

@@ -93,6 +93,7 @@ class GraphToolSession(ToolSessionBase):
         ]
 
     def system_prompt(self) -> str:
+        """The rules for an agent: the hidden graph, what an intervention shows, the budget and the answer."""
         c = self.config
         if c.directed:
             world = (f"There are {c.n} molecules, numbered 0..{c.n - 1}, linked by a hidden directed acyclic graph. "

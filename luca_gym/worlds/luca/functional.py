@@ -183,6 +183,7 @@ class LucaFlatCodec:
                 "dense_shaping": p.dense_shaping, "shaping_gamma": p.shaping_gamma}
 
     def describe(self) -> str:
+        """The settings in a few words: tier, mode and N."""
         return f"{self.tier} {self.mode} N={self.params.n_genes}"
 
     # -- the pure part (jit, vmap) ---------------------------------------------
@@ -191,15 +192,18 @@ class LucaFlatCodec:
         return organism_batch(seeds, self.tier, self.params.n_genes, self.mode)
 
     def open(self, instance):
+        """Open a session on (organism arrays, noise key): (state, vector, mask)."""
         organism, noise_key = instance
         vector, mask, state = flat.reset(noise_key, organism, self.params, self.analyst)
         return state, vector, mask
 
     def step(self, state, action):
+        """One flat action through the core: (state, vector, mask, reward, terminated, truncated, error)."""
         vector, mask, state, reward, terminated, truncated, info = flat.step(state, action, self.params, self.analyst)
         return state, vector, mask, reward, terminated, truncated, info["error"]
 
     def score(self, state) -> jax.Array:
+        """The session's composite so far (the network not scored), float32 ()."""
         return core.session_scores(state, self.params, network=False)["composite"]
 
     # -- a host session's observation (a learned agent in the harness) -------------

@@ -89,6 +89,7 @@ class Session:
         return to_numpy_observation(obs), {"organism_seed": organism_seed, "budget": self.params.budget}
 
     def step(self, action):
+        """One action, checked: (observation, reward, terminated, truncated, info); an ended session adds ``info["scores"]``."""
         if self.state is None:
             raise RuntimeError("step() called before reset(): no session is open")
         act = core.parse_action(action, self.params)
@@ -105,6 +106,7 @@ class Session:
         return ended_scores(self.state, self.params)
 
     def close(self):
+        """Forget the session; ``step`` refuses until the next ``reset``."""
         self.state = None
 
 

@@ -40,7 +40,7 @@ from luca_gym.worlds.luca.spec import BLOCK, BOOST, DAMPEN, INTERVENTION_TYPES, 
 from luca_gym.worlds.luca.types import Organism, OrganismArrays, SteadyState
 
 MAX_STEPS = 500
-TOL = 2e-7  # residual max|f(s) - s|; 1e-6 left hard fixed points up to 1e-5 off (see README)
+TOL = 2e-7  # residual max|f(s) - s|; 1e-6 left hard fixed points up to 1e-5 off (see docs/design-decisions.md)
 # Newton steps after the damped loop, only for the solves it did not finish.
 # From where the damped loop stops, float32 Newton reaches TOL in 1-4 steps on
 # 98% of the hard-tier solves that stall, 7 at most (benchmarks/convergence.py).

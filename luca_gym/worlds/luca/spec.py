@@ -72,18 +72,21 @@ N_REAL_GENE_NAMES = 50
 
 # -- validators ----------------------------------------------------------------------
 def check_tier(tier) -> str:
+    """``tier`` if it is a tier name; ValueError naming the allowed ones otherwise."""
     if not isinstance(tier, str) or tier not in TIER_NAMES:
         raise ValueError(f"tier: {short_repr(tier)} unknown; allowed {', '.join(TIER_NAMES)}")
     return tier
 
 
 def check_mode(mode) -> str:
+    """``mode`` if it is a mode name; ValueError naming the allowed ones otherwise."""
     if not isinstance(mode, str) or mode not in MODES:
         raise ValueError(f"mode: {short_repr(mode)} unknown; allowed {', '.join(MODES)}")
     return mode
 
 
 def check_n_genes(n_genes) -> int:
+    """``n_genes`` as an int if it is an allowed organism size; ValueError saying the range otherwise."""
     if not is_integer(n_genes):
         raise ValueError(f"n_genes: {short_repr(n_genes)} is not an integer; allowed {MIN_GENES}..{MAX_GENES}")
     if not MIN_GENES <= n_genes <= MAX_GENES:

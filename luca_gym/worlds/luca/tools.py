@@ -29,6 +29,7 @@ MAX_HYPOTHESES = 100  # hypotheses kept per session
 
 @dataclass(frozen=True)
 class Tool:
+    """One of the nine tools: its name, its description and how a session builds its arguments' schema."""
     name: str
     description: str
     # (session) -> the "properties" of the arguments object, and its required names.

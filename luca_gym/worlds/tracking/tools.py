@@ -73,6 +73,7 @@ class TrackingToolSession(ToolSessionBase):
         return np.asarray(self.state.observations).tolist()
 
     def system_prompt(self) -> str:
+        """The rules for an agent: the trajectory's shape, the change matrix to submit and how it is scored."""
         c = self.config
         rows = "\n".join(json.dumps(r) for r in self.observations())
         prompt = (

@@ -351,6 +351,7 @@ class ModelFitPolicy:
         self.config = config or AgentConfig()
 
     def reset(self, params: core.EnvParams, seed: int) -> None:
+        """Start a session of these settings (refused by ``check_session`` where the family cannot play it)."""
         check_session(params.mode, params.n_genes, self.config)
         self.params = params
         self.local = self.config.uses_local(params.n_genes)
@@ -367,6 +368,7 @@ class ModelFitPolicy:
 
     # -- plumbing -------------------------------------------------------------
     def act(self, obs: dict) -> dict:
+        """The next action of the fitting script, after recording what ``obs`` measured."""
         self.act_pending(obs)
         if not self._started:
             self._started = True

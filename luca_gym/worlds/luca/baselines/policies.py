@@ -18,7 +18,7 @@ the public :class:`~luca_gym.worlds.luca.core.EnvParams`. None reads an organism
   upper reference for what the measurements allow.
 
 The rules where the paper is silent (the diagnosis and the rescue) are the
-plainest readings that reproduce its Table 8 (README, "Design decisions");
+plainest readings that reproduce its Table 8 (docs/design-decisions.md);
 :data:`PAPER_RULES` names them, and the batched forms in
 :mod:`luca_gym.worlds.luca.baselines.batched` use the same functions.
 """
@@ -55,6 +55,7 @@ class Policy(Protocol):
 
 # -- action builders ----------------------------------------------------------
 def experiment_action(params: core.EnvParams, genes: dict | None = None, signals=(), kind: int = core.EXPERIMENT) -> dict:
+    """A dict action of ``kind`` (an experiment by default) with these gene codes and signals on."""
     codes = np.zeros(params.n_genes, np.int64)
     for g, c in (genes or {}).items():
         codes[g] = c
@@ -64,14 +65,17 @@ def experiment_action(params: core.EnvParams, genes: dict | None = None, signals
 
 
 def predict_action(values) -> dict:
+    """A prediction action, the values clipped to [0, 1]."""
     return {"kind": core.SUBMIT_PREDICTION, "prediction": np.clip(np.asarray(values, np.float32), 0.0, 1.0)}
 
 
 def diagnosis_action(target: int, kind: int) -> dict:
+    """A diagnosis action: ``target`` with malfunction code ``kind``."""
     return {"kind": core.COMMIT_DIAGNOSIS, "diagnosis_target": int(target), "diagnosis_type": int(kind)}
 
 
 def kind_action(kind: int) -> dict:
+    """An action of ``kind`` with no fields (reveal, end)."""
     return {"kind": kind}
 
 
@@ -108,6 +112,7 @@ class RandomPolicy(_Planned):
     name = "random"
 
     def act(self, obs: dict) -> dict:
+        """The paper's random baseline: no experiment, predictions 0.5, a random diagnosis and rescue."""
         p = self.params
         if self._legal(obs, core.REVEAL_TASK):
             return kind_action(core.REVEAL_TASK)
@@ -147,6 +152,7 @@ class SweepPolicy(_Planned):
     codes: tuple[int, ...] = (BLOCK,)
 
     def act(self, obs: dict) -> dict:
+        """Sweep the singles in order while the budget allows, then predict, diagnose and rescue by the policy's rules."""
         p = self.params
         predict, diagnose, rescue = PAPER_RULES[self.name]
         reserve = p.rescue_cost if p.disease else 0
@@ -209,6 +215,7 @@ class TaskDirectedPolicy(_Planned):
     name = "task-directed"
 
     def act(self, obs: dict) -> dict:
+        """Measure the current task's two singles and predict it, then sweep, then diagnose and rescue."""
         p = self.params
         mask = obs["single_mask"].astype(bool)
         if int(obs["task_index"]) >= 0 and not obs["predicted"][int(obs["task_index"])]:
@@ -234,6 +241,7 @@ class TaskDirectedPolicy(_Planned):
         return kind_action(core.END)
 
     def next_sweep(self, obs):
+        """The next unmeasured single (signals first in disease mode, then BLOCKs, then BOOSTs), or None."""
         p = self.params
         if p.disease:
             todo = np.flatnonzero(~obs["signal_mask"].astype(bool))
@@ -247,6 +255,7 @@ class TaskDirectedPolicy(_Planned):
         return None
 
     def predict(self, obs):
+        """The task's prediction: the two measured single effects added in logit space."""
         base = np.clip(obs["baseline_phenotypes"], _EPS, 1 - _EPS)
         logit = lambda x: np.log(x / (1 - x))  # noqa: E731
         total = logit(base)
@@ -256,6 +265,8 @@ class TaskDirectedPolicy(_Planned):
         return 1.0 / (1.0 + np.exp(-total))
 
     def diagnose(self, obs):
+        """(target, malfunction code) the measurements point to: the gene whose BLOCK moved the phenotypes
+        furthest beyond what its BOOST did (LOCK_HI) or the reverse (LOCK_LO), or a signal that did nothing (PERSIST)."""
         p = self.params
         base = obs["baseline_phenotypes"]
         mask = obs["single_mask"].astype(bool)
@@ -277,6 +288,8 @@ class TaskDirectedPolicy(_Planned):
         return choice
 
     def rescue(self, obs):
+        """The rescue test of the measured single (gene or signal) that restored the most aberrant phenotypes
+        (a DAMPEN of the first targetable gene when nothing was measured)."""
         p = self.params
         aberrant = obs["aberrant"].astype(bool)
         mask = obs["single_mask"].astype(bool)

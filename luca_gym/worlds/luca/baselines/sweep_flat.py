@@ -150,8 +150,10 @@ class CausalSweepFlatPolicy:
     analyst = ANALYST
 
     def reset(self, params: core.EnvParams, seed: int) -> None:
+        """Start a session of these settings."""
         self.params = params
 
     def act(self, obs: dict) -> dict:
+        """The sweep's next flat action, as a dict action."""
         action = jax.device_get(_host_action(obs, self.params, self.analyst))
         return {k: np.asarray(v) for k, v in vars(action).items()}

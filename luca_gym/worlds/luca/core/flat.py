@@ -123,6 +123,7 @@ class FlatLayout:
 
 
 def layout(params: EnvParams) -> FlatLayout:
+    """The flat layout of these settings."""
     return FlatLayout(params.n_genes, params.n_signals)
 
 

@@ -42,7 +42,7 @@ class LucaSB3VecEnv(FlatSB3VecEnv):
 
     Args:
         num_envs: the batch size B.
-        tier, mode, n_genes, budget, analyst, backwards, max_steps,
+        tier: and mode, n_genes, budget, analyst, backwards, max_steps,
             dense_shaping, shaping_scale, shaping_gamma, sealed: as
             :class:`~luca_gym.worlds.luca.envs.LucaFlatEnv`.
         organisms: ``"pool"`` (default: each new episode on an organism drawn

@@ -61,7 +61,7 @@ class LucaVectorEnv(gym.vector.VectorEnv):
 
     Args:
         num_envs: the batch size.
-        tier, mode, n_genes, backwards, budget, max_steps, dense_shaping,
+        tier: and mode, n_genes, backwards, budget, max_steps, dense_shaping,
             shaping_scale, shaping_gamma: as LucaEnv.
         autoreset_mode: "next_step" (default: the step after an episode ends
             resets that sub-env and ignores its action) or "same_step" (the
