@@ -27,8 +27,13 @@ from luca_gym.worlds.biobank.tools import BiobankToolSession
 SEAL = make_seal("a secret of the sandbox tests")
 LIMITS = Limits(timeout_s=4.0, cpu_s=4)
 SEED = 3
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 and not os.access("/usr/bin/bwrap", os.X_OK),
-                                reason="needs root or bubblewrap")
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0 and not os.access("/usr/bin/bwrap", os.X_OK), reason="needs root or bubblewrap"),
+    # Every sandbox runs as uid 65534, and RLIMIT_NPROC counts that uid's
+    # processes host-wide: the fork-bomb test on one xdist worker would starve
+    # a sandbox starting on the other. One worker runs them all, one at a time.
+    pytest.mark.xdist_group("sandbox"),
+]
 
 
 @pytest.fixture(scope="module", params=["bwrap", "unshare"])
