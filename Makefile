@@ -11,10 +11,11 @@ export JAX_COMPILATION_CACHE_DIR ?= $(CURDIR)/.cache/jax
 
 .PHONY: demo ablation test bench docs clean
 
+# -qq: pip's quiet also hides setuptools' "Editable installation" warning block.
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
+	$(BIN)/python -m pip install -qq -e ".[$(EXTRAS)]"
 	@touch $(STAMP)
 
 # The main job on built-in defaults: three baselines x 3 tiers x 2 modes x 5
