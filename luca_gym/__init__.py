@@ -58,19 +58,32 @@ def _set_up_jax() -> None:
 class _WhenJaxImports(importlib.abc.MetaPathFinder):
     """Runs :func:`_set_up_jax` right after ``jax`` itself is imported (its
     backend starts on the first computation, later), then leaves
-    ``sys.meta_path``: the one import hook, for the one module it watches."""
+    ``sys.meta_path``: the one import hook, for the one module it watches.
+
+    It stays in place until JAX is really executed: a library that only asks
+    whether JAX is there (``importlib.util.find_spec("jax")``) gets a spec
+    whose loading would set JAX up, and the hook still watches the import
+    that follows."""
+
+    def __init__(self):
+        self._asking = False  # our own find_spec below passes through this finder
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname != "jax":
+        if fullname != "jax" or self._asking:
             return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec("jax")  # the finders after this one find the real module
+        self._asking = True
+        try:
+            spec = importlib.util.find_spec("jax")  # the finders after this one find the real module
+        finally:
+            self._asking = False
         if spec is None or not hasattr(spec.loader, "exec_module"):
             return spec
         exec_module = spec.loader.exec_module
 
         def exec_then_set_up(module):
             exec_module(module)
+            if self in sys.meta_path:
+                sys.meta_path.remove(self)
             _set_up_jax()
 
         spec.loader.exec_module = exec_then_set_up

@@ -40,6 +40,13 @@ def test_importing_the_package_turns_the_cache_on_in_a_per_user_folder(tmp_path)
     assert out == str(tmp_path / "luca-gym" / "jax") and (tmp_path / "luca-gym" / "jax").is_dir()
 
 
+def test_a_library_asking_whether_jax_is_there_leaves_the_cache_on(tmp_path):
+    """Probing for JAX (``importlib.util.find_spec``, as libraries do to see
+    what is installed) before importing it must not lose the set-up."""
+    probe = "import importlib.util, luca_gym; importlib.util.find_spec('jax'); " + SHOW_CACHE
+    assert run_python(probe, clean_env(XDG_CACHE_HOME=str(tmp_path))) == str(tmp_path / "luca-gym" / "jax")
+
+
 def test_the_cache_can_be_moved_or_turned_off_and_jax_own_setting_wins(tmp_path):
     assert run_python(SHOW_CACHE, clean_env(LUCA_GYM_CACHE_DIR=str(tmp_path / "c"))) == str(tmp_path / "c")
     assert run_python(SHOW_CACHE, clean_env(LUCA_GYM_CACHE_DIR="off", XDG_CACHE_HOME=str(tmp_path))) == "None"
