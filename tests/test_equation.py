@@ -473,3 +473,53 @@ def test_the_gymnasium_env_is_the_tool_session_in_dict_actions():
     assert "not allowed" in info["error"] and reward == 0.0 and not ended and obs["budget_left"] == 9
     obs, reward, ended, _, info = env.step({"kind": 1, "inputs": point, "formula": _truth(session)})
     assert ended and reward == 1.0 and info["scores"] == {"success": 1.0, "iterations": 2}
+
+
+@pytest.mark.parametrize("kind, inputs, match", [
+    (2.7, [2.0] * 3, r"kind: 2\.7 not allowed; an integer in 0\.\.2"),  # int() would make it "end"
+    (True, [2.0] * 3, r"kind: True not allowed"),  # int() would make it "submit"
+    (3, [2.0] * 3, r"kind: 3 not allowed"),
+    (-1, [2.0] * 3, r"kind: -1 not allowed"),
+    ("0", [2.0] * 3, r"kind: '0' not allowed"),
+    (None, [2.0] * 3, r"kind: None not allowed"),
+    (0, ["a", "b", "c"], r"action: inputs .* not allowed"),
+    (0, {"mass": 1}, r"action: inputs .* not allowed"),
+])
+def test_the_gymnasium_env_refuses_an_illegal_action_and_changes_nothing(kind, inputs, match):
+    from luca_gym.worlds.equation.envs import EquationEnv
+
+    env = EquationEnv()
+    obs, _ = env.reset(options={"instance_seed": 2})
+    with pytest.raises(ValueError, match=match):
+        env.step({"kind": kind, "inputs": inputs, "formula": "1"})
+    assert not env.session.ended and env.session.transcript == [] and int(env.session.state.budget_left) == 10
+
+
+# -- the session picture -----------------------------------------------------------------------
+def test_a_session_is_read_back_from_its_messages_and_drawn_from_what_the_agent_saw(tmp_path):
+    from luca_gym.tools.loop import AgentTurn, ToolCall
+    from luca_gym.worlds.equation.report import figure_sessions, session_of
+
+    s = session(1, complexity="medium", n_variables=3, n_distractors=1)
+    # A refused query and a refused formula first: neither is read back as a query or a submission.
+    hostile = [ToolCall("query", {"inputs": {v: 99.0 for v in s.variables}}, "bad_0"),
+               ToolCall("submit_formula", {"formula": "__import__('os')"}, "bad_1")]
+    random = baselines.RandomBaseline()
+
+    def agent(messages, tools):
+        return AgentTurn(tool_calls=[hostile.pop(0)]) if hostile else random(messages, tools)
+
+    record = run_agent(agent, s, retries=0)
+    assert sum("error" in json.loads(m["content"]) for m in record["messages"] if m["role"] == "tool") == 2
+    seen = session_of(record["messages"])
+    assert seen["variables"] == list(s.variables) and seen["scores"] == s.scores
+    assert len(seen["queries"]) == s.scores["iterations"] - 1 == int(s.state.queries)
+    submitted = [c["arguments"]["formula"] for m in record["messages"] if m["role"] == "assistant"
+                 for c in m.get("tool_calls") or () if c["name"] == "submit_formula"]
+    assert seen["formula"] == submitted[-1]
+    for inputs, output in seen["queries"]:
+        assert set(inputs) == set(s.variables) and all(INPUT_LOW <= x <= INPUT_HIGH for x in inputs.values())
+        assert math.isfinite(output)
+    figure_sessions({"random": seen}, str(tmp_path / "eq.png"), title="seed 1")
+    png = (tmp_path / "eq.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and 10_000 < len(png) < 150_000

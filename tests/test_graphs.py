@@ -272,3 +272,91 @@ def test_a_language_model_plays_through_the_openai_adapter_with_failures():
     record = run_agent(OpenAIChatAgent("mock", client=client), session, backoff=0)
     assert session.ended and session.scores["success"] == 1.0 and record["return"] == 1.0
     assert session.scores["iterations"] == 5 and "failed" in client.outcomes  # 4 attacks and the submission
+
+
+# -- the flat codec refuses what lies outside its K actions -------------------------------
+FLAT_CODECS = [GraphFlat(DagConfig(n_nodes=4, n_states=3)), GraphFlat(DagConfig(n_nodes=4, n_states=3, proposals="every")),
+               GraphFlat(RelationalConfig(n_houses=4))]
+
+
+@pytest.fixture(scope="module")
+def flat_steps():
+    """Per codec: the session after one intervention on node 0, and a jitted
+    step of that session vmapped over actions."""
+    out = []
+    for codec in FLAT_CODECS:
+        state, *_ = codec.step(codec.open(jax.tree_util.tree_map(lambda x: x[0], codec.instances([3])))[0], 0)
+        out.append((codec, state, jax.jit(jax.vmap(codec.step, in_axes=(None, 0)))))
+    return out
+
+
+def _same_tree(a, b) -> bool:
+    return all(np.array_equal(x, y) for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)))
+
+
+@pytest.mark.parametrize("which", range(len(FLAT_CODECS)))
+def test_a_flat_action_outside_the_codec_is_refused_inside_the_jit(flat_steps, which):
+    codec, state, steps = flat_steps[which]
+    n = codec.config.n
+    vector, mask = jax.device_get(codec.encode(core.public_view(state)))
+    outside = np.array([n + 1, n + 2, 2**31 - 1, -1, -n, -(2**31)], np.int32)
+    new, vectors, masks, reward, terminated, truncated, error = jax.device_get(steps(state, outside))
+    assert (error == 3).all() and (reward == 0).all() and not terminated.any() and not truncated.any()
+    for i in range(len(outside)):
+        assert _same_tree(jax.tree_util.tree_map(lambda x: x[i], new), state), outside[i]
+        assert np.array_equal(vectors[i], vector) and np.array_equal(masks[i], mask)
+    # The K actions themselves still do what they say: N submits, i < N intervenes.
+    new, _, _, _, terminated, _, error = jax.device_get(steps(state, np.array([n, 1], np.int32)))
+    assert (error == 0).all() and terminated[0] and bool(new.proposed[0]) and int(new.interventions[1]) == 2
+    # An ended session refuses every action as ended, inside K or not.
+    ended = jax.tree_util.tree_map(lambda x: x[0], new)
+    *_, error = jax.device_get(steps(ended, np.array([0, n, n + 1, -1], np.int32)))
+    assert (error == 2).all()
+
+
+def test_the_functional_env_reports_an_outside_action_as_a_free_refusal():
+    from luca_gym import functional as F
+
+    codec = FLAT_CODECS[0]
+    pool = F.make_pool(codec, seeds=[10_000, 10_001])
+    step = jax.jit(F.step, static_argnames=("env",))
+    state, vector, mask = F.reset(jax.random.PRNGKey(0), codec, pool)
+    new, vector_n, mask_n, reward, done, info = jax.device_get(
+        step(jax.random.PRNGKey(1), state, np.int32(codec.num_actions), codec, pool))
+    assert int(info["error"]) == 3 and float(reward) == 0.0 and not done
+    assert _same_tree(new.session, state.session) and int(new.length) == 1  # the refused call counted as a step only
+    assert np.array_equal(vector_n, vector) and np.array_equal(mask_n, mask)
+
+
+def test_the_flat_gymnasium_env_and_decode_raise_on_an_outside_action():
+    from luca_gym.worlds.graphs.envs import DagFlatEnv
+
+    env = DagFlatEnv(n_nodes=4, n_states=3)
+    obs, _ = env.reset(seed=0)
+    before = jax.device_get(env.state)
+    for action in (5, -1, 2**40, 1.0, True, "0", [0]):
+        with pytest.raises(ValueError, match=r"action: .* not allowed; an integer in 0\.\.4"):
+            env.step(action)
+    assert _same_tree(jax.device_get(env.state), before)
+    assert env.step(4)[2]  # the submission, the codec's last action, still ends the session
+    codec = env.codec
+    view = jax.device_get(core.public_view(before))
+    for index in (5, -1):
+        with pytest.raises(ValueError, match=r"index: .* not allowed; an integer in 0\.\.4"):
+            codec.decode(index, view)
+    assert codec.decode(4, view)["tool"] == "submit_graph"
+
+
+def test_the_session_figure_draws_what_the_agent_saw_and_never_the_hidden_graph(flat_steps, tmp_path):
+    # Two sessions alike in all the agent saw and proposed, on different hidden graphs, draw the same picture.
+    from luca_gym.worlds.graphs.report import figure_session
+
+    codec, state, _ = flat_steps[0]
+    n = codec.config.n
+    other = core.GraphState(**{**vars(state), "adjacency": ~state.adjacency & ~np.eye(n, dtype=bool),
+                               "key": state.key + np.uint32(1)})
+    assert not bool(state.ended)  # an open session: not even the scores of its proposal may show
+    figure_session(state, codec.config, str(tmp_path / "a.png"), agent="systematic")
+    figure_session(other, codec.config, str(tmp_path / "b.png"), agent="systematic")
+    a, b = (tmp_path / "a.png").read_bytes(), (tmp_path / "b.png").read_bytes()
+    assert a[:8] == b"\x89PNG\r\n\x1a\n" and a == b

@@ -264,3 +264,11 @@ def test_the_gymnasium_env_scores_one_submission():
     assert (reward, ended, truncated, info["scores"]["exact"]) == (1.0, True, False, 1.0)
     with pytest.raises(ValueError, match="0/1 of shape"):
         env.step(np.full((3, 3), 2))
+
+
+def test_the_session_figure_draws_a_submission_beside_the_trajectory(tmp_path):
+    x = np.asarray(core.instance(0, TrackingConfig(length=12, n_nodes=5)))
+    guess = baselines.Forgetful().answer(x)
+    report.figure_session(x, guess, str(tmp_path / "t.png"), agent="forgetful")
+    png = (tmp_path / "t.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and 10_000 < len(png) < 150_000

@@ -21,6 +21,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from luca_gym.boundary import check_flat_actions
 from luca_gym.envs.codec import instance_seed
 from luca_gym.validate import check_render_mode, short_repr
 from luca_gym.worlds.equation.config import INPUT_HIGH, INPUT_LOW, EquationConfig
@@ -78,10 +79,12 @@ class EquationEnv(gym.Env):
         allowed = f"a dict of kind (0..2), inputs ({self.config.n_inputs} numbers) and formula (text)"
         if not isinstance(action, dict) or set(action) != {"kind", "inputs", "formula"}:
             raise ValueError(f"action: {short_repr(action)} not allowed; {allowed}")
-        kind = KINDS[int(action["kind"])] if int(action["kind"]) in range(len(KINDS)) else None
-        if kind is None:
-            raise ValueError(f"action: kind {short_repr(action['kind'])} not allowed; {allowed}")
-        inputs = np.asarray(action["inputs"], np.float64).reshape(-1)
+        # kind 2.7 or True would pass int(): only an integer 0..2 is a kind
+        kind = KINDS[int(check_flat_actions(action["kind"], len(KINDS), name="kind"))]
+        try:
+            inputs = np.asarray(action["inputs"], np.float64).reshape(-1)
+        except (TypeError, ValueError):
+            raise ValueError(f"action: inputs {short_repr(action['inputs'])} not allowed; {allowed}") from None
         arguments = {"query": lambda: {"inputs": dict(zip(self.session.variables, map(float, inputs)))},
                      "submit_formula": lambda: {"formula": str(action["formula"])}, "end": dict}[kind]()
         before = self.session.total_reward

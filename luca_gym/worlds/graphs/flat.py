@@ -11,7 +11,9 @@ learners: K = N + 1 actions, D = N*N + N + 1 observations.
   path already seen runs the other way) or 0 (unknown), row-major; then each
   node's interventions over the budget; then the budget left over the budget.
 * The mask allows every intervention while the budget lasts and the
-  submission until the session ends.
+  submission until the session ends. An action outside [0, N] is refused
+  inside the jit at no cost (the core's error 3); the Gymnasium flat env and
+  :meth:`GraphFlat.decode` raise ValueError for it on the host.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from luca_gym.boundary import check_flat_actions
 from luca_gym.worlds.graphs import core
 from luca_gym.worlds.graphs.config import DagConfig, RelationalConfig
 
@@ -102,12 +105,13 @@ class GraphFlat:
         return self._view(core.reset(instance, self.config))
 
     def step(self, state, action):
-        """Action i < N intervenes on node i; action N submits what the evidence implies."""
-        n = self.config.n
+        """Action i < N intervenes on node i; action N submits what the
+        evidence implies. Any other action (outside [0, N]) reaches the core
+        as an intervention on a node out of range, which it refuses
+        (error 3): it costs nothing, earns nothing and changes nothing."""
         action = jnp.asarray(action, jnp.int32)
-        kind = jnp.where(action < n, core.INTERVENE, core.SUBMIT)
-        state, reward, error = core.step_pure(state, kind, jnp.minimum(action, n - 1),
-                                              core.implied_hypothesis(state.evidence), self.config)
+        kind = jnp.where(action == self.config.n, core.SUBMIT, core.INTERVENE)
+        state, reward, error = core.step_pure(state, kind, action, core.implied_hypothesis(state.evidence), self.config)
         state, vector, mask = self._view(state)
         return state, vector, mask, reward, state.ended, jnp.bool_(False), error
 
@@ -129,9 +133,10 @@ class GraphFlat:
         return observation(obs, self.config)
 
     def decode(self, index: int, obs: dict) -> dict:
-        """Flat index -> a tool call ``{"tool", "arguments"}`` of the session."""
+        """Flat index -> a tool call ``{"tool", "arguments"}`` of the session.
+        An index that is not an integer in [0, N] raises ValueError."""
         config = self.config
-        index = int(index)
+        index = int(check_flat_actions(index, self.num_actions, name="index"))
         hypothesis = np.asarray(core.implied_hypothesis(jnp.asarray(obs["evidence"]))).astype(int).tolist()
         if index < config.n:
             arguments = {config.node_noun: index}

@@ -6,6 +6,8 @@ OA-Acc is the mean of ``exact`` over sessions (the fraction of Y matrices
 submitted exactly right); AT-Acc the mean of ``trajectory_accuracy`` (the
 fraction of rows of Y right); the accuracy at position i (1..M-1, the
 transition from step i-1 to step i) the mean of ``position_correct[i-1]``.
+:func:`figure_session` draws one session: the trajectory as shown and the
+change matrix submitted.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import os
 
 import numpy as np
 
-from luca_gym.figures import agent_colors, legend_right, pyplot, save, score_axis
+from luca_gym.figures import agent_color, agent_colors, legend_right, panel_letters, pyplot, save, score_axis
 from luca_gym.summaries import agents_in, group
 
 CONDITION = ("n_nodes", "n_colors", "change_prob")  # what Table 2 holds fixed (one table each)
@@ -84,6 +86,63 @@ def figure_positions(records, path: str, length: int) -> None:
     title = f"Accuracy by trajectory position, M={length}"
     ax.set_title(title + (f" ({_condition_text(conditions[0])})" if len(conditions) == 1 else ""), fontsize=10)
     legend_right(ax)
+    save(plt, fig, path)
+
+
+def figure_session(observations, changes, path: str, *, agent: str = "") -> None:
+    """One session, to the PNG ``path``: (a) the trajectory X (int (M, N)) as
+    the agent is shown it, a cell per node and step in its colour (the colour
+    number written in it), and (b) the change matrix Y it submitted (0/1
+    (M-1, N)), each transition drawn between the two steps it compares, a
+    filled cell for "changed", a red cross on each cell that is wrong and the
+    rows (positions) scored right ticked. Time runs left to right. Nothing in
+    this world is hidden (Y is a function of X), so the picture leaks nothing."""
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Rectangle
+
+    x = np.asarray(observations, int)
+    guess = np.asarray(changes, bool)
+    m, n = x.shape
+    truth = x[1:] != x[:-1]
+    wrong = guess != truth
+    colors = max(int(x.max()) + 1, 2)
+    plt = pyplot()
+    fig, (ax_x, ax_y) = plt.subplots(2, 1, figsize=(max(5.5, 0.42 * m + 1.8), 0.36 * (2 * n + 1) + 1.8), sharex=True,
+                                     gridspec_kw={"height_ratios": [n, n + 0.8]})
+    palette = ["#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69", "#fccde5", "#d9d9d9", "#bc80bd"]
+    ax_x.imshow(x.T, cmap=ListedColormap([palette[c % len(palette)] for c in range(colors)]), vmin=-0.5,
+                vmax=colors - 0.5, aspect="auto", extent=(-0.5, m - 0.5, n - 0.5, -0.5))
+    for step in range(m):
+        for node in range(n):
+            ax_x.text(step, node, str(x[step, node]), ha="center", va="center", fontsize=7, color="0.25")
+    ax_x.set_ylabel("node")
+    ax_x.set_title(f"the trajectory X as shown ({m} steps, {n} nodes, colours 0..{colors - 1})", fontsize=10)
+
+    fill = agent_color(agent) if agent else "#1f77b4"
+    ax_y.set_xlim(-0.5, m - 0.5)
+    ax_y.set_ylim(n - 0.5, -1.3)  # a band above the cells for each row's verdict
+    for i in range(m - 1):
+        for node in range(n):
+            centre = i + 0.5  # the transition between steps i and i + 1
+            ax_y.add_patch(Rectangle((centre - 0.5, node - 0.5), 1, 1, facecolor=fill if guess[i, node] else "white",
+                                     edgecolor="0.7", lw=0.5))
+            if wrong[i, node]:
+                ax_y.plot(centre, node, marker="x", color="#d62728", ms=9, mew=2)
+        right = not wrong[i].any()
+        ax_y.text(i + 0.5, -0.9, "\u2713" if right else "\u2717", ha="center", va="center", fontsize=10,
+                  color="0.2" if right else "#d62728")
+    ax_y.set_ylabel("node")
+    ax_y.set_xlabel("step (Y's row i sits between steps i and i+1; above it: the row scored right or wrong)")
+    rows_right = int((~wrong.any(axis=1)).sum())
+    who = f"{agent}'s" if agent else "the submitted"
+    ax_y.set_title(f"{who} change matrix Y (filled: changed; red cross: wrong), {rows_right} of {m - 1} rows right",
+                   fontsize=10)
+    for ax in (ax_x, ax_y):
+        ax.set_yticks(range(n))
+        ax.set_xticks(range(m))
+    ax_y.spines["top"].set_visible(False)
+    panel_letters([ax_x, ax_y])
+    fig.tight_layout()
     save(plt, fig, path)
 
 
