@@ -122,15 +122,19 @@ FLAT_ENVS, FLAT_STEPS = 4, 96
 
 
 def _probing_policy(params, key, obs, mask):
-    """Mostly a random legal action; about one step in three a masked one (where any is)."""
+    """Mostly a random legal action; about one step in three a masked one
+    (where any is), and one in eight an index outside [0, K) (-1, K or
+    2**31 - 1: hostile input the codec must refuse)."""
     import jax
     import jax.numpy as jnp
 
-    pick, coin = jax.random.split(key)
+    pick, coin, wild = jax.random.split(key, 3)
     legal = jax.random.categorical(pick, jnp.where(mask, 0.0, -jnp.inf))
     masked = jax.random.categorical(pick, jnp.where(mask, -jnp.inf, 0.0))
     try_masked = jax.random.bernoulli(coin, 1 / 3, legal.shape) & ~mask.all(axis=-1)
-    return jnp.where(try_masked, masked, legal).astype(jnp.int32)
+    action = jnp.where(try_masked, masked, legal).astype(jnp.int32)
+    outside = jnp.array([-1, mask.shape[-1], 2**31 - 1], jnp.int32)[jax.random.randint(wild, legal.shape, 0, 3)]
+    return jnp.where(jax.random.bernoulli(wild, 1 / 8, legal.shape), outside, action)
 
 
 def _check_flat(world: World, settings: dict, seeds) -> list[str]:
@@ -149,9 +153,12 @@ def _check_flat(world: World, settings: dict, seeds) -> list[str]:
     out = jax.device_get(F.flat_rollout(_probing_policy, None, jax.random.PRNGKey(0), codec, pool, FLAT_ENVS, FLAT_STEPS,
                                         trajectories=True))
     t = out["trajectory"]
-    chosen_legal = np.take_along_axis(t["mask"], t["action"][..., None], axis=-1)[..., 0]
+    actions = t["action"]
+    inside = (actions >= 0) & (actions < t["mask"].shape[-1])
+    chosen_legal = inside & np.take_along_axis(t["mask"], np.where(inside, actions, 0)[..., None], axis=-1)[..., 0]
     refused = t["error"] != 0
     _check(not (refused & chosen_legal).any(), "flat", "an action the mask allows was refused")
+    _check(refused[~inside].all(), "flat", "an action outside [0, K) was not refused (the codec took it as a legal one)")
     k, b = np.nonzero(refused[1:-1])
     k = k + 1  # refusals with a step before and after them
     _check(not t["done"][k, b].any() and (t["reward"][k, b] == 0).all(), "flat", "a refused action cost something or ended a session")
