@@ -512,23 +512,25 @@ def test_traced_generate_reports_exhausted_attempts():
 def test_fresh_rollout_generates_in_the_jit_and_matches_rollout():
     """``fresh_rollout`` draws seeds, generates their organisms inside the jit
     and runs the sessions: its scores equal ``rollout`` on the host-generated
-    organisms of the seeds it reports."""
-    from luca_gym.worlds.luca.baselines.batched import heuristic_policy
+    organisms of the seeds it reports. (Medium healthy, causal-sweep, six
+    sessions of 48 steps: the programs of the README's and the LUCA page's
+    GPU blocks and of test_vector's causal-sweep check, compiled once for all.)"""
+    from luca_gym.worlds.luca.baselines.batched import causal_sweep_policy
     from luca_gym.worlds.luca.functional import fresh_rollout, organism_batch, rollout
 
-    params = core.make_params("easy", N, "healthy")
-    policy = heuristic_policy(params)
-    steps = params.budget + 8
+    params = core.make_params("medium", N, "healthy")
+    policy = causal_sweep_policy(params)
+    steps = 48
     key = jax.random.PRNGKey(11)
-    out = fresh_rollout(policy, key, params, "easy", 4, steps)
+    out = fresh_rollout(policy, key, params, "medium", 6, steps)
     assert out["generated"].all() and out["ended"].all()
-    assert len(set(out["seeds"].tolist())) == 4
-    organisms, keys = organism_batch(out["seeds"], "easy", N, "healthy")
+    assert len(set(out["seeds"].tolist())) == 6
+    organisms, keys = organism_batch(out["seeds"], "medium", N, "healthy")
     _, run_key = jax.random.split(key)
     returns, composite, ended = rollout(policy, run_key, organisms, keys, params, steps)
     np.testing.assert_allclose(np.asarray(out["composite"]), np.asarray(composite), atol=1e-6)
     np.testing.assert_allclose(np.asarray(out["returns"]), np.asarray(returns), atol=1e-5)
     with pytest.raises(ValueError, match="^num_envs:"):
-        fresh_rollout(policy, key, params, "easy", 0, steps)
+        fresh_rollout(policy, key, params, "medium", 0, steps)
     with pytest.raises(ValueError, match="^tier:"):
-        fresh_rollout(policy, key, params, "extreme", 4, steps)
+        fresh_rollout(policy, key, params, "extreme", 6, steps)

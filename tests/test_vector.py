@@ -175,7 +175,7 @@ def test_sharded_and_unsharded_rollouts_agree_on_two_cpu_devices(tmp_path):
         ("heuristic", "hard", "healthy"),
         ("heuristic", "medium", "disease"),
         ("heuristic", "hard", "disease"),
-        ("causal-sweep", "easy", "healthy"),
+        ("causal-sweep", "medium", "healthy"),  # the README's GPU block's program (batch 6, 48 steps)
         ("causal-sweep", "hard", "healthy"),
         ("causal-sweep", "easy", "disease"),
         ("causal-sweep", "hard", "disease"),

@@ -53,15 +53,18 @@ def test_fingerprint_is_the_same_in_another_process():
         "triples = json.loads(sys.argv[1])\n"
         "print(json.dumps([make_organism(*t).fingerprint() for t in triples]))\n"
     )
+    # The other process generates the N=20 triples only: a medium N=40
+    # organism there cost about a minute under CI's load and tests no
+    # code path the two N=20 ones miss (the N=40 one is checked below).
     out = subprocess.run(
-        [sys.executable, "-c", script, json.dumps(FINGERPRINT_TRIPLES)],
+        [sys.executable, "-c", script, json.dumps(FINGERPRINT_TRIPLES[:2])],
         capture_output=True, text=True, timeout=300, check=True,
     )
     theirs = json.loads(out.stdout.strip().splitlines()[-1])
-    assert theirs == ours
+    assert theirs == ours[:2]
     assert len(set(ours)) == len(ours)
     # a fresh generation in this process (not the cached one) agrees too
-    assert world.make_organism(*FINGERPRINT_TRIPLES[1]).fingerprint() == ours[1]
+    assert world.make_organism(*FINGERPRINT_TRIPLES[2]).fingerprint() == ours[2]
 
 
 @pytest.mark.xdist_group("n40")
