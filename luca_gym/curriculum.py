@@ -2,7 +2,7 @@
 reasoning-gym's curricula (each attribute a list of values from easiest to
 hardest, a level per attribute, the caller or a rule moving them).
 
-    from luca_gym.curriculum import Curriculum, CurriculumWrapper
+    from luca_gym.curriculum import Curriculum, CurriculumWrapper, CurriculumVectorWrapper
 
     c = Curriculum({"tier": ["easy", "medium", "hard"], "budget": [None, 16, 8]},
                    defaults={"mode": "disease", "n_genes": 20}, advance_at=0.8, success_score=0.7)
@@ -20,6 +20,10 @@ hardest, a level per attribute, the caller or a rule moving them).
   at the next ``reset``, rebuilds the inner env when the level has changed.
   Its spaces are the inner env's, so a level that changes N changes them
   (a flat policy sized for one N cannot follow; a per-gene one can).
+* A Gymnasium vector env: :class:`CurriculumVectorWrapper` records the
+  episodes that end in each step and rebuilds the whole batch (one compiled
+  program per level) at the next ``reset`` once the level has changed
+  (``level_changed`` says when), e.g. over ``gym.make_vec("luca_gym/LucaFlat-v0", ...)``.
 
 The rule (``advance_at``): once ``window`` episodes have ended at the current
 level, the level goes up when at least ``advance_at`` of the last ``window``
@@ -224,4 +228,77 @@ class CurriculumWrapper(gym.Wrapper):
         self._return += float(reward)
         if terminated or truncated:
             self.curriculum.record(float(self._score_of(info, self._return)))
+        return obs, reward, terminated, truncated, info
+
+
+class CurriculumVectorWrapper(gym.vector.VectorWrapper):
+    """A Gymnasium vector env that follows a :class:`Curriculum`: the scores
+    of the episodes that end in each step go to :meth:`Curriculum.record`,
+    and ``reset`` rebuilds the whole batch when the curriculum's settings
+    changed (every env of one batch shares one compiled program, so a level
+    is a batch, not an env). A level change during training takes effect at
+    the next ``reset``: :attr:`level_changed` says when one is due, and
+    ``info["curriculum_level"]`` at reset is the global level.
+
+    Args:
+        curriculum: the schedule.
+        make: a Gymnasium id (built as ``gymnasium.make_vec(id, num_envs=num_envs,
+            **settings)``: for LUCA the JAX batch, :class:`LucaVectorEnv`)
+            or a callable ``(num_envs, **settings) -> vector env``.
+        num_envs: the batch size, the same at every level.
+        score_of: ``(step's info, episode returns (num_envs,), done (num_envs,)) ->
+            scores (num_envs,)``, read where ``done``; default the episode
+            returns (the world's headline score while the reward is unshaped).
+    """
+
+    def __init__(self, curriculum: Curriculum, make: str | Callable[..., gym.vector.VectorEnv], num_envs: int,
+                 score_of: Callable | None = None):
+        if not isinstance(curriculum, Curriculum):
+            raise ValueError(f"curriculum: {short_repr(curriculum)} is not a Curriculum")
+        if not (isinstance(make, str) or callable(make)):
+            raise ValueError(f"make: {short_repr(make)} not allowed; a Gymnasium id or a callable (num_envs, **settings) -> vector env")
+        self.curriculum, self._make = curriculum, make
+        self._num_envs = check_positive_int(num_envs, "num_envs")
+        self._score_of = score_of or (lambda info, returns, done: returns)
+        self._built = curriculum.settings()
+        super().__init__(self._build(self._built))
+        self._returns = np.zeros(self._num_envs)
+
+    def _build(self, settings: dict) -> gym.vector.VectorEnv:
+        if isinstance(self._make, str):
+            env = gym.make_vec(self._make, num_envs=self._num_envs, **settings)
+        else:
+            env = self._make(self._num_envs, **settings)
+        if env.num_envs != self._num_envs:
+            raise ValueError(f"make: built {env.num_envs} envs for num_envs={self._num_envs}")
+        return env
+
+    @property
+    def level_changed(self) -> bool:
+        """True when the curriculum's settings differ from the batch's: the next ``reset`` rebuilds it."""
+        return self.curriculum.settings() != self._built
+
+    def reset(self, *, seed=None, options: dict | None = None):
+        """Reset the batch, rebuilt first if the curriculum's level changed."""
+        if self.level_changed:
+            self.env.close()
+            settings = self.curriculum.settings()
+            self.env, self._built = self._build(settings), settings
+            # the spaces follow the level (a new N changes them)
+            self.observation_space, self.action_space = self.env.observation_space, self.env.action_space
+            self.single_observation_space = self.env.single_observation_space
+            self.single_action_space = self.env.single_action_space
+        self._returns[:] = 0.0
+        obs, info = self.env.reset(seed=seed, options=options)
+        return obs, {**info, "curriculum_level": self.curriculum.level}
+
+    def step(self, actions):
+        """Step the batch; the scores of the episodes that end go to the curriculum."""
+        obs, reward, terminated, truncated, info = self.env.step(actions)
+        self._returns += np.asarray(reward, np.float64)
+        done = np.asarray(terminated) | np.asarray(truncated)
+        if done.any():
+            scores = np.asarray(self._score_of(info, self._returns.copy(), done), np.float64)
+            self.curriculum.record(scores, done)
+            self._returns[done] = 0.0
         return obs, reward, terminated, truncated, info

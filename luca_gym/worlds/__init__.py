@@ -58,7 +58,23 @@ def _register_gym_ids(world: World, replace: bool) -> None:
         if env_id in gymnasium.registry and not replace:
             continue
         vector = world.vector_env if env_id.endswith(f"/{world.gym_stem}-v0") else None
+        if env_id.endswith(f"/{world.gym_stem}Flat-v0") and world.flat is not None:
+            vector = _flat_vector_entry_point(world.name)
         gymnasium.register(id=env_id, entry_point=entry_point, vector_entry_point=vector, kwargs=kwargs)
+
+
+def _flat_vector_entry_point(name: str):
+    """``make_vec`` of a world's flat id: the JAX batch
+    (:class:`luca_gym.envs.flat_vector.FlatVectorEnv`), imported when first
+    built (registering imports no JAX)."""
+
+    def make_flat_vector(**kwargs):
+        from luca_gym.envs.flat_vector import FlatVectorEnv
+
+        return FlatVectorEnv(world=name, **kwargs)
+
+    make_flat_vector.__qualname__ = f"FlatVectorEnv[{name}]"
+    return make_flat_vector
 
 
 def _load_builtin() -> None:
