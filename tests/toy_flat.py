@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -57,8 +58,12 @@ class ToyFlat:
         toy, reward, error, bit = step(toy, kind, index, jnp.where(known, seen > 0, True), ToyConfig(self.n_bits))
         probed = (error == 0) & (kind == PROBE)
         seen = jnp.where(probed, seen.at[index].set(bit.astype(jnp.float32)), seen)
-        state, vector, mask = self._view((toy, seen, known | (probed & (jnp.arange(self.n_bits) == index))))
-        return state, vector, mask, reward, toy.ended, jnp.bool_(False), error
+        new = (toy, seen, known | (probed & (jnp.arange(self.n_bits) == index)))
+        # an index outside [0, n_bits] is refused (error 3): nothing moves, nothing is earned
+        outside = (action < 0) | (action > self.n_bits)
+        new = jax.tree_util.tree_map(lambda old, changed: jnp.where(outside, old, changed), state, new)
+        state, vector, mask = self._view(new)
+        return state, vector, mask, jnp.where(outside, 0.0, reward), state[0].ended, jnp.bool_(False), jnp.where(outside, 3, error)
 
     def score(self, state):
         return state[0].score
