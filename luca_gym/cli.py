@@ -52,6 +52,10 @@ BUDGET_HELP = ("the session budget, parsed and checked by the world's config (LU
                "integer in 1..65536; equation: queries, 1..1000; biobank: none, limited or expanded, a comma list "
                "sweeping them); default: the world's own (LUCA's N + S + 8)")
 
+PYTHON_HELP = ("offer the python tool: the agent's code run in a sandbox beside the world's data, 30 turns a session, "
+               "output truncated, as the DrugTargetWorld harness (a world that offers it, e.g. biobank; needs --sealed; "
+               "eval: tool agents only, and a results folder holds sessions with it or without it)")
+
 
 def __getattr__(name: str):
     # LUCA's commands and option helpers moved into the world (luca_gym.worlds.luca.cli): importable here for one release.
@@ -265,13 +269,14 @@ def cmd_eval(args) -> int:
     # sweep before it starts, and every session reuses the loaded weights.
     learned = {a: ev.make_runner(a, world=world.name) for a in agents if ev.is_learned_agent(a)}
     factory = lambda name: learned[name] if name in learned else ev.make_runner(name, args.base_url, world=world.name)  # noqa: E731
+    ev.check_python(specs, args.python, args.sealed or args.secret_file or None)  # before a file is made
     created = not os.path.isdir(args.out)
     _writable_dir(args.out)
     try:
         seal = seal_of(args, out=args.out)
         path = ev.sweep(specs, args.out, policy_factory=factory, progress=Progress(args.quiet), sealed=seal,
                         base_url=args.base_url, concurrency=concurrency, retries=args.retries, backoff=args.backoff,
-                        price=price, log=None if args.quiet else _say)
+                        price=price, log=None if args.quiet else _say, python=args.python)
     except BaseException:
         if created:
             _remove_if_empty(args.out)
@@ -540,6 +545,7 @@ def cmd_mcp(args) -> int:
     from luca_gym import harness as ev
     from luca_gym.protocol import SessionSpec, load
     from luca_gym.tools.mcp_server import serve
+    from luca_gym.tools.session import tool_options
     from luca_gym.validate import check_seed
 
     world, hook = _world_of(args)
@@ -551,16 +557,19 @@ def cmd_mcp(args) -> int:
         raise UsageError("agent: an empty name; give the name the session is recorded under, e.g. mcp-client")
     seed = check_seed(args.seed)
     settings = _settings(args, hook, "session_settings", one=True)
+    if "python" in settings:
+        raise UsageError("set: python is not a setting of the world; give --python")
     keys = [k for k in world.session_keys if k != "seed"]
     key_settings = ev.complete_settings(world, {k: v for k, v in settings.items() if k in keys})  # checked, defaults filled
     spec = SessionSpec(args.agent, seed, world.name, tuple(key_settings.items()))
+    open_tools = load(world.tools)
+    options = tool_options(open_tools, python=args.python, sealed=args.sealed or args.secret_file or None)
     seal = seal_of(args)
     if args.out:
-        ev.check_recordable_spec(args.out, spec, seal, ev.expected_fields(spec))
-    open_tools = load(world.tools)
+        ev.check_recordable_spec(args.out, spec, seal, ev.expected_fields(spec), python=args.python)
 
     def open_it():
-        return open_tools(seed, sealed=seal, **settings)
+        return open_tools(seed, sealed=seal, **options, **settings)
 
     if hook is not None and hasattr(hook, "instructions"):  # the instance is generated while the client connects
         serve(open_it, out=args.out, agent=args.agent, title=open_tools.title, instructions=hook.instructions(settings))
@@ -622,6 +631,7 @@ def build_parser(flag_world=None) -> argparse.ArgumentParser:
         _config_flags(p, flag_world, many=True)
     p.add_argument("--out", default="results", help="results folder (sessions.jsonl is appended)")
     _sealed_arguments(p, eval_=True)
+    p.add_argument("--python", action="store_true", help=PYTHON_HELP)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_eval)
 
@@ -681,6 +691,7 @@ def build_parser(flag_world=None) -> argparse.ArgumentParser:
     if flag_world is not None:
         _config_flags(p, flag_world, many=False)
     _sealed_arguments(p)
+    p.add_argument("--python", action="store_true", help=PYTHON_HELP)
     p.add_argument("--out", default=None, metavar="DIR",
                    help="record the session, once it ends (end, the call limit or the client gone after a "
                         "tool call), in DIR/sessions.jsonl, the harness's format: luca-gym report reads it")

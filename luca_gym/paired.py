@@ -13,6 +13,8 @@ minuend arm minus the other), its percentile-bootstrap 95% interval
 records give the same interval) and the two-sided paired Wilcoxon
 signed-rank p (:func:`wilcoxon_p`, scipy; zero differences dropped). When
 every difference is zero the test is undefined: p is None, shown "n/a".
+:func:`difference` is that comparison for any two paired arrays (a world's
+report compares agents on the same worlds with it).
 
 :func:`section` writes the "Ablations" markdown of ``luca-gym report`` for a
 world whose report hook does not write its own; :func:`main_records` keeps
@@ -59,6 +61,32 @@ def wilcoxon_p(differences) -> float | None:
     with warnings.catch_warnings():  # scipy warns on ties and few pairs; the p it returns stands
         warnings.simplefilter("ignore")
         return float(wilcoxon(d, zero_method="wilcox", alternative="two-sided").pvalue)
+
+
+@dataclass(frozen=True)
+class Difference:
+    """Two arrays of one metric paired element by element (the same seeds),
+    compared: each one's (mean, population std), Δ (the mean of minuend minus
+    subtrahend), its percentile-bootstrap interval and the paired Wilcoxon p."""
+
+    minuend: tuple
+    subtrahend: tuple
+    delta: float
+    ci: tuple
+    p: float | None
+
+
+def difference(minuend, subtrahend, resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED) -> Difference:
+    """The paired comparison of ``minuend`` and ``subtrahend`` (equal-length
+    1-D sequences, pair i in place i): what every paired table reports, an
+    ablation's arms (:func:`paired`) or two agents on the same worlds (a
+    world's report). ValueError names arrays that do not pair."""
+    a, b = np.asarray(minuend, float), np.asarray(subtrahend, float)
+    if a.ndim != 1 or a.shape != b.shape or a.size == 0:
+        raise ValueError(f"minuend, subtrahend: shapes {a.shape} and {b.shape}; two 1-D arrays of the same positive length")
+    d = a - b
+    return Difference((float(a.mean()), float(a.std())), (float(b.mean()), float(b.std())), float(d.mean()),
+                      bootstrap_ci(d, resamples, seed), wilcoxon_p(d))
 
 
 def format_p(p: float | None) -> str:
@@ -140,12 +168,9 @@ def paired(records, world, contrast: str, metric: str | None = None, resamples: 
         seeds = tuple(sorted(set(arms[c.arms[0]]) & set(arms[c.arms[1]])))
         if not seeds:
             continue
-        values = {arm: np.array([arms[arm][s] for s in seeds]) for arm in c.arms}
-        diffs = values[c.minuend] - values[c.subtrahend]
-        out.append(Paired(
-            c.name, agent, setting, seeds, {arm: (float(v.mean()), float(v.std())) for arm, v in values.items()},
-            float(diffs.mean()), bootstrap_ci(diffs, resamples, seed), wilcoxon_p(diffs),
-        ))
+        d = difference([arms[c.minuend][s] for s in seeds], [arms[c.subtrahend][s] for s in seeds], resamples, seed)
+        stats = {c.minuend: d.minuend, c.subtrahend: d.subtrahend}
+        out.append(Paired(c.name, agent, setting, seeds, {arm: stats[arm] for arm in c.arms}, d.delta, d.ci, d.p))
     return out
 
 

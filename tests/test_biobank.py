@@ -3,7 +3,8 @@ tests/test_biobank_biases.py): the world API test, the panel of
 designs, determinism (same seed, same arrays and same release bytes), no
 truth in the release or in any tool answer, the scorer's parts on hand-built
 claims, hostile claims refused, the Gymnasium env, and the baselines run
-through the harness (cis-MR above the correlation screen). Every world here
+through the harness (cis-MR above the correlation screen) and reported
+(experiment use; paired statistics across worlds, LUCA's ablations' own). Every world here
 is of the ``tiny`` profile (one compile of the generator for the file)."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from luca_gym import harness, worlds
+from luca_gym import harness, paired, worlds
 from luca_gym.seal import make_seal
 from luca_gym.testing import check_world
 from luca_gym.worlds.biobank import report
@@ -303,6 +304,36 @@ def test_the_report_tables(baseline_records, tmp_path):
     text = "\n".join(parts)
     assert "| cis-mr | tiny | auto | none | 6 |" in text and "| null |" in text
     assert "two-driver" in text and "null" in report.design_table(baseline_records)
+    assert "### Experiment use" in text and "| cis-mr | none | 6 | 0 | 0 | 0 | 0 | 0 | 0 |" in text
+    # paired across worlds with LUCA's ablation statistics (luca_gym.paired.difference): cis-mr against the screen
+    (row,) = [r for r in report.agent_pairs(baseline_records) if (r["a"], r["b"]) == ("correlation-screen", "cis-mr")]
+    total = {(r["agent"], r["seed"]): r["scores"]["total"] for r in baseline_records}
+    assert row["seeds"] == sorted(ORDER_SEEDS) and row["budget"] == "none"
+    assert row["difference"] == paired.difference([total["cis-mr", s] for s in ORDER_SEEDS],
+                                                  [total["correlation-screen", s] for s in ORDER_SEEDS])
+    assert row["difference"].delta >= 0 and row["difference"].ci[0] <= row["difference"].delta <= row["difference"].ci[1]
+    assert "#### Agents on the same worlds" in text and f"| correlation-screen | cis-mr | tiny | auto | none | {len(ORDER_SEEDS)} |" in text
+    assert report.budget_pairs(baseline_records) == []  # one budget regime: nothing to pair
+
+
+def test_the_report_pairs_budgets_and_counts_experiments():
+    def line(agent, budget, seed, total, experiments=(), refused=0):
+        calls = [{"call": "experiment", "arguments": {}, "result": {"error": "over budget"}}] * refused
+        return {"world": "biobank", "agent": agent, "profile": "tiny", "tier": "auto", "budget": budget, "seed": seed,
+                "scores": {"total": total}, "experiments": [{"kind": k, "cost": 400_000 if k == "knockdown" else 150_000}
+                                                            for k in experiments], "calls": calls}
+    records = [line("mr-experiments", "none", s, 10.0 + s, refused=1) for s in range(4)]
+    records += [line("mr-experiments", "limited", s, 15.0 + s, ["knockdown"] if s else ["cell_perturbation"] * 3) for s in range(4)]
+    records += [line("mr-experiments", "expanded", s, 10.0 + s) for s in (0, 1)]
+    limited, expanded = report.budget_pairs(records)
+    assert (limited["budget"], limited["seeds"], limited["difference"].delta) == ("limited", [0, 1, 2, 3], 5.0)
+    assert limited["difference"].ci == (5.0, 5.0) and limited["difference"].p < 0.2
+    assert (expanded["seeds"], expanded["difference"].delta, expanded["difference"].p) == ([0, 1], 0.0, None)
+    table = report.experiment_table(records)
+    assert "| mr-experiments | none | 4 | 0 | 0 | 0 | 0 | 4 | 0 |" in table
+    assert "| mr-experiments | limited | 4 | 4 | 6 | 3 | 3 | 0 | 412,500 |" in table
+    text = report.paired_tables(records)
+    assert "#### Budgets on the same worlds" in text and "| mr-experiments | tiny | auto | expanded | 2 |" in text and "n/a" in text
 
 
 _JSON = st.recursive(st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=False, allow_infinity=False)

@@ -42,7 +42,7 @@ PAGES = sorted(p for p in DOCS.rglob("*.md") if "hooks" not in p.parts)
 
 # The size lines a docs block holds for the reader -> what the test runs instead.
 SMALL = {
-    "N_ORGANISMS = 4096": "N_ORGANISMS = 8",
+    "N_ORGANISMS = 4096": "N_ORGANISMS = 6",  # the batch of test_vector's causal-sweep check: one compile
     # the vector env's pool of 1024 medium organisms would be generated for this block alone
     'envs = gym.make_vec("luca_gym/Luca-v0", num_envs=N_ORGANISMS, tier="medium")  # LucaVectorEnv, autoreset from a pool of 1024 organisms':
         'envs = gym.make_vec("luca_gym/Luca-v0", num_envs=N_ORGANISMS, tier="medium", pool_size=16)',
@@ -60,13 +60,6 @@ PYTHON = [(page, line, body) for page in PAGES for line, body in python_blocks(p
 NOT_YET_DOCUMENTED = {
     "luca_gym.agents.ppo.PPOConfig.to_json",
     "luca_gym.agents.ppo.NetworkPolicy.reset",
-    "luca_gym.worlds.biobank.tools.BiobankToolSession.system_prompt",
-    "luca_gym.worlds.biobank.tools.BiobankToolSession.status",
-    "luca_gym.worlds.biobank.tools.BiobankToolSession.key_settings",
-    "luca_gym.worlds.biobank.tools.BiobankToolSession.record_fields",
-    "luca_gym.worlds.biobank.tools.BiobankToolSession.record",
-    "luca_gym.worlds.biobank.tools.BiobankToolSession.annotations",
-    "luca_gym.worlds.biobank.tools.BiobankToolSession.dispatch",
 }
 
 

@@ -6,7 +6,12 @@ allocate 4 GB against a 1 GB limit or run for ever is stopped with a clear
 tool error; the session goes on, the working directory's files are kept and
 nothing is lost. Both isolations run every check (bubblewrap and the
 ``unshare`` + ``setpriv`` fallback); a machine with neither refuses to start.
-Every world is of the ``tiny`` profile."""
+The python option reaches the session through every path generically
+(:func:`luca_gym.tools.session.tool_options`): the harness's sweep, the tools
+Gymnasium env, ``luca-gym eval --python`` and ``luca-gym mcp --python``; a
+world that does not offer it refuses by name, and the paper harness's limits
+hold on each path (30 turns, output truncated). Every world is of the
+``tiny`` profile."""
 
 from __future__ import annotations
 
@@ -18,7 +23,14 @@ import time
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from luca_gym.seal import make_seal
+import gymnasium as gym
+
+from luca_gym import harness
+from luca_gym.cli import main
+from luca_gym.envs.tools import ToolsEnv
+from luca_gym.seal import SECRET_ENV, make_seal
+from luca_gym.tools.loop import ScriptedAgent
+from luca_gym.tools.session import PYTHON_TURNS, tool_options
 from luca_gym.tools import sandbox as sandbox_mod
 from luca_gym.tools.sandbox import Limits, Sandbox, SandboxUnavailable
 from luca_gym.worlds.biobank.release import TRUTH_WORDS
@@ -38,7 +50,8 @@ pytestmark = [
 
 @pytest.fixture(scope="module", params=["bwrap", "unshare"])
 def session(request):
-    s = BiobankToolSession(SEED, sealed=SEAL, python=True, limits=LIMITS, isolation=request.param, profile="tiny")
+    # turns=None: the checks below make many more calls than the paper harness's 30 turns
+    s = BiobankToolSession(SEED, sealed=SEAL, python=True, limits=LIMITS, isolation=request.param, turns=None, profile="tiny")
     assert s.sandbox.isolation == request.param
     first = s.call("python", {"code": "open('notes.txt', 'w').write('kept')\nprint('written')"})
     assert first == {"output": "written\n", "truncated": False, "exit_status": 0, **s.status()}
@@ -238,3 +251,130 @@ def test_any_block_is_answered_and_the_session_goes_on(session, code):
     answer = session.call("python", {"code": code})
     assert ("error" in answer) != (answer.get("exit_status") == 0) and not session.ended
     assert set(answer) >= {"submissions_left", "budget_left"} and answer["budget_left"] == session.budget_left
+
+
+# -- the python option through the generic paths --------------------------------------------
+def test_the_session_ends_at_its_turn_limit_and_refusals_cost_no_turn():
+    s = BiobankToolSession(SEED, sealed=SEAL, python=True, limits=LIMITS, turns=3, profile="tiny")
+    assert s.turn_limit == 3 and "allows 3 turns" in s.system_prompt() and s.status()["turns_left"] == 3
+    assert s.call("python", {"code": "print(1)"})["turns_left"] == 2
+    assert "code" in s.call("python", {"nope": 1})["error"] and s.turns == 1  # a malformed call costs nothing
+    assert s.call("describe_release", {"table": "imaging"})["turns_left"] == 1  # any tool's call is a turn
+    last = s.call("python", {"code": "print(2)"})
+    assert last["output"] == "2\n" and last["ended"] and last["end_reason"] == "turn_limit" and last["turns_left"] == 0
+    assert last["scores"]["total"] == 0.0 and s.truncated and s.end_reason == "turn_limit" and s.sandbox.closed
+    assert "ended" in s.call("python", {"code": "print(3)"})["error"]
+    with pytest.raises(ValueError, match="turns"):
+        BiobankToolSession(SEED, sealed=SEAL, python=True, turns=0, profile="tiny")
+
+
+def test_the_option_is_refused_by_name_where_it_cannot_be():
+    dag = harness.plan_world("dag", ["random"], [0])
+    with pytest.raises(ValueError, match="world 'dag' does not offer the python tool"):
+        ToolsEnv("dag", python=True, sealed=SEAL)
+    with pytest.raises(ValueError, match="world 'dag' does not offer the python tool"):
+        harness.check_python(dag, True, SEAL)
+    with pytest.raises(ValueError, match="must be sealed"):
+        ToolsEnv("biobank", python=True, profile="tiny")
+    with pytest.raises(ValueError, match="python: 'yes' not allowed"):
+        tool_options(BiobankToolSession, python="yes", sealed=SEAL)
+    assert tool_options(BiobankToolSession, python=False) == {} and harness.check_python(dag, False, None) is None
+
+
+def test_the_text_env_offers_python_with_the_papers_limits():
+    env = gym.make("luca_gym/BiobankTools-v0", python=True, sealed=SEAL, profile="tiny", limits=LIMITS)
+    try:
+        _, info = env.reset(options={"seed": SEED})
+        session = env.unwrapped.session
+        assert session.turn_limit == PYTHON_TURNS == 30 and "python" in [t["function"]["name"] for t in info["tools"]]
+        _, reward, terminated, truncated, info = env.step('{"name": "python", "arguments": {"code": "print(\'x\' * 10**6)"}}')
+        result = info["result"]
+        assert result["truncated"] and len(result["output"]) < LIMITS.output_chars + 200 and not (terminated or truncated)
+        assert result["turns_left"] == PYTHON_TURNS - 1
+        for _ in range(PYTHON_TURNS - 2):
+            assert not env.step('{"name": "describe_release", "arguments": {"table": "imaging"}}')[3]
+        _, reward, terminated, truncated, info = env.step('{"name": "describe_release", "arguments": {}}')
+        assert truncated and not terminated and info["end_reason"] == "turn_limit" and reward == 0.0
+        assert session.sandbox.closed
+        env.reset(options={"seed": SEED})
+        second = env.unwrapped.session
+    finally:
+        env.close()
+    assert second is not session and second.sandbox.closed  # close() ends the session's sandbox
+
+
+def test_the_harness_runs_python_sessions_within_the_turn_limit(tmp_path):
+    spec = harness.plan_world("biobank", ["null"], [SEED], profile="tiny")[0]
+    script = [("python", {"code": "print(open('release/data_dictionary.md').read()[:20])"})] + \
+        [("describe_release", {"table": "imaging"})] * (PYTHON_TURNS + 5)
+    record = harness.run_tool_session(ScriptedAgent(script), spec, sealed=SEAL, python=True)
+    assert record["python"] is True and record["end_reason"] == "turn_limit" and record["truncated"]
+    assert len(record["calls"]) == PYTHON_TURNS and record["calls"][0]["call"] == "python"
+    assert record["calls"][0]["result"]["exit_status"] == 0
+    with pytest.raises(ValueError, match="must be sealed"):
+        harness.run_tool_session(ScriptedAgent(script), spec, python=True)
+    # a sweep: its lines say python, and a folder holds sessions with it or without it
+    out = str(tmp_path / "results")
+    os.makedirs(out)
+    harness.sweep([spec], out, lambda name: harness.make_runner(name, world="biobank"), sealed=SEAL, python=True)
+    (line,) = harness.load_sessions(out)
+    assert line["python"] is True and [c["call"] for c in line["calls"]] == ["submit"]
+    other = harness.plan_world("biobank", ["null"], [SEED + 1], profile="tiny")
+    with pytest.raises(harness.ResultsError, match="python"):
+        harness.sweep(other, out, lambda name: harness.make_runner(name, world="biobank"), sealed=SEAL)
+
+
+def test_the_command_line_passes_python_on(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv(SECRET_ENV, "a secret of the sandbox tests, from the environment")
+    out = str(tmp_path / "eval")
+    assert main(["eval", "--world", "biobank", "--agents", "null", "--seeds", str(SEED), "--set", "profile=tiny", "--python",
+                 "--sealed", "--out", out, "--quiet"]) == 0
+    (line,) = harness.load_sessions(out)
+    assert line["python"] is True and line["agent"] == "null"
+    capsys.readouterr()
+    assert main(["eval", "--world", "biobank", "--agents", "null", "--seeds", str(SEED), "--set", "profile=tiny", "--python",
+                 "--out", str(tmp_path / "unsealed")]) == 2
+    assert "must be sealed" in capsys.readouterr().err and not os.path.exists(tmp_path / "unsealed")
+    assert main(["eval", "--world", "dag", "--agents", "random", "--seeds", "0", "--python", "--sealed",
+                 "--out", str(tmp_path / "dag")]) == 2
+    assert "world 'dag' does not offer the python tool" in capsys.readouterr().err
+    served = {}
+    monkeypatch.setattr("luca_gym.tools.mcp_server.serve", lambda session, **kw: served.update(session=session, **kw))
+    assert main(["mcp", "--world", "biobank", "--seed", str(SEED), "--set", "profile=tiny", "--python", "--sealed"]) == 0
+    session = served["session"]
+    try:
+        assert session.python and session.turn_limit == PYTHON_TURNS and "python" in session.tool_names
+    finally:
+        session.close()
+    assert main(["mcp", "--world", "luca", "--python", "--sealed"]) == 2
+    assert "world 'luca' does not offer the python tool" in capsys.readouterr().err
+    assert main(["mcp", "--world", "biobank", "--set", "profile=tiny", "--python"]) == 2
+    assert "must be sealed" in capsys.readouterr().err
+
+
+def test_the_mcp_server_serves_python_within_the_limits_and_records_it(tmp_path):
+    import anyio
+    from mcp import Client
+
+    from luca_gym.tools import mcp_server
+
+    session = BiobankToolSession(SEED, sealed=SEAL, python=True, limits=LIMITS, turns=3, profile="tiny")
+    recorder = mcp_server.SessionRecorder(session, str(tmp_path), agent="mcp:test")
+    recorder.check()
+    server = mcp_server.build_server(session, on_call=recorder)
+
+    async def drive():
+        with anyio.fail_after(240):
+            async with Client(server, mode="legacy") as client:
+                assert "python" in [t.name for t in (await client.list_tools()).tools]
+                return [await client.call_tool("python", {"code": "print('x' * 10**6)"}),
+                        await client.call_tool("describe_release", {"table": "imaging"}),
+                        await client.call_tool("describe_release", {}),
+                        await client.call_tool("python", {"code": "print(1)"})]
+
+    big, _, last, refused = [r.structured_content for r in anyio.run(drive)]
+    assert big["truncated"] and len(big["output"]) < LIMITS.output_chars + 200
+    assert last["ended"] and last["end_reason"] == "turn_limit" and "ended" in refused["error"]
+    (record,) = harness.load_sessions(str(tmp_path))
+    assert record["python"] is True and record["end_reason"] == "turn_limit" and record["truncated"] is True
+    assert [c["call"] for c in record["calls"]] == ["python", "describe_release", "describe_release"]  # recorded as it ended

@@ -114,6 +114,8 @@ def test_bad_settings_and_options_are_refused():
     with pytest.raises(RuntimeError, match="before reset"):
         LucaToolsEnv(tier=TIER, mode=MODE).step("{}")
     assert parse_tool_call('{"name": "end"}') == ("end", {})
+    with pytest.raises(ValueError, match="^python: world 'luca' does not offer the python tool"):
+        gym.make("luca_gym/LucaTools-v0", python=True)  # the generic check, not a TypeError
 
 
 def test_sealed_text_env_plays_the_sealed_organism():

@@ -40,7 +40,7 @@ from luca_gym import worlds
 from luca_gym._deprecated import moved_name
 from luca_gym.boundary import reset_options
 from luca_gym.protocol import load
-from luca_gym.tools.session import MAX_PAYLOAD, ToolSessionBase
+from luca_gym.tools.session import MAX_PAYLOAD, ToolSessionBase, tool_options
 from luca_gym.validate import DRAWN_SEED_LIMIT, check_render_mode, check_seed
 
 MAX_TEXT = 1 << 24  # characters of the conversation (the space's bound; a whole session is far below it)
@@ -70,6 +70,11 @@ class ToolsEnv(gym.Env):
         world: a registered world's name (or a :class:`~luca_gym.protocol.World`).
         render_mode: None or "ansi" (the conversation).
         sealed: None, a secret, a :class:`luca_gym.seal.Seal` or True.
+        python: offer the generic ``python`` tool (a world whose tool session
+            offers it, e.g. biobank, sealed only: :func:`~luca_gym.tools.session.tool_options`;
+            ValueError names another world). Such a session allows
+            :data:`~luca_gym.tools.session.PYTHON_TURNS` turns, then ends
+            ``truncated``; each block's output is cut to the sandbox's limit.
         **settings: the world's settings (its config's fields, checked here)
             and its tool session's options, passed to the world's ``tools``
             factory at every reset.
@@ -84,7 +89,7 @@ class ToolsEnv(gym.Env):
     metadata = {"render_modes": ["ansi"]}
     seed_option = "seed"
 
-    def __init__(self, world="luca", render_mode=None, sealed=None, **settings):
+    def __init__(self, world="luca", render_mode=None, sealed=None, python=False, **settings):
         check_render_mode(render_mode)
         self.world = worlds.get(world)
         if self.world.tools is None:
@@ -92,6 +97,7 @@ class ToolsEnv(gym.Env):
         config_fields = self.world.config_fields()
         self.world.make_config(**{k: v for k, v in settings.items() if k in config_fields})  # checks them now
         self._open_tools = load(self.world.tools)
+        self._tool_options = tool_options(self._open_tools, python=python, sealed=sealed)  # refused now, not at reset
         self.settings, self.sealed = settings, sealed
         self.render_mode = render_mode
         self.observation_space = spaces.Text(MAX_TEXT, min_length=0, charset=CHARSET)
@@ -101,7 +107,7 @@ class ToolsEnv(gym.Env):
         self._messages: list[dict] = []
 
     def _new_session(self, seed: int) -> ToolSessionBase:
-        return self._open_tools(seed, sealed=self.sealed, **self.settings)
+        return self._open_tools(seed, sealed=self.sealed, **self._tool_options, **self.settings)
 
     def _seed_of(self, options) -> int:
         options = reset_options(options, (self.seed_option,))
@@ -112,6 +118,7 @@ class ToolsEnv(gym.Env):
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
         instance_seed = self._seed_of(options)  # as every single env draws or pins it
+        self.close()  # the last episode's session: its sandbox, if it runs code
         self.session = self._new_session(instance_seed)
         system_prompt = self.session.system_prompt()
         self._parts = [
@@ -174,6 +181,11 @@ class ToolsEnv(gym.Env):
 
     def render(self):
         return self._observation() if self.render_mode == "ansi" and self.session is not None else None
+
+    def close(self):
+        """Close the session's sandbox (a session that runs code), if any."""
+        if self.session is not None:
+            self.session.close()
 
 
 def _copied(message: dict) -> dict:

@@ -65,6 +65,7 @@ from luca_gym.harness.runner import (  # noqa: F401
 from luca_gym.harness.sweep import (  # noqa: F401
     sweep,
     check_concurrency,
+    check_python,
 )
 from luca_gym.harness.tables import (  # noqa: F401
     world_table,
@@ -87,6 +88,7 @@ __all__ = [
     "check_agent",
     "check_concurrency",
     "check_price",
+    "check_python",
     "check_recordable",
     "check_recordable_spec",
     "complete_settings",

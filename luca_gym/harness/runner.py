@@ -15,6 +15,7 @@ from luca_gym.protocol import SessionSpec, load
 from luca_gym.harness.agents import check_price, session_cost
 from luca_gym.harness.spec import ResultsError, expected_fields
 from luca_gym.harness.results import SESSIONS_FILE, append_record, describe_key, trim_unfinished, folder_lock, read_results, run_config
+from luca_gym.tools.session import tool_options
 
 
 def run_session(policy, spec: SessionSpec, env=None, max_calls: int | None = None, *, sealed=None) -> dict:
@@ -38,6 +39,7 @@ def run_session(policy, spec: SessionSpec, env=None, max_calls: int | None = Non
 def run_tool_session(
     agent, spec: SessionSpec, env=None, *, sealed=None, base_url: str | None = None,
     retries: int | None = None, backoff: float | None = None, price=None, sleep: Callable[[float], object] = time.sleep,
+    python: bool = False,
 ) -> dict:
     """Run one session of a tool-calling agent (a language model, or a world's
     tool-agent baseline) through the world's tool session (``World.tools``);
@@ -47,21 +49,34 @@ def run_tool_session(
     ``cost_usd`` (None without a ``price``, (input, output) USD per million
     tokens). A failed provider call is retried ``retries`` times, waiting
     ``backoff`` seconds and more (run_agent's defaults when None); if it still
-    fails, the ProviderError is raised and nothing is returned to record."""
+    fails, the ProviderError is raised and nothing is returned to record.
+
+    ``python=True`` offers the generic ``python`` tool (a world whose tool
+    session offers it, sealed: :func:`~luca_gym.tools.session.tool_options`):
+    the agent then has the session's turns (the paper harness's 30,
+    :data:`~luca_gym.tools.session.PYTHON_TURNS`), as agent turns here and as
+    calls in the session, and the record says ``python: true``."""
     from luca_gym.tools.loop import run_agent
 
     price = check_price(price)
     retry = {k: v for k, v in (("retries", retries), ("backoff", backoff)) if v is not None}
     started = time.perf_counter()
-    session = open_tool_session(spec, sealed, env=env)
-    result = run_agent(agent, session, sleep=sleep, **retry)
+    session = open_tool_session(spec, sealed, env=env, python=python)
+    try:
+        turns = {} if session.turn_limit is None else {"max_turns": session.turn_limit}
+        result = run_agent(agent, session, sleep=sleep, **retry, **turns)
+    finally:
+        session.close()  # its sandbox, should the agent's provider fail mid-session
     return _tool_record(spec, session, result, time.perf_counter() - started, base_url=base_url, price=price)
 
 
-def open_tool_session(spec: SessionSpec, sealed=None, env=None):
-    """The world's tool session for ``spec`` (``env``: the world's host session to reuse, where it takes one)."""
+def open_tool_session(spec: SessionSpec, sealed=None, env=None, *, python: bool = False):
+    """The world's tool session for ``spec`` (``env``: the world's host session
+    to reuse, where it takes one; ``python``: offer the python tool, where the
+    world does: else ValueError naming the world)."""
     open_tools = load(worlds.get(spec.world).tools)
-    return open_tools(spec.seed, sealed=sealed, **spec.options(), **({} if env is None else {"env": env}))
+    options = tool_options(open_tools, python=python, sealed=sealed)
+    return open_tools(spec.seed, sealed=sealed, **options, **spec.options(), **({} if env is None else {"env": env}))
 
 
 # What a session's own record holds that the harness writes itself.
@@ -74,6 +89,8 @@ def _tool_record(spec: SessionSpec, session, result: dict, wall: float, base_url
         end_reason=session.end_reason, seal=session.seal, base_url=base_url,
     )
     record.update({k: v for k, v in result.items() if k not in _HARNESS_FIELDS and k not in record})  # e.g. hypotheses
+    if session.python:  # a session offered the python tool; a folder holds such sessions only (sweep, check_recordable)
+        record["python"] = True
     record["usage"] = result.get("usage")  # None for a session driven from outside (MCP)
     record["price_usd_per_mtok"] = None if price is None else list(price)
     record["cost_usd"] = session_cost(record["usage"], price)
@@ -112,22 +129,32 @@ def check_recordable(session, out_dir: str, *, agent: str = "mcp-client") -> Non
     LUCA's budget and call limit) or this session already there."""
     spec = session_spec(session, agent)
     fields = session.record_fields()
-    check_recordable_spec(out_dir, spec, session.seal, {k: fields[k] for k in expected_fields(spec) if k in fields})
+    check_recordable_spec(out_dir, spec, session.seal, {k: fields[k] for k in expected_fields(spec) if k in fields},
+                          python=session.python)
 
 
-def check_recordable_spec(out_dir: str, spec: SessionSpec, seal, fields: dict) -> None:
+def check_recordable_spec(out_dir: str, spec: SessionSpec, seal, fields: dict, *, python: bool = False) -> None:
     """:func:`check_recordable` from a session's spec, seal and the record
     fields the folder must agree on (:func:`~luca_gym.harness.spec.expected_fields`'s
-    names with the session's values), before the instance is generated."""
+    names with the session's values), before the instance is generated;
+    ``python``: whether the session offers the python tool (a folder holds
+    sessions with it or without it, never both)."""
     path = os.path.join(out_dir, SESSIONS_FILE)
     if not os.path.exists(path) or not os.path.getsize(path):
         return
     results = read_results(path, seal=seal)
-    results.check_config(run_config(spec.agent, seal), {spec.key(): dict(fields)})
+    results.check_config({**run_config(spec.agent, seal), **python_config(python)}, {spec.key(): dict(fields)})
     recorded = results.keys()
     if spec.key() in recorded:
         raise ResultsError(f"{path}:{recorded[spec.key()]}: this session ({describe_key(spec.key())}) is already recorded; "
                            f"use another --out folder or agent name")
+
+
+def python_config(python: bool) -> dict:
+    """The results folder's python field: a line of a session with the python
+    tool says ``python: true``, one without has no such field (None), so a
+    folder's lines are compared on it like the run configuration."""
+    return {"python": True if python else None}
 
 
 def _record(spec: SessionSpec, fields: dict, log, scores, total, wall, truncated: bool = False, *, end_reason=None,

@@ -140,7 +140,7 @@ def _check_options_played(world, agent: str, baselines: dict, options: dict) -> 
     for a tool agent, its ``play`` for a policy) takes no run option given."""
     if not options:
         return
-    tool_agent = is_llm_agent(agent) or (agent in baselines and not hasattr(baselines[agent], "act"))
+    tool_agent = is_tool_agent(agent, world, baselines)
     entry = world.tools if tool_agent else world.play
     if entry is None:
         return  # nothing to play it: the runner refuses the agent with its own message
@@ -152,6 +152,15 @@ def _check_options_played(world, agent: str, baselines: dict, options: dict) -> 
             what = "tool session" if tool_agent else "policy runner"
             raise ValueError(f"{name}: the {what} of world {world.name!r} ({entry}) takes no {name}, so agent {agent!r} "
                              f"cannot play at {name}={options[name]!r}; leave {name} at its default for this agent")
+
+
+def is_tool_agent(agent: str, world, baselines: dict | None = None) -> bool:
+    """Whether ``agent`` plays ``world`` through its tool session (a language
+    model, or a baseline without ``act``) rather than as a policy (``baselines``:
+    the world's, looked up when not given)."""
+    if baselines is None:
+        baselines = worlds.get(world).baseline_policies()
+    return is_llm_agent(agent) or (agent in baselines and not hasattr(baselines[agent], "act"))
 
 
 def _arms(value, name: str) -> list:

@@ -19,7 +19,10 @@ from luca_gym import seal as seal_mod
 from luca_gym.harness.agents import check_price, make_runner
 from luca_gym.harness.spec import SessionSpec, expected_fields
 from luca_gym.harness.results import SESSIONS_FILE, append_record, describe_key, trim_unfinished, folder_lock, read_results
-from luca_gym.harness.runner import open_tool_session, run_session, run_tool_session
+from luca_gym.harness.runner import open_tool_session, python_config, run_session, run_tool_session
+from luca_gym.harness.spec import is_tool_agent
+from luca_gym.protocol import load
+from luca_gym.tools.session import tool_options
 
 
 def sweep(
@@ -35,6 +38,7 @@ def sweep(
     backoff: float | None = None,
     price=None,
     log: Callable[[str], None] | None = None,
+    python: bool = False,
 ) -> str:
     """Run every session of ``specs`` not yet in ``out_dir``, appending each
     record as it ends. Returns the results file's path.
@@ -65,7 +69,13 @@ def sweep(
     finish and are recorded; no new one starts.
 
     ``log`` (e.g. a print to stderr) is told, in one line, how many sessions
-    of the plan a resumed sweep found on file and skipped."""
+    of the plan a resumed sweep found on file and skipped.
+
+    ``python=True`` offers every session the generic ``python`` tool
+    (:func:`~luca_gym.harness.runner.run_tool_session`): refused, before
+    anything runs, for a world that does not offer it, an unsealed sweep or an
+    agent that is a policy rather than a tool agent (:func:`check_python`);
+    its lines say ``python: true`` and a folder holds one kind or the other."""
     from luca_gym.tools.loop import check_retry
 
     specs = list(dict.fromkeys(specs))
@@ -73,20 +83,22 @@ def sweep(
     concurrency = check_concurrency(concurrency)
     check_retry(retries if retries is not None else 0, backoff if backoff is not None else 0)
     price = check_price(price)
+    check_python(specs, python, seal)
     path = os.path.join(out_dir, SESSIONS_FILE)
 
     def run(runner, spec, sleep=time.sleep) -> dict:
         if hasattr(runner, "act"):
             return run_session(runner, spec, sealed=seal)
         return run_tool_session(runner, spec, sealed=seal, base_url=base_url, retries=retries, backoff=backoff, price=price,
-                                sleep=sleep)
+                                sleep=sleep, python=python)
 
     with folder_lock(out_dir):
         done = set()
         if os.path.getsize(path):
             results = read_results(path, seal=seal)
             expected = {s.key(): expected_fields(s) for s in specs}
-            config = {"version": __version__, "sealed": None if seal is None else seal.fingerprint, "base_url": base_url}
+            config = {"version": __version__, "sealed": None if seal is None else seal.fingerprint, "base_url": base_url,
+                      **python_config(python)}
             results.check_config(config, expected, agents={s.agent for s in specs})
             done = set(results.keys())
             trim_unfinished(path)
@@ -120,6 +132,26 @@ def sweep(
                 progress(len(todo), len(todo), None)
     _raise_unrecorded(*outcome, concurrency)
     return path
+
+
+def check_python(specs, python, seal) -> None:
+    """ValueError, before anything runs, where ``python`` (offer the python
+    tool) cannot be: not a bool, a world of ``specs`` whose tool session does
+    not offer it, no seal, or an agent that is a policy (it plays the world's
+    host session, which has no python tool)."""
+    from luca_gym import worlds
+
+    if python is False:
+        return
+    for world in dict.fromkeys(spec.world for spec in specs):
+        w = worlds.get(world)
+        if w.tools is None:
+            raise ValueError(f"python: world {world!r} has no tool session, so no python tool")
+        tool_options(load(w.tools), python=python, sealed=seal)  # a python that is not a bool is refused here
+    for spec in dict.fromkeys((s.world, s.agent) for s in specs):
+        if not is_tool_agent(spec[1], spec[0]):
+            raise ValueError(f"python: agent {spec[1]!r} is a policy (it plays world {spec[0]!r}'s host session, which has "
+                             "no python tool); run it without python, into another folder")
 
 
 def check_concurrency(concurrency) -> int:

@@ -14,6 +14,12 @@ every answer come from the world's tool session (a
   same JSON as one text block (for clients without structured results); a
   refused call is ``isError`` and still conforms to the output schema. Names,
   not indices, and figures rounded by the session: nothing here adds a number.
+  Calls run one at a time, in a worker thread, so the server answers other
+  requests while a long one (a ``python`` block) runs.
+- A session with the ``python`` tool (``luca-gym mcp --python``, a world that
+  offers it, sealed) keeps its limits here as everywhere: the session's turns
+  (it ends itself, ``end_reason: "turn_limit"``) and each block's output cut
+  to the sandbox's limit.
 - With ``out``, the session is appended to ``out/sessions.jsonl`` in the
   harness's format (:func:`luca_gym.harness.record_tool_session`) when it ends
   (``end``, or the call limit), or when the client disconnects after at least
@@ -70,7 +76,7 @@ def tool_annotations(session, name: str):
     session (closed world: no tool reaches outside the session)."""
     import mcp_types as types
 
-    return types.ToolAnnotations(**(session.annotations(name) or {}), openWorldHint=False)
+    return types.ToolAnnotations(**{**(session.annotations(name) or {}), "openWorldHint": False})  # a world's own hint too
 
 
 class OpeningSession:
@@ -172,6 +178,7 @@ def build_server(session, on_call=None, instructions: str | None = None, title: 
     opening = _source(session)
     get = opening.get if opening is not None else (lambda: session)
     tools: list = []
+    one_at_a_time = anyio.Lock()  # calls run in a worker thread (a python block may take a minute), never two at once
 
     async def ready() -> ToolSessionBase:
         return get() if opening is None or opening.ready else await anyio.to_thread.run_sync(get)
@@ -193,9 +200,10 @@ def build_server(session, on_call=None, instructions: str | None = None, title: 
 
     async def call_tool(ctx, params):
         s = await ready()
-        result = s.call(params.name, params.arguments or {})
-        if on_call is not None:
-            on_call()
+        async with one_at_a_time:  # the server goes on answering (pings, lists) while a call runs
+            result = await anyio.to_thread.run_sync(s.call, params.name, params.arguments or {})
+            if on_call is not None:
+                on_call()
         return types.CallToolResult(
             content=[types.TextContent(text=json.dumps(result))],
             structured_content=result,

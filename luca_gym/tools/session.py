@@ -17,6 +17,15 @@ here, once, for every world:
   when it failed the check, in full when it passed, so a replay is exact);
 - the specs in the OpenAI, Anthropic and MCP formats are copies: editing one
   cannot change what the session accepts.
+
+The ``python`` tool (:mod:`luca_gym.tools.sandbox`) is generic too: a world
+whose session sets ``offers_python`` takes ``python=True`` and calls
+:meth:`ToolSessionBase.open_sandbox`, which adds the tool, runs its blocks
+(this class dispatches them, never the world) and bounds the session to
+:data:`PYTHON_TURNS` turns, as the DrugTargetWorld harness does. The harness,
+the tools Gymnasium env and the MCP server reach it through
+:func:`tool_options`, which refuses it, by name, for a world that does not
+offer it.
 """
 
 from __future__ import annotations
@@ -29,6 +38,35 @@ from luca_gym.tools.schema import validate
 from luca_gym.validate import short_repr
 
 MAX_PAYLOAD = 64 * 1024  # characters of JSON arguments
+PYTHON_TURNS = 30  # the turns of a session that runs code (the DrugTargetWorld harness's: "up to 30 turns")
+MAX_CODE = 32_000  # characters of one python block
+
+
+def tool_options(tools, *, python=False, sealed=None) -> dict:
+    """The tool-session options a harness, env or server passes on to a
+    world's tool session (``tools``: the session's class, a world's
+    ``World.tools`` loaded): ``{"python": True}`` where asked, else nothing.
+    ValueError names a ``python`` that is not a bool, a world whose session
+    does not offer the python tool (``offers_python``), or python without a
+    seal (``sealed``: what the session will be given)."""
+    if not isinstance(python, bool):
+        raise ValueError(f"python: {python!r} not allowed; True or False")
+    if not python:
+        return {}
+    if not getattr(tools, "offers_python", False):
+        name = getattr(tools, "world", None) or getattr(tools, "__name__", type(tools).__name__)
+        raise ValueError(f"python: world {name!r} does not offer the python tool; leave python off for this world")
+    check_sealed_for_code(sealed)
+    return {"python": True}
+
+
+def check_sealed_for_code(sealed) -> None:
+    """ValueError unless ``sealed`` (a seal, a secret or True) is given: a
+    session that runs code must be sealed, or code that reached the public
+    package could regenerate its world."""
+    if sealed is None or sealed is False:
+        raise ValueError("python: True not allowed for an unsealed session; a session that runs code must be sealed "
+                         "(sealed=..., luca-gym --sealed), or the public package would regenerate its world")
 
 
 class ToolSessionBase:
@@ -45,10 +83,18 @@ class ToolSessionBase:
       into its transcript entry;
     * ``title``: the server title (MCP);
     * ``world``: the world's registry name (a results line of a session
-      driven from outside, :func:`luca_gym.harness.record_tool_session`).
+      driven from outside, :func:`luca_gym.harness.record_tool_session`);
+    * ``offers_python``: whether the session takes ``python=True`` (and then
+      calls :meth:`open_sandbox`): :func:`tool_options` refuses it elsewhere.
+
+    A session with a ``turn_limit`` (one that runs code: :data:`PYTHON_TURNS`)
+    ends, truncated (``end_reason: "turn_limit"``, the scores of its end tool),
+    after that many calls that passed their schema check; a malformed call
+    costs nothing, as everywhere.
     """
 
     world: str | None = None
+    offers_python = False
     opening = "Begin."
     end_tool = "end"
     status_keys: tuple[str, ...] = ()
@@ -66,6 +112,9 @@ class ToolSessionBase:
         self.total_reward = 0.0
         self._specs: list[dict] = []
         self._schemas: dict[str, dict] = {}
+        self.sandbox = None  # the python tool's Sandbox (open_sandbox), or None
+        self.turn_limit: int | None = None  # calls that passed their check before the session ends; None: no limit
+        self.turns = 0  # calls that passed their check so far
 
     # -- what a world supplies ---------------------------------------------------------
     def set_specs(self, specs: list[dict]) -> None:
@@ -112,6 +161,79 @@ class ToolSessionBase:
         """JSON Schema of what a tool returns (MCP ``outputSchema``), or None."""
         return None
 
+    # -- the python tool ----------------------------------------------------------------
+    def open_sandbox(self, data: str, limits=None, isolation: str = "auto", turns: int | None = PYTHON_TURNS):
+        """Offer the ``python`` tool: start a :class:`~luca_gym.tools.sandbox.Sandbox`
+        (``limits``, ``isolation``: its own), add the tool to the specs (its
+        description says ``data``, what the world puts in the read-only data
+        folder, which it writes into ``self.sandbox.release_dir`` next) and
+        bound the session to ``turns`` turns (None: no bound). Returns the
+        sandbox. ValueError for an unsealed session (code that could reach the
+        package would regenerate its world) or a bad ``turns``;
+        SandboxUnavailable where no isolation works."""
+        from luca_gym.tools.sandbox import RELEASE, WORKDIR, Sandbox
+
+        check_sealed_for_code(self.seal)
+        if turns is not None and (isinstance(turns, bool) or not isinstance(turns, int) or turns < 1):
+            raise ValueError(f"turns: {turns!r} not allowed; a positive integer, or None for no bound")
+        self.sandbox = Sandbox(limits, isolation)
+        self.turn_limit = turns
+        bound = "" if turns is None else f" The session allows {turns} turns (calls of any tool), then ends."
+        self.set_specs(self.tool_specs() + [{
+            "name": "python",
+            "description": f"Free. Run a block of Python 3 code in a fresh process, working directory {WORKDIR} (its files "
+                           f"are kept between blocks; variables are not). {data} (in {WORKDIR}/{RELEASE}, read-only). numpy, "
+                           f"pandas, pyarrow, scipy and statsmodels are installed; no network. Limits per block: "
+                           f"{self.sandbox.limits.describe()}; print what you need to see.{bound}",
+            "input_schema": {"type": "object", "properties": {
+                "code": {"type": "string", "minLength": 1, "maxLength": MAX_CODE, "description": "the Python block"}},
+                "required": ["code"], "additionalProperties": False}}])
+        return self.sandbox
+
+    def run_python(self, code: str) -> dict:
+        """One checked ``python`` call: the block's output (truncated to the
+        sandbox's ``output_chars``), whether it was truncated and its exit
+        status, with the status; a block stopped by a limit or an error is
+        ``{"error": ...}`` with the same fields. The session goes on either way."""
+        if self.ended:
+            return self.error("the session has ended")
+        if self.sandbox.closed:
+            return self.error("python: the sandbox was closed (its env or server closed the session); nothing ran")
+        ran = self.sandbox.run(code)
+        answer = {"output": ran["output"], "truncated": ran["truncated"], "exit_status": ran["exit_status"]}
+        limits = self.sandbox.limits
+        if ran["limit"] == "time":
+            message = (f"python: the block ran past its {limits.timeout_s:g} s wall-clock limit and was stopped, with every "
+                       "process it started; files written before then are kept")
+        elif ran["limit"] == "cpu":
+            message = f"python: the block used its {limits.cpu_s} s of CPU time (or was killed) and was stopped"
+        elif ran["limit"] == "memory":
+            message = f"python: the block ran out of memory (at most {limits.memory_bytes / (1 << 30):g} GiB per process)"
+        elif ran["exit_status"] != 0:
+            message = f"python: the block stopped with an error (exit status {ran['exit_status']}); its output ends with the traceback"
+        else:
+            return {**answer, **self.status()}
+        return {**self.error(message), **answer}
+
+    def close(self) -> None:
+        """Stop the python tool's sandbox and remove its folder (no-op without
+        one; an env calls it when it starts another session or closes)."""
+        if self.sandbox is not None:
+            self.sandbox.close()
+
+    def _end_at_turn_limit(self, result: dict) -> dict:
+        """End the session at its turn limit, as its end tool ends it
+        (truncated, ``end_reason: "turn_limit"``); ``result`` with the ending."""
+        ended = self.dispatch(self.end_tool, {})
+        self.truncated, self.end_reason = True, "turn_limit"
+        note = f"the session's limit of {self.turn_limit} turns is reached; it has ended"
+        return {**result, "ended": True, "end_reason": "turn_limit", "scores": ended.get("scores"), "note": note, **self.status()}
+
+    @property
+    def python(self) -> bool:
+        """Whether the session offers the ``python`` tool (:meth:`open_sandbox`)."""
+        return self.sandbox is not None
+
     # -- specs -------------------------------------------------------------------------
     @property
     def tool_names(self) -> tuple[str, ...]:
@@ -149,7 +271,16 @@ class ToolSessionBase:
                 result = self.error(str(exc))
             else:
                 logged, checked = args, True
-                result = self.dispatch(name, args)
+                open_ = not self.ended
+                result = self.run_python(args["code"]) if name == "python" and self.sandbox is not None else self.dispatch(name, args)
+                if open_:
+                    self.turns += 1
+                    if self.turn_limit is not None:
+                        result = {**result, **self.status()}  # the answer counts its own turn
+                        if not self.ended and self.turns >= self.turn_limit:
+                            result = self._end_at_turn_limit(result)
+                if self.ended:
+                    self.close()
         except Exception as exc:  # noqa: BLE001 -- hostile input must never escape
             result = self.error(f"internal error while handling the call ({type(exc).__name__}); the session is unchanged")
         self.transcript.append(

@@ -1,12 +1,21 @@
 """The biobank world's part of ``luca-gym report``: the paper's score table
 (the mean total out of 100 and its parts, by agent, profile, tier and
-budget) and the mean total by world design and budget (null, two-driver, three-to-six, hard; DrugTargetWorld
-S3.2). Mean ± population std (sessions), as :mod:`luca_gym.summaries` gives them."""
+budget), the mean total by world design and budget (null, two-driver,
+three-to-six, hard; DrugTargetWorld S3.2), experiment use (S3.5: sessions
+that received an experiment, deliveries by kind, refused requests, dollars
+spent) and paired statistics across worlds, as for LUCA's ablations: each
+pair of agents on the same worlds (seeds) at each budget, and each agent's
+budget regimes against none on the same worlds. Mean ± population std
+(sessions), as :mod:`luca_gym.summaries` gives them; Δ, its percentile
+bootstrap 95% interval and the paired Wilcoxon signed-rank p from
+:func:`luca_gym.paired.difference`, the one source of the ablations' statistics."""
 
 from __future__ import annotations
 
+from luca_gym.paired import RESAMPLES, difference, format_ci, format_p
 from luca_gym.summaries import agents_in, cell, group, stats
-from luca_gym.worlds.biobank.oracle import PARTS
+from luca_gym.worlds.biobank.config import BUDGETS
+from luca_gym.worlds.biobank.oracle import EXPERIMENTS, PARTS
 
 KINDS = ("null", "one-driver", "two-driver", "three-to-six", "hard")
 
@@ -42,6 +51,97 @@ def design_table(records) -> str:
     return "\n".join(lines)
 
 
+def experiment_table(records) -> str:
+    """Markdown: per agent and budget, sessions, those that received at least
+    one experiment, the experiments delivered (each kind), the requests
+    refused (over budget, or naming what the release does not hold) and the
+    mean dollars spent per session; from each record's audit log
+    (``experiments``) and its calls."""
+    kinds = list(EXPERIMENTS)
+    lines = ["| agent | budget | sessions | with an experiment | delivered | " + " | ".join(k.replace("_", " ") for k in kinds)
+             + " | refused | spent per session ($) |", "| --- " * (7 + len(kinds)) + "|"]
+    cells = group([_with_budget(r) for r in records], "agent", "budget")
+    for agent in agents_in(records):
+        for (a, budget), rs in cells.items():
+            if a != agent:
+                continue
+            delivered = [e for r in rs for e in r.get("experiments") or ()]
+            refused = sum(1 for r in rs for c in r.get("calls") or () if c.get("call") == "experiment" and "error" in c.get("result", {}))
+            used = sum(1 for r in rs if r.get("experiments"))
+            spent = sum(e["cost"] for e in delivered) / len(rs)
+            lines.append(f"| {agent} | {budget} | {len(rs)} | {used} | {len(delivered)} | "
+                         + " | ".join(str(sum(e["kind"] == k for e in delivered)) for k in kinds) + f" | {refused} | {spent:,.0f} |")
+    return "\n".join(lines)
+
+
+def agent_pairs(records, metric: str = "total") -> list[dict]:
+    """Each pair of agents on the same worlds: per profile, tier and budget,
+    for agents A before B (:func:`~luca_gym.summaries.agents_in`'s order, the
+    baselines' own), over the seeds both have, Δ = B - A of ``metric`` with its
+    interval and p (:func:`luca_gym.paired.difference`). Rows: ``{"a", "b",
+    "profile", "tier", "budget", "seeds", "difference"}``."""
+    agents = agents_in(records)
+    out = []
+    for (profile, tier, budget), rs in group([_with_budget(r) for r in records], "profile", "tier", "budget").items():
+        scores = {a: {r["seed"]: float(r["scores"][metric]) for r in rs if r["agent"] == a} for a in agents}
+        for i, a in enumerate(agents):
+            for b in agents[i + 1:]:
+                seeds = sorted(set(scores[a]) & set(scores[b]))
+                if seeds:
+                    d = difference([scores[b][s] for s in seeds], [scores[a][s] for s in seeds])
+                    out.append({"a": a, "b": b, "profile": profile, "tier": tier, "budget": budget, "seeds": seeds, "difference": d})
+    return out
+
+
+def budget_pairs(records, metric: str = "total") -> list[dict]:
+    """Each agent's budget regimes against ``none`` on the same worlds: per
+    agent, profile and tier, for each other regime present, over the seeds
+    both have, Δ = regime - none of ``metric`` (:func:`luca_gym.paired.difference`).
+    Rows: ``{"agent", "profile", "tier", "budget", "seeds", "difference"}``."""
+    out = []
+    for (agent, profile, tier), rs in group([_with_budget(r) for r in records], "agent", "profile", "tier").items():
+        scores = {b: {r["seed"]: float(r["scores"][metric]) for r in rs if r["budget"] == b} for b in BUDGETS}
+        for budget in (b for b in BUDGETS if b != "none"):
+            seeds = sorted(set(scores["none"]) & set(scores[budget]))
+            if seeds:
+                d = difference([scores[budget][s] for s in seeds], [scores["none"][s] for s in seeds])
+                out.append({"agent": agent, "profile": profile, "tier": tier, "budget": budget, "seeds": seeds, "difference": d})
+    return out
+
+
+def _row(cells) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _compared(d) -> list[str]:
+    """The subtrahend's and the minuend's mean ± std, Δ, its interval and p, as table cells."""
+    return [f"{d.subtrahend[0]:.3f} ± {d.subtrahend[1]:.3f}", f"{d.minuend[0]:.3f} ± {d.minuend[1]:.3f}", f"{d.delta:+.3f}",
+            format_ci(d.ci), format_p(d.p)]
+
+
+def paired_tables(records, metric: str = "total") -> str:
+    """Markdown: the agents paired on the same worlds (:func:`agent_pairs`)
+    and the budgets paired on the same worlds (:func:`budget_pairs`), with a
+    line on the statistics; empty when no pair shares a world."""
+    agents, budgets = agent_pairs(records, metric), budget_pairs(records, metric)
+    if not agents and not budgets:
+        return ""
+    sections = [f"Metric: {metric}; sessions paired by world (seed), mean ± population std over the paired worlds. CI: "
+                f"percentile bootstrap 95% ({RESAMPLES} resamples); p: paired Wilcoxon signed-rank, two-sided (n/a where "
+                "every difference is zero), as in LUCA's ablations."]
+    if agents:
+        head = ["agent A", "agent B", "profile", "tier", "budget", "n", "A", "B", "Δ (B - A)", "95% CI", "p"]
+        rows = [_row([r["a"], r["b"], r["profile"], r["tier"], r["budget"], str(len(r["seeds"])), *_compared(r["difference"])])
+                for r in agents]
+        sections += ["#### Agents on the same worlds", "\n".join([_row(head), "|" + " --- |" * len(head), *rows])]
+    if budgets:
+        head = ["agent", "profile", "tier", "budget", "n", "with none", "with the budget", "Δ (budget - none)", "95% CI", "p"]
+        rows = [_row([r["agent"], r["profile"], r["tier"], r["budget"], str(len(r["seeds"])), *_compared(r["difference"])])
+                for r in budgets]
+        sections += ["#### Budgets on the same worlds", "\n".join([_row(head), "|" + " --- |" * len(head), *rows])]
+    return "\n\n".join(sections)
+
+
 def _with_budget(record: dict) -> dict:
     """A record with its budget regime ("none" for records from before stage S3, which had no experiments)."""
     return {**record, "budget": record.get("budget", "none")}
@@ -49,6 +149,7 @@ def _with_budget(record: dict) -> dict:
 
 def sections(records, out_dir, *, source=None, notes=()) -> list[str]:
     """``luca-gym report``'s markdown parts for this world's records."""
+    paired = paired_tables(records)
     return ["## biobank (drug-target discovery in a synthetic biobank)",
             f"{len(records)} sessions" + (f" from `{source}`" if source else "") + ". Scores out of 100: target "
             "identification 35, causal confidence 20, direction 20, bias identification 15, phenotype 10, harmful "
@@ -57,4 +158,6 @@ def sections(records, out_dir, *, source=None, notes=()) -> list[str]:
             "Budget: the experiments' regime (none $0, limited $450,000, expanded $2,000,000).",
             *(f"Note: {note}" for note in (notes or ())),
             "### Scores by agent", score_table(records),
-            "### Total by world design", design_table(records)]
+            "### Total by world design", design_table(records),
+            "### Experiment use", experiment_table(records),
+            *(["### Paired across worlds", paired] if paired else [])]

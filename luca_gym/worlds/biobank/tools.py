@@ -32,7 +32,12 @@ Tools (all free but ``experiment``):
   experiments and ``submit`` stay tools outside the sandbox, and the truth
   never enters it (it lives in the oracle, in this process). A session that
   runs code is sealed, so that the public package cannot regenerate its
-  world, and the folder's name and paths hold nothing of its seed.
+  world, and the folder's name and paths hold nothing of its seed. It
+  allows the harness's 30 turns (calls of any tool; ``turns``), then ends
+  truncated; each block's output is cut to the sandbox's limit. The harness,
+  the tools env and the MCP server ask for it generically
+  (:func:`luca_gym.tools.session.tool_options`: ``luca-gym eval|mcp --python``,
+  ``gym.make("luca_gym/BiobankTools-v0", python=True, sealed=...)``).
 
 A phenotype or column is named ``table.column`` (a participant-level numeric
 column), ``diagnoses.<ICD-10 code>`` (1 where the participant has the code)
@@ -49,8 +54,8 @@ import re
 import numpy as np
 
 from luca_gym import seal as seal_mod
-from luca_gym.tools.sandbox import RELEASE, WORKDIR, Limits, Sandbox
-from luca_gym.tools.session import ToolSessionBase
+from luca_gym.tools.sandbox import RELEASE, WORKDIR, Limits
+from luca_gym.tools.session import PYTHON_TURNS, ToolSessionBase, check_sealed_for_code
 from luca_gym.validate import check_keys, check_seed
 from luca_gym.worlds.biobank import analysis
 from luca_gym.worlds.biobank.config import BiobankConfig
@@ -64,7 +69,6 @@ MAX_TERMS = 32  # columns in one defined phenotype
 MAX_TOP = 5000  # rows a scan may return
 MAX_CONDITIONAL = 8  # proteins in one conditional analysis
 MAX_REFERENCE = 64  # characters of a column or phenotype reference
-MAX_CODE = 32_000  # characters of one python block
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
 _PARTICIPANT = re.compile(r"P[0-9]{6}")
 _NO_ARGUMENTS = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
@@ -99,17 +103,20 @@ class BiobankToolSession(ToolSessionBase):
     """One biobank session: world ``seed`` (sealed: of its sealed seed) under
     :class:`~.config.BiobankConfig` settings (``profile``, ``tier``, ``budget``).
     ``python=True`` offers the ``python`` tool (sealed sessions only; ``limits``
-    a :class:`~luca_gym.tools.sandbox.Limits`, ``isolation`` the sandbox's).
+    a :class:`~luca_gym.tools.sandbox.Limits`, ``isolation`` the sandbox's,
+    ``turns`` the session's bound, the paper harness's 30 by default:
+    :meth:`~luca_gym.tools.session.ToolSessionBase.open_sandbox`).
     ValueError names a bad seed or setting; SandboxUnavailable says why no
     sandbox can run code here."""
 
     world = "biobank"
+    offers_python = True
     opening = "The release is ready. Begin."
     status_keys = ("submissions_left", "budget_left")
     title = "luca-gym biobank"
 
     def __init__(self, seed: int = 0, *, sealed=None, python: bool = False, limits: Limits | None = None,
-                 isolation: str = "auto", **settings):
+                 isolation: str = "auto", turns: int | None = PYTHON_TURNS, **settings):
         super().__init__()
         check_keys(settings, "settings", ("profile", "tier", "budget"))
         self.config = BiobankConfig(**settings)
@@ -117,9 +124,8 @@ class BiobankToolSession(ToolSessionBase):
         self.seed = check_seed(seed)
         if not isinstance(python, bool):
             raise ValueError(f"python: {python!r} not allowed; True or False")
-        if python and self.seal is None:
-            raise ValueError("python: True not allowed for an unsealed session; a session that runs code must be sealed "
-                             "(sealed=...), or the public package would regenerate its world")
+        if python:  # before the world is generated
+            check_sealed_for_code(self.seal)
         world = make_world(self.seed, self.config, self.seal)
         self.release, self._oracle, self._design = world.release, world.oracle, world.design
         self.instance_id = seal_mod.instance_id(self.seed, self.seal, prefix="biobank")
@@ -214,23 +220,18 @@ class BiobankToolSession(ToolSessionBase):
                  "required": ["nominations"], "additionalProperties": False}},
             {"name": "end", "description": "End the session without claims (every score 0).", "input_schema": _NO_ARGUMENTS},
         ])
-        self.sandbox: Sandbox | None = None
-        if python:
-            self.sandbox = Sandbox(limits, isolation)
-            self.release.write(self.sandbox.release_dir)
-            self.set_specs(self.tool_specs() + [{
-                "name": "python",
-                "description": f"Free. Run a block of Python 3 code in a fresh process, working directory {WORKDIR} (its files "
-                               f"are kept between blocks; variables are not). The release is in {WORKDIR}/{RELEASE} (read-only): "
-                               "one Parquet file per table and data_dictionary.json / .md. numpy, pandas, pyarrow, scipy and "
-                               f"statsmodels are installed; no network. Limits per block: {self.sandbox.limits.describe()}; "
-                               "print what you need to see.",
-                "input_schema": {"type": "object", "properties": {
-                    "code": {"type": "string", "minLength": 1, "maxLength": MAX_CODE, "description": "the Python block"}},
-                    "required": ["code"], "additionalProperties": False}}])
+        if python:  # the generic python tool (ToolSessionBase.open_sandbox): sealed only, PYTHON_TURNS turns
+            sandbox = self.open_sandbox("The release: one Parquet file per table and data_dictionary.json / .md", limits,
+                                        isolation, turns)
+            self.release.write(sandbox.release_dir)
 
     # -- the generic surface ------------------------------------------------------------
     def system_prompt(self) -> str:
+        """The world's rules for an agent: the cohort's sizes, the task, the
+        budget and the experiments' prices, how to name columns, the points
+        (from the oracle's :data:`~.oracle.POINTS`) and, in a session that
+        runs code, the python tool and its turns. Nothing of the world's
+        design or seed."""
         n = self.config.sizes
         points = ", ".join(f"{name.replace('_', ' ')} {p:g}" for name, p in POINTS.items())
         return (
@@ -251,6 +252,8 @@ class BiobankToolSession(ToolSessionBase):
             + (f" The python tool runs your own code on the release's Parquet files in {WORKDIR}/{RELEASE}; the structured "
                "tools do not see its files or variables (submit phenotype_values to submit a phenotype computed there)."
                if self.sandbox is not None else "")
+            + (f" The session allows {self.turn_limit} turns (calls of any tool); then it ends, and without a submission "
+               "every score is 0." if self.turn_limit is not None else "")
             + "\n\n"
             "Submit once with submit; the session ends. Points out of 100: "
             f"{points}; nominating a harmful surrogate in the direction that harms patients costs {-SURROGATE_PENALTY:g}. Target identification is recall times "
@@ -259,18 +262,35 @@ class BiobankToolSession(ToolSessionBase):
         )
 
     def status(self) -> dict:
+        """What every answer reports, a refusal too: ``submissions_left`` (1
+        until the session ends, then 0), ``budget_left`` (dollars) and, in a
+        session with a turn limit (one that runs code), ``turns_left``."""
+        if self.turn_limit is not None:
+            return {"submissions_left": int(not self.ended), "budget_left": int(self.budget_left),
+                    "turns_left": max(self.turn_limit - self.turns, 0)}
         return {"submissions_left": int(not self.ended), "budget_left": int(self.budget_left)}
 
     def key_settings(self) -> dict:
+        """The session's key settings but the seed (``profile``, ``tier``,
+        ``budget``), for a results line of a session driven from outside the harness."""
         return self.config.settings()
 
     def record_fields(self) -> dict:
+        """What a results line holds beside its key, calls and scores: the
+        instance id (opaque when sealed), the world's design (archetype,
+        drivers, tier, planted biases: the report's design table reads it; a
+        results line, never an answer to the agent) and the scorer's version."""
         return {"instance_id": self.instance_id, "design": self._design.as_dict(), "scorer_version": SCORER_VERSION}
 
     def record(self) -> dict:
+        """The session as one JSON-ready record: the generic one (calls,
+        scores, return, end reason) with the instance id and the audit log of
+        experiments (each request and its delivery, in order)."""
         return {"instance_id": self.instance_id, **super().record(), "experiments": [dict(e) for e in self.audit]}
 
     def annotations(self, name: str) -> dict | None:
+        """MCP ToolAnnotations fields of tool ``name`` (:data:`ANNOTATIONS`:
+        title and read-only, idempotent and destructive hints), or None."""
         return ANNOTATIONS.get(name)
 
     def demo_calls(self) -> list[tuple[str, dict]]:
@@ -279,6 +299,10 @@ class BiobankToolSession(ToolSessionBase):
                 ("submit", {"nominations": [], "phenotype": "imaging.lvef_pct"})]
 
     def dispatch(self, name: str, args: dict) -> dict:
+        """Run a call whose arguments passed its schema (``python`` runs in the
+        generic base): the tool's answer with the status; after the end, or
+        where the release refuses a name or the budget a cost, a refusal
+        (``{"error": ...}``) that changes nothing."""
         if self.ended:
             return self.error("the session has ended")
         try:
@@ -483,23 +507,6 @@ class BiobankToolSession(ToolSessionBase):
         self.scores = self._oracle.score(scored)
         return self._finish()
 
-    def _python(self, code: str) -> dict:
-        ran = self.sandbox.run(code)
-        answer = {"output": ran["output"], "truncated": ran["truncated"], "exit_status": ran["exit_status"]}
-        limits = self.sandbox.limits
-        if ran["limit"] == "time":
-            message = (f"python: the block ran past its {limits.timeout_s:g} s wall-clock limit and was stopped, with every "
-                       "process it started; files written before then are kept")
-        elif ran["limit"] == "cpu":
-            message = f"python: the block used its {limits.cpu_s} s of CPU time (or was killed) and was stopped"
-        elif ran["limit"] == "memory":
-            message = f"python: the block ran out of memory (at most {limits.memory_bytes / (1 << 30):g} GiB per process)"
-        elif ran["exit_status"] != 0:
-            message = f"python: the block stopped with an error (exit status {ran['exit_status']}); its output ends with the traceback"
-        else:
-            return {**answer, **self.status()}
-        return {**self.error(message), **answer}
-
     def _end(self) -> dict:
         self.scores = zero_scores(self._oracle)
         return self._finish()
@@ -507,8 +514,6 @@ class BiobankToolSession(ToolSessionBase):
     def _finish(self) -> dict:
         self.total_reward = float(self.scores["total"])
         self.ended, self.end_reason = True, "end"
-        if self.sandbox is not None:
-            self.sandbox.close()
         return {"ended": True, "end_reason": "end", "scores": dict(self.scores), **self.status()}
 
 

@@ -29,13 +29,13 @@ class LucaToolsEnv(ToolsEnv):
     seed_option = "organism_seed"
 
     def __init__(self, tier="medium", mode="healthy", n_genes=20, backwards=False, budget=None, max_steps=None,
-                 sealed=None, render_mode=None, vocabulary="invented", stance="suppress"):
+                 sealed=None, render_mode=None, vocabulary="invented", stance="suppress", python=False):
         check_render_mode(render_mode)
         # One Session, reused by every episode's ToolSession (it checks the settings).
         self._env = Session(tier=tier, mode=mode, n_genes=n_genes, backwards=backwards, budget=budget, max_steps=max_steps,
                             sealed=sealed, vocabulary=vocabulary)
-        super().__init__("luca", render_mode=render_mode, sealed=self._env.seal, tier=tier, mode=mode, n_genes=n_genes,
-                         backwards=backwards, vocabulary=vocabulary)
+        super().__init__("luca", render_mode=render_mode, sealed=self._env.seal, python=python, tier=tier, mode=mode,
+                         n_genes=n_genes, backwards=backwards, vocabulary=vocabulary)  # python=True: refused, with why
         self.tier, self.mode, self.n_genes, self.backwards = tier, mode, n_genes, bool(backwards)
         self.vocabulary, self.stance = self._env.vocabulary, check_stance(stance)
 
