@@ -63,7 +63,6 @@ def test_the_world_declares_its_keys_scores_and_gym_ids():
 
 
 @pytest.mark.parametrize("settings_, message", [
-    ({"profile": "paper"}, "profile: 'paper' is not built yet"),
     ({"profile": "huge"}, "profile: 'huge' not allowed; allowed small, tiny, paper"),
     ({"tier": "easy"}, "tier: 'easy' not allowed; allowed auto, standard, hard"),
 ])

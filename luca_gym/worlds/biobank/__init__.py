@@ -10,19 +10,21 @@ protein in the oracle; :mod:`~.generator` says what each plants), the
 experiments (cell perturbation and knockdown, computed by the oracle) under
 a ``budget`` regime (none, limited, expanded; a session key), and the
 ``null``, ``correlation-screen``, ``cis-mr`` and ``mr-experiments``
-baselines, and the sandboxed ``python`` tool (S4; sealed sessions with
-``python=True``). Synthetic imaging (S5) and the paper-size profile (S6)
-are to come.
+baselines, the sandboxed ``python`` tool (S4; sealed sessions with
+``python=True``), synthetic cine MRI of the imaged participants (S5,
+:mod:`~.imaging`; the ``cine_mri`` table) and the paper-size profile (S6).
 
 Profiles (:mod:`~.config`): ``small``, the default (6,000 participants,
 1,200 with clinic MRI measures, 300 proteins, 1,024 variants, 2,000 with
-transcripts), ``tiny`` for the tests, ``paper`` refused until S6. Seeds
+transcripts), ``tiny`` for the tests, and ``paper``, the paper's size
+(54,000 participants, 10,800 imaged, 2,941 proteins, 8,192 variants,
+18,000 with transcripts; minutes and about 9 GiB to generate on a CPU). Seeds
 0-19 are the evaluation panel (archetype, drivers and tier of each seed in
 :mod:`~.design`'s table); every other seed draws its design.
 
 Its parts: :mod:`~.config` (:class:`BiobankConfig`, the profiles),
 :mod:`~.design` (a world's design, the panel of seeds 0-19),
-:mod:`~.generator` (the JAX world model), :mod:`~.release` (the released
+:mod:`~.generator` (the JAX world model), :mod:`~.imaging` (the cine MRI), :mod:`~.release` (the released
 tables, the data dictionary, Parquet), :mod:`~.oracle` (the truth and the
 scorer), :mod:`~.world` (a world from a seed), :mod:`~.analysis` (the
 statistics the tools run), :mod:`~.tools` (the tool session),
@@ -37,7 +39,7 @@ from luca_gym.protocol import World
 
 WORLD = World(
     name="biobank",
-    version="3",  # 2: the planted biases (issue 28, S2) and scorer version 2; 3: experiments and budgets (S3)
+    version="4",  # 2: the planted biases (issue 28, S2) and scorer version 2; 3: experiments and budgets (S3); 4: cine MRI in the release (S5)
     gym_stem="Biobank",
     summary="drug-target discovery in a synthetic biobank: build a phenotype, find the causal driver proteins and their direction",
     config="luca_gym.worlds.biobank.config:BiobankConfig",

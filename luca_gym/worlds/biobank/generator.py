@@ -33,6 +33,10 @@ design choice, not an estimate):
   hazard 0.85 per SD of severity, drop-out 2% a year).
 * Transcripts, for a random subset: each gene's transcript follows its
   protein's true level loosely (shared variance U(0.05, 0.6)).
+* Cine MRI of the imaged (:mod:`~.imaging`, in :func:`cohort`): the heart
+  as it is (the MRI pattern before the clinic's reading noise) plus the
+  participant's own anatomy, drawn from the world key's own branch, so that
+  no other value of the world depends on the images.
 
 The imaged and transcript subsets are random, unless the world carries T3.
 
@@ -95,6 +99,7 @@ import numpy as np
 
 from luca_gym.worlds.biobank.config import BLOCK, MAX_DRIVERS, Sizes
 from luca_gym.worlds.biobank.design import ARCHETYPES, MECHANISMS
+from luca_gym.worlds.biobank.imaging import cine
 
 ROOT_KEY = 0xB10B  # the root of every world key
 N_FACTORS = 6  # shared latent factors of the proteome
@@ -140,6 +145,11 @@ BIAS_STRENGTH = {  # the planted biases' coefficients (see the module's docstrin
 }
 
 
+def world_key(seed_words) -> jax.Array:
+    """The root key of the world of ``seed_words`` uint32 (2,) (every draw of the world descends from it)."""
+    return jax.random.fold_in(jax.random.fold_in(jax.random.PRNGKey(ROOT_KEY), seed_words[0]), seed_words[1])
+
+
 def _standardise(x, axis=0):
     return (x - x.mean(axis=axis, keepdims=True)) / (x.std(axis=axis, keepdims=True) + 1e-6)
 
@@ -161,7 +171,9 @@ def draw(seed_words, archetype, n_drivers, hard, biases, *, sizes: Sizes) -> dic
       on severity per SD of its true level (0 elsewhere); ``interaction`` int32 (2,):
       the hard tier's interacting drivers;
     * ``severity`` float32 (N,): latent severity, standardised;
-    * ``imaging`` float32 (N, 6) (standardised scale, every participant), ``imaging_missing`` bool (N, 6);
+    * ``imaging`` float32 (N, 6) (standardised scale, every participant: the clinic's reading), ``imaging_missing`` bool (N, 6);
+      ``heart`` float32 (NI, 6): the imaged participants' heart as it is (the same pattern before the clinic's
+      reading noise), which their cine images show (:mod:`~.imaging`);
     * ``sbp``, ``dbp``, ``heart_rate``, ``log_ntprobnp`` float32 (N,); ``physiology_missing`` bool (N,);
     * ``metabolites`` float32 (N, 8) (standardised scale), ``metabolite_missing`` bool (N, 8);
     * ``transcripts`` float32 (NR, P) (standardised scale), ``rna`` int32 (NR,), ``imaged`` int32 (NI,) (sorted);
@@ -174,7 +186,7 @@ def draw(seed_words, archetype, n_drivers, hard, biases, *, sizes: Sizes) -> dic
     """
     n, n_img, p, v, n_rna = sizes
     blocks = v // BLOCK
-    key = jax.random.fold_in(jax.random.fold_in(jax.random.PRNGKey(ROOT_KEY), seed_words[0]), seed_words[1])
+    key = world_key(seed_words)
     k = iter(jax.random.split(key, 64))
     kb = iter(jax.random.split(jax.random.fold_in(key, 0xB1A5), 16))  # the planted biases' own draws
     f32 = jnp.float32
@@ -294,8 +306,8 @@ def draw(seed_words, archetype, n_drivers, hard, biases, *, sizes: Sizes) -> dic
     load = jnp.asarray(IMAGING_LOADINGS)[archetype]
     distortion = (on[T5] * bs["site_imaging"] * (site == BATCH_SITE) + on[T6] * bs["remodelling_imaging"] * exercise_z
                   - bs["surrogate_imaging"] * surrogate)  # T5 scanner, T6 remodelling, T8 surrogate: along the disease pattern
-    imaging = ((severity + distortion)[:, None] * load + covariates @ jnp.asarray(IMAGING_COVARIATES)
-               + IMAGING_NOISE * jax.random.normal(next(k), (n, len(IMAGING)), f32))
+    heart = (severity + distortion)[:, None] * load + covariates @ jnp.asarray(IMAGING_COVARIATES)  # the heart as it is
+    imaging = heart + IMAGING_NOISE * jax.random.normal(next(k), (n, len(IMAGING)), f32)  # as the clinic reads it
     imaging_missing = jax.random.bernoulli(next(k), 0.02, (n, len(IMAGING)))
     random_imaged = jax.random.permutation(next(k), n)[:n_img]
     selection = severity + protein_true[:, decoy[T3]] + bs["selection_noise"] * jax.random.normal(next(kb), (n,), f32)
@@ -337,7 +349,7 @@ def draw(seed_words, archetype, n_drivers, hard, biases, *, sizes: Sizes) -> dic
         "exercise_missing": exercise_missing, "cis_variant": cis_variant, "trans_variant": trans_variant, "has_trans": has_trans,
         "protein_true": protein_true, "protein_npx": protein_npx, "protein_missing": protein_missing, "driver": driver,
         "effect": effect / scale, "interaction": strongest.astype(jnp.int32), "severity": severity,
-        "imaging": imaging, "imaging_missing": imaging_missing, "imaged": imaged,
+        "imaging": imaging, "imaging_missing": imaging_missing, "imaged": imaged, "heart": heart[imaged],
         "sbp": sbp, "dbp": dbp, "heart_rate": heart_rate, "log_ntprobnp": log_ntprobnp, "physiology_missing": physiology_missing,
         "metabolites": metabolites, "metabolite_missing": metabolite_missing, "transcripts": transcripts, "rna": rna,
         "diagnosis_noise": diagnosis_noise, "diagnosis_draw": diagnosis_draw,
@@ -348,9 +360,14 @@ def draw(seed_words, archetype, n_drivers, hard, biases, *, sizes: Sizes) -> dic
 
 def cohort(world_seed: int, design, sizes: Sizes) -> dict:
     """:func:`draw` of world seed ``world_seed`` (an int in [0, 2**63)) and
-    ``design`` (a :class:`~.design.Design`), as numpy arrays."""
+    ``design`` (a :class:`~.design.Design`), as numpy arrays, with the
+    imaged participants' cine MRI stacks: ``cine`` uint8 (NI, FRAMES,
+    PIXELS, PIXELS) (:func:`~.imaging.cine`)."""
     words = np.array([world_seed >> 32, world_seed & 0xFFFFFFFF], np.uint32)
     biases = np.array([m in design.biases for m in MECHANISMS])
     out = draw(words, np.int32(ARCHETYPES.index(design.archetype)), np.int32(design.n_drivers),
                np.bool_(design.tier == "hard"), biases, sizes=sizes)
-    return {name: np.asarray(value) for name, value in jax.device_get(out).items()}
+    c = {name: np.asarray(value) for name, value in jax.device_get(out).items()}
+    site = c["site"][c["imaged"]]
+    c["cine"] = cine(world_key(words), c["heart"], site, c["imaged"], c["carried"][T5] & (site == BATCH_SITE))
+    return c

@@ -6,6 +6,10 @@ Tables (one row per participant unless said; ``participant_id`` "P000001"...):
 
 * ``participants``: age, sex, BMI, assessment site, exercise;
 * ``imaging``: the imaged participants' six clinic-reported MRI measures;
+* ``cine_mri``: the imaged participants' cine MRI, one row each: a
+  short-axis stack of 8 frames of 32 x 32 uint8 pixels (3 mm) over one
+  cardiac cycle from end-diastole, as raw bytes (:data:`CINE_RECIPE` loads
+  them as an array; :mod:`~.imaging` draws them);
 * ``physiology``: blood pressure, heart rate, NT-proBNP;
 * ``metabolites``: eight blood metabolites;
 * ``proteins``: one column per protein (``PROT_0001``...), NPX (log2) units;
@@ -37,6 +41,7 @@ import numpy as np
 from luca_gym.worlds.biobank.config import BLOCK, Sizes
 from luca_gym.worlds.biobank.design import ARCHETYPES, design_rng
 from luca_gym.worlds.biobank.generator import IMAGING, METABOLITES
+from luca_gym.worlds.biobank.imaging import FRAMES, PIXEL_MM, PIXELS
 
 NOT_RECORDED, BELOW_LOD = -999.0, -1.0
 SENTINELS = {NOT_RECORDED: "not recorded", BELOW_LOD: "below the limit of detection (15 pg/mL)"}
@@ -53,6 +58,8 @@ CARDIAC_CODES = ("I42.0", "I42.1", "I50.3", "I25.5", "I50.9")
 # Participant-level tables a phenotype or covariate may come from (the wide ones included).
 PARTICIPANT_TABLES = ("participants", "imaging", "physiology", "metabolites", "outcomes", "proteins", "transcripts")
 COVARIATES = ("age_years", "sex", "bmi_kg_m2", "site")  # what "adjust" adjusts for
+CINE_RECIPE = (f"numpy.frombuffer(b''.join(table['frames']), numpy.uint8).reshape(-1, {FRAMES}, {PIXELS}, {PIXELS}) "
+               "(participant, frame, row, column)")
 # Words no released name may hold (the guard of check_no_truth).
 TRUTH_WORDS = ("severity", "driver", "causal", "effect_size", "archetype", "latent", "truth", "design", "maf")
 
@@ -73,6 +80,13 @@ _COLUMNS = {  # (unit, description) of every narrow column
         "lv_mass_g": ("g", "left-ventricular mass"),
         "native_t1_ms": ("ms", "myocardial native T1 time"),
         "wall_motion_score_index": ("1 = normal", "wall-motion score index (mean of the 17 segments' scores)"),
+    },
+    "cine_mri": {
+        "participant_id": ("", "participant identifier"),
+        "frames": (f"uint8 bytes ({FRAMES} x {PIXELS} x {PIXELS})",
+                   f"short-axis cine MRI, mid-ventricular slice: {FRAMES} frames over one cardiac cycle from end-diastole "
+                   f"(frame 0), each {PIXELS} x {PIXELS} pixels of {PIXEL_MM:g} mm, row-major, signal 0-255; "
+                   f"as an array: {CINE_RECIPE}"),
     },
     "physiology": {
         "participant_id": ("", "participant identifier"),
@@ -120,6 +134,7 @@ _WIDE = {
 _DESCRIPTIONS = {
     "participants": "baseline covariates, one row per participant",
     "imaging": "cardiac MRI measures as reported by the clinic, imaged participants only",
+    "cine_mri": "cardiac cine MRI images, one row per imaged participant",
     "physiology": "baseline physiology, one row per participant",
     "metabolites": "blood metabolites, one row per participant; missing: null",
     "proteins": "plasma proteomics, one row per participant",
@@ -138,7 +153,8 @@ class Release:
 
     Attributes:
         tables: table name -> {column name -> 1-D numpy array} (float32 with
-            NaN for a missing value, int8 / int32 codes, str ids), in file order.
+            NaN for a missing value, int8 / int32 codes, str ids, object arrays of
+            bytes for the cine images), in file order.
         rows: table name -> int64 (rows,): each row's participant index
             (0..N-1; the row of ``participants``), for participant-level tables.
         sizes: the profile's :class:`~.config.Sizes`.
@@ -255,6 +271,8 @@ class Release:
 
 
 def _type(values: np.ndarray) -> str:
+    if values.dtype.kind == "O" and len(values) and isinstance(values[0], bytes):
+        return "binary"
     return {"f": "float32", "i": str(values.dtype), "U": "string", "O": "string"}[values.dtype.kind]
 
 
@@ -286,6 +304,13 @@ def _rounded(values, decimals: int, low=None, high=None) -> np.ndarray:
 
 def _missing(values, mask) -> np.ndarray:
     return np.where(mask, np.nan, values).astype(np.float32)
+
+
+def _as_bytes(stacks: np.ndarray) -> np.ndarray:
+    """object (NI,): each participant's uint8 stack as its C-order bytes (a Parquet binary column)."""
+    out = np.empty(len(stacks), object)
+    out[:] = [stack.tobytes() for stack in np.ascontiguousarray(stacks)]
+    return out
 
 
 def build_release(c: dict, design, world_seed: int, sizes: Sizes) -> Release:
@@ -359,6 +384,7 @@ def build_release(c: dict, design, world_seed: int, sizes: Sizes) -> Release:
                          "bmi_kg_m2": _rounded(c["bmi"], 1), "site": (c["site"] + 1).astype(np.int8),
                          "exercise_hours_per_week": exercise.astype(np.float32)},
         "imaging": imaging,
+        "cine_mri": {"participant_id": ids[c["imaged"]], "frames": _as_bytes(c["cine"])},
         "physiology": physiology,
         "metabolites": metabolites,
         "proteins": {"participant_id": ids, **{name: npx[:, j] for j, name in enumerate(proteins)}},
@@ -372,7 +398,8 @@ def build_release(c: dict, design, world_seed: int, sizes: Sizes) -> Release:
         "variants": {"variant_id": np.array(variant_ids), "chromosome": chromosome.astype(np.int8), "position": position.astype(np.int64),
                      "effect_allele": alleles[:, 0], "other_allele": alleles[:, 1]},
     }
-    rows = {"participants": everyone, "imaging": c["imaged"].astype(np.int64), "physiology": everyone, "metabolites": everyone,
+    rows = {"participants": everyone, "imaging": c["imaged"].astype(np.int64), "cine_mri": c["imaged"].astype(np.int64),
+            "physiology": everyone, "metabolites": everyone,
             "proteins": everyone, "transcripts": c["rna"].astype(np.int64), "genotypes": everyone, "outcomes": everyone}
     return Release(tables, rows, sizes, proteins, genes, variant_ids)
 
