@@ -1,4 +1,4 @@
-"""Draw the picture of an instance on each discovery world's page
+"""Draw the picture of an instance on each non-LUCA world's page
 (``docs/worlds/pictures/<world>.png``), each with its world's own figure
 function. Not a MkDocs hook: the pictures are committed, so the site builds
 in seconds without running a world; rebuild them after a change to a world or
@@ -76,11 +76,42 @@ def tracking(path: pathlib.Path) -> None:
     figure_session(x, guess, str(path), agent="forgetful")
 
 
+def biobank(path: pathlib.Path) -> None:
+    """The released cine MRI of four imaged participants of the small world of
+    seed 0, read from the release as an analyst's code reads it (the data
+    dictionary's loading line), beside each one's clinic-reported LVEF."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from luca_gym.worlds.biobank.world import make_world
+
+    release = make_world(0).release
+    cine, imaging = release.tables["cine_mri"], release.tables["imaging"]
+    frames = np.frombuffer(b"".join(cine["frames"]), np.uint8).reshape(len(cine["frames"]), 8, 32, 32)
+    lvef = dict(zip(imaging["participant_id"], imaging["lvef_pct"]))
+    picked = np.linspace(0, len(frames) - 1, 4).astype(int)
+    fig, axes = plt.subplots(len(picked), 8, figsize=(6.4, 3.6))
+    for row, i in zip(axes, picked):
+        pid = cine["participant_id"][i]
+        for t, ax in enumerate(row):
+            ax.imshow(frames[i, t], cmap="gray", vmin=0, vmax=255)
+            ax.set_xticks([]), ax.set_yticks([])
+            if t == 0:
+                reported = lvef[pid]
+                ax.set_ylabel(f"{pid}\nLVEF {reported:.0f}%" if reported > 0 else f"{pid}\nLVEF -", fontsize=7)
+    for t, ax in enumerate(axes[0]):
+        ax.set_title(f"frame {t}", fontsize=7)
+    fig.suptitle("biobank, small world, seed 0: released cine MRI (8 frames, 32 x 32, end-diastole first)", fontsize=9)
+    fig.savefig(str(path), dpi=90, bbox_inches="tight")  # grey noise compresses badly: a smaller picture
+    plt.close(fig)
+
+
 PICTURES = {
     "dag": lambda path: graph("dag", path),
     "relational": lambda path: graph("relational", path),
     "equation": equation,
     "tracking": tracking,
+    "biobank": biobank,
 }
 
 
