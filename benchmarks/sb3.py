@@ -1,19 +1,21 @@
 """SB3 on the flat action space: environment steps per second and a short
 Maskable PPO run, side by side in one run.
 
-    .venv/bin/python benchmarks/sb3.py [--tier easy] [--mode healthy] [--steps 64] [--train-steps 200000]
+    .venv/bin/python benchmarks/sb3.py [--tier easy] [--mode healthy] [--steps 64] [--train-steps 800000] [--num-envs 256]
 
 Prints, at N=20:
   * ``LucaSB3VecEnv`` (one jit(vmap(flat.step)) per step, same-step autoreset
-    on fresh organisms) at 64 and 1024 envs, and at 64 envs generating only
-    the finished sub-envs' organisms on each step (``generation_batch=1``),
+    on organisms from its pool) at 64 and 1024 envs, and at 64 envs on fresh
+    organisms generating only the finished sub-envs' on each step
+    (``organisms="fresh", generation_batch=1``),
     against SB3's ``DummyVecEnv`` of 64 ``LucaFlat-v0`` envs. Every env takes
     the same kind of action: uniform among the legal ones, drawn from the
     masks the env returned (so each step's output feeds the next step);
-  * ``MaskablePPO`` steps per second on ``LucaSB3VecEnv`` (64 envs) with torch
-    on one thread (as ``train_maskable_ppo`` runs it) and on torch's default;
-  * a ``train_maskable_ppo`` run (64 envs): steps per second and the learning
-    curve;
+  * ``MaskablePPO(LinearPathPolicy)`` steps per second on ``LucaSB3VecEnv``
+    (``--num-envs``, 256 by default as ``train_maskable_ppo``) with torch on
+    one thread (as ``train_maskable_ppo`` runs it) and on torch's default;
+  * a ``train_maskable_ppo`` run (``--num-envs``, on its pool of training
+    organisms): steps per second and the learning curve;
   * the trained policy on the evaluation seeds 0-19 through the harness
     (``luca_gym.harness.run_session`` over ``load_policy``, its most likely
     action and a sample from its masked distribution), beside the
@@ -40,13 +42,14 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 import luca_gym  # noqa: F401  (registers luca_gym/LucaFlat-v0)
 from luca_gym import functional, harness
 from luca_gym.agents import FlatPolicy
-from luca_gym.agents.sb3 import PPO_SETTINGS, load_policy, train_maskable_ppo
+from luca_gym.agents.sb3 import DEFAULT_NUM_ENVS, PPO_SETTINGS, LinearPathPolicy, load_policy, train_maskable_ppo
 from luca_gym.worlds.luca.baselines import make_policy
 from luca_gym.worlds.luca.envs import LucaSB3VecEnv
 from luca_gym.worlds.luca.evaluation import luca_spec
 
 N = 20
 EVAL_SEEDS = range(20)
+TRAIN_STEPS = 800_000
 
 
 def masked_random(masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -70,14 +73,18 @@ def steps_per_second(env, steps: int, warmup: int) -> tuple[float, int]:
     return env.num_envs * steps / (time.perf_counter() - started), episodes
 
 
-def ppo_steps_per_second(threads: int, tier: str, mode: str, steps: int = 8192) -> float:
+def ppo_steps_per_second(threads: int, tier: str, mode: str, num_envs: int) -> float:
     """MaskablePPO (rollouts and updates) steps per second on LucaSB3VecEnv
-    (64 envs) with torch on ``threads`` threads, after one warm-up rollout."""
+    (``num_envs`` envs, organisms from its pool) with torch on ``threads``
+    threads: two updates after one warm-up update."""
     previous = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        model = MaskablePPO("MlpPolicy", LucaSB3VecEnv(64, tier, mode, N, seed=0), device="cpu", seed=0, **PPO_SETTINGS)
-        model.learn(64 * PPO_SETTINGS["n_steps"])
+        model = MaskablePPO(LinearPathPolicy, LucaSB3VecEnv(num_envs, tier, mode, N, seed=0), device="cpu", seed=0,
+                            **PPO_SETTINGS)
+        rollout = num_envs * PPO_SETTINGS["n_steps"]
+        model.learn(rollout)
+        steps = 2 * rollout
         started = time.perf_counter()
         model.learn(steps, reset_num_timesteps=False)
         return steps / (time.perf_counter() - started)
@@ -96,7 +103,8 @@ def main() -> None:
     parser.add_argument("--tier", default="easy")
     parser.add_argument("--mode", default="healthy")
     parser.add_argument("--steps", type=int, default=64, help="timed vector-env calls per setting")
-    parser.add_argument("--train-steps", type=int, default=200_000, help="the CLI's default for maskable-ppo")
+    parser.add_argument("--train-steps", type=int, default=TRAIN_STEPS, help="env steps of the training run")
+    parser.add_argument("--num-envs", type=int, default=DEFAULT_NUM_ENVS, help="envs of MaskablePPO")
     parser.add_argument("--out", default=None, help="run directory of the training (default: a temporary one)")
     args = parser.parse_args()
     tier, mode = args.tier, args.mode
@@ -122,20 +130,20 @@ def main() -> None:
         reference = reference or rate
         print(f"| {name} | {envs} | {rate:,.0f} | {episodes} | {rate / reference:.1f}x |", flush=True)
 
-    print("\n## MaskablePPO steps/s on LucaSB3VecEnv (64 envs) by torch threads (train_maskable_ppo uses 1)")
+    print(f"\n## MaskablePPO steps/s on LucaSB3VecEnv ({args.num_envs} envs) by torch threads (train_maskable_ppo uses 1)")
     print("| torch threads | steps/s | vs 1 thread |")
     print("|---|---|---|")
     default_threads = torch.get_num_threads()
-    one = ppo_steps_per_second(1, tier, mode)
+    one = ppo_steps_per_second(1, tier, mode, args.num_envs)
     print(f"| 1 | {one:,.0f} | 1.0x |", flush=True)
     if default_threads > 1:
-        many = ppo_steps_per_second(default_threads, tier, mode)
+        many = ppo_steps_per_second(default_threads, tier, mode, args.num_envs)
         print(f"| {default_threads} (torch's default) | {many:,.0f} | {many / one:.2f}x |", flush=True)
 
-    print(f"\n## MaskablePPO on LucaSB3VecEnv (64 envs), {args.train_steps} steps")
+    print(f"\n## MaskablePPO on LucaSB3VecEnv ({args.num_envs} envs), {args.train_steps} steps")
     with tempfile.TemporaryDirectory() as scratch:
         out = args.out or scratch
-        summary = train_maskable_ppo(tier, mode, N, steps=args.train_steps, num_envs=64, out=out, seed=0)
+        summary = train_maskable_ppo(tier, mode, N, steps=args.train_steps, num_envs=args.num_envs, out=out, seed=0)
         with open(os.path.join(out, "learning_curve.csv")) as f:
             curve = list(csv.DictReader(f))  # the JAX PPO's columns: one row per update
         rate = "n/a (one update)" if summary["steps_per_s"] is None else f"{summary['steps_per_s']:,.0f}"

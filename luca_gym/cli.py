@@ -44,7 +44,7 @@ DEFAULT_WORLD = "luca"
 TRAIN_ALGOS = ("ppo", "maskable-ppo")
 # Defaults per algorithm: the JAX PPO steps thousands of envs in one program;
 # MaskablePPO steps a vector env from Python and learns from far fewer steps.
-TRAIN_DEFAULTS = {"ppo": {"steps": 5_000_000, "num_envs": 1024}, "maskable-ppo": {"steps": 200_000, "num_envs": 64}}
+TRAIN_DEFAULTS = {"ppo": {"steps": 5_000_000, "num_envs": 1024}, "maskable-ppo": {"steps": 800_000, "num_envs": 256}}
 # Settings every world may have, given by an option of eval and train rather than the world's own (parsed and
 # checked by the world's config; a world whose config lacks one refuses it).
 GENERIC_SETTINGS = ("budget",)
@@ -408,8 +408,6 @@ def cmd_train(args) -> int:
     defaults = TRAIN_DEFAULTS[args.algo]
     steps = defaults["steps"] if args.steps is None else args.steps
     num_envs = defaults["num_envs"] if args.num_envs is None else args.num_envs
-    if args.pool_size is not None and args.algo != "ppo":
-        raise UsageError(f"pool-size: applies to --algo ppo only (a fixed pool of training instances), not {args.algo}")
     if args.network is not None and args.algo != "ppo":
         raise UsageError(f"network: applies to --algo ppo only (the JAX PPO's networks), not {args.algo}")
     if args.algo == "maskable-ppo":
@@ -417,10 +415,12 @@ def cmd_train(args) -> int:
             from luca_gym.agents.sb3 import plan as sb3_plan, train_maskable_ppo
         except ImportError:
             raise UsageError('algo: maskable-ppo needs the rl extra (sb3-contrib); pip install -e ".[rl]"') from None
-        plan = sb3_plan(steps, num_envs)
+        pool = {"pool_size": args.pool_size} if args.pool_size is not None else {}
+        plan = sb3_plan(steps, num_envs, **pool)
         _writable_dir(args.out)
         train = lambda progress: train_maskable_ppo(  # noqa: E731
-            steps=steps, num_envs=num_envs, out=args.out, seed=args.seed, world=world.name, progress=progress, **settings)
+            steps=steps, num_envs=num_envs, out=args.out, seed=args.seed, world=world.name, progress=progress, **pool,
+            **settings)
         agent = f"sb3:{os.path.join(args.out, 'model.zip')}"
     else:
         from luca_gym.agents import ppo
@@ -654,7 +654,7 @@ def build_parser(flag_world=None) -> argparse.ArgumentParser:
                    help=f"envs side by side (default: ppo {TRAIN_DEFAULTS['ppo']['num_envs']}, "
                         f"maskable-ppo {TRAIN_DEFAULTS['maskable-ppo']['num_envs']})")
     p.add_argument("--pool-size", type=int, default=None,
-                   help="ppo: training instances, seeds 10000 .. 10000+SIZE-1 (default 1024; never the evaluation seeds 0-19)")
+                   help="training instances, seeds 10000 .. 10000+SIZE-1 (default 1024; never the evaluation seeds 0-19)")
     p.add_argument("--out", required=True, help="run folder (checkpoint, config, learning curve CSV and PNG)")
     p.add_argument("--seed", type=int, default=0, help="the run's random seed")
     p.add_argument("--quiet", action="store_true", help="no progress line")

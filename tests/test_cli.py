@@ -335,7 +335,7 @@ def test_the_backwards_flag_parses_alike_for_info_play_and_mcp():
 # -- train, and learned agents in eval ----------------------------------------------------
 BAD_TRAIN = [
     (["--algo", "dqn"], ["algo", "'dqn'", "ppo, maskable-ppo"]),
-    (["--algo", "maskable-ppo", "--pool-size", "8"], ["pool-size", "--algo ppo only"]),
+    (["--algo", "maskable-ppo", "--pool-size", "0"], ["--pool-size", "0", "positive integer"]),
     (["--steps", "100", "--num-envs", "16"], ["steps", "100", "one update", "512"]),
     (["--num-envs", "0"], ["--num-envs", "0", "positive integer"]),
     (["--tier", "extreme"], ["tier", "'extreme'", "easy, medium, hard"]),
@@ -366,7 +366,8 @@ TRAIN_PLANS = [
      "whole updates); learning rate 0.001 annealed linearly to 0 over these 45 updates (the step count sets both the "
      "run's length and the schedule's horizon)"),
     ("maskable-ppo", 5_000, 4, 20, "5,120 env steps = 20 updates x 4 envs x 64 steps (5,000 rounded up to whole "
-     "rollouts); learning rate 0.0003, constant (the step count sets the run's length only)"),
+     "rollouts); learning rate 0.002, constant (the step count sets the run's length only); a pool of 1,024 training "
+     "instances"),
 ]
 
 

@@ -46,9 +46,9 @@ SMALL = {
     # the vector env's pool of 1024 medium organisms would be generated for this block alone
     'envs = gym.make_vec("luca_gym/Luca-v0", num_envs=N_ORGANISMS, tier="medium")  # LucaVectorEnv, autoreset from a pool of 1024 organisms':
         'envs = gym.make_vec("luca_gym/Luca-v0", num_envs=N_ORGANISMS, tier="medium", pool_size=16)',
-    'env = LucaSB3VecEnv(64, "easy", "healthy", 20, seed=0)': 'env = LucaSB3VecEnv(4, "easy", "healthy", 20, seed=0)',
-    'model = MaskablePPO("MlpPolicy", env, device="cpu", **PPO_SETTINGS).learn(200_000)':
-        'model = MaskablePPO("MlpPolicy", env, device="cpu", **PPO_SETTINGS).learn(64)',
+    'env = LucaSB3VecEnv(256, "easy", "healthy", 20, seed=0)': 'env = LucaSB3VecEnv(4, "easy", "healthy", 20, seed=0)',
+    'model = MaskablePPO(LinearPathPolicy, env, device="cpu", **PPO_SETTINGS).learn(800_000)':
+        'model = MaskablePPO(LinearPathPolicy, env, device="cpu", **PPO_SETTINGS).learn(64)',
 }
 
 _IN_README = {body for _, body in python_blocks(README)}
@@ -57,10 +57,7 @@ PYTHON = [(page, line, body) for page in PAGES for line, body in python_blocks(p
 # Public names without a docstring in files other work owns right now (issue
 # 29's helpers, 2026-12-03): to be documented there, then removed from here.
 # Nothing else may be added: a new public name gets its docstring.
-NOT_YET_DOCUMENTED = {
-    "luca_gym.agents.ppo.PPOConfig.to_json",
-    "luca_gym.agents.ppo.NetworkPolicy.reset",
-}
+NOT_YET_DOCUMENTED: set[str] = set()
 
 
 @pytest.fixture(scope="module")

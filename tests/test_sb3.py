@@ -18,7 +18,9 @@ from luca_gym.testing import count_traces
 from luca_gym import harness
 from luca_gym.agents import FlatPolicy
 from luca_gym.agents import ppo
-from luca_gym.agents.sb3 import load_policy, plan, train_maskable_ppo
+from luca_gym import functional
+from luca_gym.agents.sb3 import PPO_SETTINGS, LinearPathPolicy, load_policy, plan, train_maskable_ppo
+from luca_gym.envs.sb3_vec import FlatSB3VecEnv
 from luca_gym.worlds.luca.core import flat
 from luca_gym.worlds.luca.envs import LucaFlatEnv, LucaSB3VecEnv
 from luca_gym.worlds.luca.envs.env import RGB_SHAPE
@@ -173,15 +175,18 @@ def test_agrees_with_the_single_flat_env_on_the_same_organisms():
 
 def test_maskable_ppo_trains_saves_and_runs_in_the_harness(tmp_path):
     rows = []
-    summary = train_maskable_ppo("easy", "healthy", N, steps=300, num_envs=B, out=str(tmp_path), seed=0, progress=rows.append)
+    summary = train_maskable_ppo("easy", "healthy", N, steps=300, num_envs=B, out=str(tmp_path), seed=0, pool_size=POOL,
+                                 progress=rows.append)
     assert plan(300, B).startswith("512 env steps = 2 updates x 4 envs x 64 steps (300 rounded up to whole rollouts)")
+    assert plan(300, B, POOL).endswith("a pool of 8 training instances") and plan(300, B, None).endswith("per episode")
     assert summary["steps"] == 512 and summary["updates"] == 2 and summary["steps_per_s"] > 0
     assert [(r["update"], r["updates"], r["env_steps"]) for r in rows] == [(1, 2, 256), (2, 2, 512)]
     config = json.loads((tmp_path / "config.json").read_text())
     assert config["world"] == "luca"
     assert {k: config["settings"][k] for k in ("tier", "mode", "n_genes", "analyst")} == {
         "tier": "easy", "mode": "healthy", "n_genes": N, "analyst": "logit-additive"}
-    assert config["min_instance_seed"] == TRAINING_SEED_LOW
+    assert config["min_instance_seed"] == TRAINING_SEED_LOW and config["pool_size"] == POOL
+    assert config["ppo"]["gamma"] == 1.0 and config["policy"] == "LinearPathPolicy"
     assert (tmp_path / ppo.CURVE_PNG).read_bytes().startswith(b"\x89PNG")
     with open(tmp_path / ppo.CURVE_CSV) as f:
         curve = list(csv.DictReader(f))
@@ -203,6 +208,44 @@ def test_maskable_ppo_trains_saves_and_runs_in_the_harness(tmp_path):
     sampling = load_policy(str(tmp_path), deterministic=False)
     first, again = (harness.run_session(sampling, session)["calls"] for _ in range(2))
     assert first == again
+
+    model = MaskablePPO.load(str(tmp_path / "model.zip"), device="cpu")
+    assert isinstance(model.policy, LinearPathPolicy)  # saved and loaded back with its linear path
+
+
+def test_linear_path_policy_adds_a_linear_map_from_the_observation_to_the_logits():
+    """The action head reads the MLP's latent and the observation itself:
+    its logits are head(MLP(obs)) + W obs, and W starts near zero."""
+    import torch
+
+    venv = LucaSB3VecEnv(B, "easy", "healthy", N, pool_size=POOL, seed=0)
+    model = MaskablePPO(LinearPathPolicy, venv, seed=0, device="cpu", **dict(PPO_SETTINGS, batch_size=64))
+    policy = model.policy
+    size, hidden = venv.observation_space.shape[0], policy.mlp_extractor.policy_net[-2].out_features
+    assert policy.action_net.in_features == hidden + size and policy.mlp_extractor.latent_dim_vf == hidden
+    obs = torch.as_tensor(venv.reset())
+    with torch.no_grad():
+        latent_pi, _ = policy.mlp_extractor(policy.extract_features(obs))
+        head, path = policy.action_net.weight[:, :hidden], policy.action_net.weight[:, hidden:]
+        expected = policy.mlp_extractor.policy_net(obs) @ head.T + obs @ path.T + policy.action_net.bias
+        torch.testing.assert_close(policy.action_net(latent_pi), expected)
+        assert 0 < float(path.abs().max()) < 0.05
+
+
+def test_flat_vec_env_pool_draws_every_episode_from_its_instances():
+    """``pool_size`` M: episodes only on the M instances from min_instance_seed,
+    each drawn again and again; without it, never the same instance twice."""
+    codec = functional.make_env("easy", N, "healthy")
+    env = FlatSB3VecEnv(codec, B, min_instance_seed=500, seed=0, pool_size=3)
+    env.reset()
+    end = np.full(B, flat.layout(codec.params).end)
+    seen = list(env.get_attr("instance_seed"))
+    for _ in range(3):
+        assert env.step(end)[2].all()
+        seen += list(env.get_attr("instance_seed"))
+    assert set(seen) == {500, 501, 502}
+    with pytest.raises(ValueError, match="pool_size"):
+        FlatSB3VecEnv(codec, B, pool_size=0)
 
 
 def test_load_policy_refuses_a_folder_without_a_run_or_with_a_damaged_one(tmp_path):

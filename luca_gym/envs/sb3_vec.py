@@ -11,9 +11,12 @@ of need (``generation_batch`` at a time), so the host-side generator runs a
 few large calls rather than one per finished session (LUCA, 64 envs, when its
 CPU generator padded calls to 16 organisms: 2.7-4.6x faster, ``benchmarks/sb3.py``).
 The last observation of the finished episode is in
-``infos[i]["terminal_observation"]``. A world's subclass may draw each new
-episode's instance from a pool instead (by overriding ``_fresh``, which
-``reset()`` and every autoreset call).
+``infos[i]["terminal_observation"]``. With ``pool_size`` M, each new episode
+draws its instance instead from a pool: the instances of the M seeds from
+``min_instance_seed`` up, built once at the first reset (an instance as the
+codec builds it, so one met twice is met with the same noise, as in
+:func:`luca_gym.functional.make_pool`). A world's subclass may draw from its
+own pool (by overriding ``_fresh``, which ``reset()`` and every autoreset call).
 
 Training instances are drawn from ``[min_instance_seed, DRAWN_SEED_LIMIT)``,
 by default from 10 000 up, so that they never include the evaluation seeds
@@ -92,6 +95,12 @@ class FlatSB3VecEnv(VecEnv):
             of two, and each is used once.
         seed: seeds the draw of instance seeds (``seed()`` before a
             ``reset()`` reseeds it, SB3's convention).
+        pool_size: None (default): a fresh instance every episode. M: every
+            episode on an instance drawn uniformly from seeds
+            min_instance_seed .. min_instance_seed + M - 1, built in one call
+            at the first reset; many times faster where building an instance
+            costs more than its episode (LUCA easy, 256 envs on a 2-core CPU:
+            37,700 masked-random steps/s on a pool against 3,900 fresh).
 
     Observations float32 (B, D), actions int (B,) in [0, K),
     ``action_masks()`` bool (B, K). ``reset()`` and every step return numpy.
@@ -109,7 +118,7 @@ class FlatSB3VecEnv(VecEnv):
     seed_name = "instance_seed"  # the key of an instance's seed in infos, options and get_attr
 
     def __init__(self, codec: FlatCodec, num_envs: int, *, min_instance_seed: int = TRAINING_SEED_LOW,
-                 generation_batch: int = GENERATION_BATCH, seed: int | None = None):
+                 generation_batch: int = GENERATION_BATCH, seed: int | None = None, pool_size: int | None = None):
         if not isinstance(codec, FlatCodec):
             raise ValueError(f"codec: {short_repr(codec)} is not a flat codec; make one with functional.make_env(world=...)")
         num_envs = check_positive_int(num_envs, "num_envs")
@@ -120,6 +129,11 @@ class FlatSB3VecEnv(VecEnv):
                 or not 0 <= min_instance_seed < DRAWN_SEED_LIMIT):
             raise ValueError(f"{name}: {short_repr(min_instance_seed)} not allowed; an integer in 0..{DRAWN_SEED_LIMIT - 1}")
         self.min_instance_seed = int(min_instance_seed)
+        self.pool_size = None if pool_size is None else check_positive_int(pool_size, "pool_size")
+        if self.pool_size is not None and self.min_instance_seed + self.pool_size > DRAWN_SEED_LIMIT:
+            raise ValueError(f"pool_size: {self.pool_size} not allowed from {name} {self.min_instance_seed}; "
+                             f"the pool's seeds must lie below {DRAWN_SEED_LIMIT}")
+        self._pool = None  # (seeds int64 (M,), instances as numpy), built at the first reset
         self.render_mode = None
         self.rng = np.random.default_rng(None if seed is None else check_seed(seed))
         observation_space = spaces.Box(-1.0, 1.0, (codec.observation_size,), np.float32)
@@ -156,8 +170,15 @@ class FlatSB3VecEnv(VecEnv):
         """(seeds int64 (count,), instances as numpy) of ``count`` new
         episodes: instances never used before, taken from the stock, which is
         refilled when it runs short with ``generation_batch`` x a power of two
-        newly drawn instances (few distinct batch sizes). A world's subclass
-        may draw from a pool instead."""
+        newly drawn instances (few distinct batch sizes); with ``pool_size``,
+        ``count`` instances drawn uniformly from the pool. A world's subclass
+        may draw from its own pool instead."""
+        if self.pool_size is not None:
+            if self._pool is None:
+                seeds = np.arange(self.min_instance_seed, self.min_instance_seed + self.pool_size, dtype=np.int64)
+                self._pool = seeds, self._instances(seeds)
+            rows = self.rng.integers(0, self.pool_size, size=count)
+            return self._pool[0][rows], _take(self._pool[1], rows)
         seeds, instances = self._stock
         if seeds.size < count:
             batches = -(-(count - seeds.size) // self.generation_batch)
