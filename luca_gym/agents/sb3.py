@@ -97,6 +97,7 @@ class LinearPathExtractor(MlpExtractor):
         self.latent_dim_pi += feature_dim
 
     def forward_actor(self, features: torch.Tensor) -> torch.Tensor:
+        """The actor's latent: the MLP's output with the observation itself beside it (the linear path)."""
         return torch.cat([self.policy_net(features), features], dim=-1)
 
 
