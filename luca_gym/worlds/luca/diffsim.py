@@ -35,6 +35,7 @@ import jax.numpy as jnp
 
 from luca_gym.worlds.luca import sim
 from luca_gym.worlds.luca.types import OrganismArrays
+from luca_gym.worlds.luca.precision import matmul
 
 # Solver settings of the differentiable forward pass (see :func:`fixed_point`).
 DAMPED_STEPS = 400
@@ -52,10 +53,10 @@ def update(arrays: OrganismArrays, m: jax.Array, a: jax.Array, activity: jax.Arr
     with drive = baseline_input + active @ signal_effects and a persistent
     signal always active."""
     active = jnp.where(arrays.signal_persist, 1.0, activity).astype(arrays.weights.dtype)
-    drive = arrays.baseline_input + active @ arrays.signal_effects
+    drive = arrays.baseline_input + matmul(active, arrays.signal_effects)
 
     def f(s):
-        return m * jax.nn.sigmoid(arrays.beta * (arrays.weights @ (s - arrays.baseline_state) + drive)) + a
+        return m * jax.nn.sigmoid(arrays.beta * (matmul(arrays.weights, s - arrays.baseline_state) + drive)) + a
 
     return f
 
@@ -189,7 +190,7 @@ def candidate_arrays(
     zeros_i = jnp.zeros((), jnp.int32)
     return OrganismArrays(
         weights=weights,
-        bias=logit - weights @ baseline_state,
+        bias=logit - matmul(weights, baseline_state),
         baseline_input=logit,
         beta=jnp.ones((), dtype),
         damping=jnp.asarray(damping, dtype),

@@ -38,6 +38,7 @@ import numpy as np
 
 from luca_gym.worlds.luca.spec import BLOCK, BOOST, DAMPEN, INTERVENTION_TYPES, LOCK_HI, NONE
 from luca_gym.worlds.luca.types import Organism, OrganismArrays, SteadyState
+from luca_gym.worlds.luca.precision import matmul
 
 MAX_STEPS = 500
 TOL = 2e-7  # residual max|f(s) - s|; 1e-6 left hard fixed points up to 1e-5 off (see docs/design-decisions.md)
@@ -68,7 +69,7 @@ def clamps(codes: jax.Array, gene_lock: jax.Array) -> tuple[jax.Array, jax.Array
 def phenotypes(arrays: OrganismArrays, states: jax.Array) -> jax.Array:
     """Phenotypes float32 (..., P) of gene states float32 (..., N):
     sigmoid(gamma * r . (s - s*)), so the healthy baseline reads exactly 0.5."""
-    return jax.nn.sigmoid(arrays.readout_gain * (states - arrays.baseline_state) @ arrays.readout.T)
+    return jax.nn.sigmoid(matmul(arrays.readout_gain * (states - arrays.baseline_state), arrays.readout.T))
 
 
 def spectral_radius_bound(matrix: jax.Array, squarings: int = STABILITY_SQUARINGS) -> jax.Array:
@@ -88,7 +89,7 @@ def spectral_radius_bound(matrix: jax.Array, squarings: int = STABILITY_SQUARING
         a, log_scale = carry
         norm = jnp.maximum(jnp.max(jnp.abs(a)), 1e-30)
         a = a / norm
-        return a @ a, 2.0 * (log_scale + jnp.log(norm))
+        return matmul(a, a), 2.0 * (log_scale + jnp.log(norm))
 
     a, log_scale = jax.lax.fori_loop(0, squarings, square, (matrix, jnp.float32(0.0)))
     # max-abs norm of A^(2^k) is within a factor n of any induced norm; that
@@ -102,14 +103,14 @@ def solve_terms(arrays: OrganismArrays, gene_codes: jax.Array, signal_flags: jax
     (:func:`clamps`) and the drive ``b + active signals' effects`` (N,)."""
     m, a = clamps(gene_codes, arrays.gene_lock)
     active = (signal_flags | arrays.signal_persist).astype(jnp.float32)
-    return m, a, arrays.baseline_input + active @ arrays.signal_effects
+    return m, a, arrays.baseline_input + matmul(active, arrays.signal_effects)
 
 
 def update_target(arrays: OrganismArrays, s: jax.Array, m, a, drive) -> jax.Array:
     """f(s) = m * sigmoid(beta (W (s - s*) + drive)) + a: the state the damped
     update moves toward (W s + b written as W (s - s*) + (W s* + b) to keep
     rounding small)."""
-    return m * jax.nn.sigmoid(arrays.beta * (arrays.weights @ (s - arrays.baseline_state) + drive)) + a
+    return m * jax.nn.sigmoid(arrays.beta * (matmul(arrays.weights, s - arrays.baseline_state) + drive)) + a
 
 
 def damped_update(arrays: OrganismArrays, s: jax.Array, f: jax.Array, m, a) -> jax.Array:
@@ -146,7 +147,7 @@ def fixed_point(
     clamped = m == 0.0
 
     def pre(s):  # Newton's Jacobian (polish) reads the pre-activation
-        return arrays.beta * (arrays.weights @ (s - arrays.baseline_state) + drive)
+        return arrays.beta * (matmul(arrays.weights, s - arrays.baseline_state) + drive)
 
     def target(s):
         return update_target(arrays, s, m, a, drive)

@@ -22,6 +22,7 @@ from luca_gym.worlds.luca import sim
 from luca_gym.worlds.luca.spec import BLOCK, BOOST, N_PHENOTYPES, N_TASKS, NETWORK_SHIFT_THRESHOLD, NO_MALFUNCTION
 from luca_gym.worlds.luca.types import OrganismArrays
 from luca_gym.worlds.luca.generator.tiers import Plan, TierParams
+from luca_gym.worlds.luca.precision import matmul
 
 # Readout steepness gamma and readout weight range (ours). gamma = 2 makes a
 # direct readout change clearly visible (a BLOCK moves its phenotype by ~0.1-0.3)
@@ -301,18 +302,18 @@ def settle(p: Plan, t: TierParams, net: dict, weights, key, backwards_of=None):
 
     def baseline(w):
         if backwards_of is None:
-            bias = logit - w @ target
+            bias = logit - matmul(w, target)
             constant = logit
         else:
-            bias = -logit + backwards_of @ target
-            constant = (w + backwards_of) @ target - logit  # only repair edges survive the sum
+            bias = -logit + matmul(backwards_of, target)
+            constant = matmul(w + backwards_of, target) - logit  # only repair edges survive the sum
         start = target if backwards_of is None else jnp.full(n, 0.5, jnp.float32)
-        provisional = organism_arrays(p, t, net, w, bias, w @ (start - target) + constant, start)
+        provisional = organism_arrays(p, t, net, w, bias, matmul(w, start - target) + constant, start)
         r = sim.fixed_point(provisional, jnp.zeros(n, jnp.int8), jnp.zeros(s, bool), sim.MAX_STEPS, sim.TOL)
         state = r.states
         jacobian = (1 - t.damping) * jnp.eye(n) + t.damping * (t.beta * state * (1 - state))[:, None] * w
         stable = sim.spectral_radius_bound(jacobian) < 1 - STABILITY_MARGIN
-        arrays = organism_arrays(p, t, net, w, bias, w @ (state - target) + constant, state)
+        arrays = organism_arrays(p, t, net, w, bias, matmul(w, state - target) + constant, state)
         return arrays, r.converged & stable
 
     def body(carry):

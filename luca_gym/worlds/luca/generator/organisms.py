@@ -153,6 +153,15 @@ def _source_digest() -> str:
     return _EXPORTS["source"]
 
 
+def export_path(folder: str, size: int, p: Plan, group: int) -> str:
+    """Where the attempt program of a batch of ``size`` is stored in ``folder``
+    for this source, JAX version and backend."""
+    key = hashlib.sha256(
+        repr((EXPORT_FORMAT, jax.__version__, jax.default_backend(), _source_digest(), p, group, size)).encode()
+    ).hexdigest()[:40]
+    return os.path.join(folder, f"attempt-{key}.jaxexport")
+
+
 def _exported_attempt(size: int, t: TierParams, p: Plan, group: int):
     """The attempt of a batch of ``size`` as the jitted call of a
     ``jax.export.Exported`` (loaded from the store when there, else traced,
@@ -169,10 +178,7 @@ def _exported_attempt(size: int, t: TierParams, p: Plan, group: int):
     memo = (folder, jax.default_backend(), p, group, size)  # every call of a process after the first: a dict lookup
     if memo in _EXPORTS:
         return _EXPORTS[memo]
-    key = hashlib.sha256(
-        repr((EXPORT_FORMAT, jax.__version__, jax.default_backend(), _source_digest(), p, group, size)).encode()
-    ).hexdigest()[:40]
-    path = os.path.join(folder, f"attempt-{key}.jaxexport")
+    path = export_path(folder, size, p, group)
     exported = None
     if os.path.exists(path):
         try:

@@ -17,6 +17,7 @@ from luca_gym.worlds.luca.spec import ACCURACY_THRESHOLD, BLOCK, BOOST, N_PHENOT
 from luca_gym.worlds.luca.types import OrganismArrays
 from luca_gym.worlds.luca.generator.network import FAILED, OK, RUNNING, solve_rows
 from luca_gym.worlds.luca.generator.tiers import Plan, TierParams
+from luca_gym.worlds.luca.precision import matmul
 
 TASK_CHUNK = 64  # joint interventions tried per round of the task search
 TYPE_PAIRS = ((BLOCK, BLOCK), (BLOCK, BOOST), (BOOST, BLOCK), (BOOST, BOOST))
@@ -49,7 +50,7 @@ def search_tasks(p: Plan, floor, arrays: OrganismArrays, singles, key):
     effect = singles[: 2 * n].reshape(2, n, N_PHENOTYPES) - base  # [BLOCK, BOOST]
     pool = arrays.readout_mask & ~arrays.latent_mask
     genes = jnp.arange(n)
-    share = ((arrays.readout != 0).T.astype(jnp.int32) @ (arrays.readout != 0).astype(jnp.int32)) > 0
+    share = matmul((arrays.readout != 0).T.astype(jnp.int32), (arrays.readout != 0).astype(jnp.int32)) > 0
     pairs = pool[:, None] & pool[None, :] & (genes[:, None] < genes[None, :]) & share
     pairs &= arrays.module[:, None] != arrays.module[None, :]
     combos = jnp.broadcast_to(pairs[:, :, None], (n, n, len(TYPE_PAIRS))).reshape(-1)
