@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Batched-rollout, generation, solver and PPO benchmarks on a GPU machine, in under 9 minutes.
+# The device check (benchmarks/device_check.py: parity, rollout, generation,
+# PPO, memory; at most 7 minutes, its figures in $OUT/device_check), then with
+# --all the older batched-rollout, solver and PPO benchmarks (9 more minutes).
 # Installs nothing: it runs the working tree with the machine's python3, which
 # must already import jax (with its CUDA plugin), numpy, optax and gymnasium.
-#   bash benchmarks/gpu.sh            # prints a summary at the end; logs to $OUT if set
+#   bash benchmarks/gpu.sh [--all]    # logs to $OUT if set
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
@@ -14,6 +16,9 @@ if ! "$PY" -c "import jax, numpy, gymnasium, optax; print('devices:', jax.device
   exit 2
 fi
 nvidia-smi --query-gpu=name,memory.total,clocks.sm --format=csv,noheader 2>/dev/null || true
+
+timeout 420 "$PY" benchmarks/device_check.py --out "$out/device_check"
+[ "${1:-}" = "--all" ] || exit 0
 
 timeout 230 "$PY" benchmarks/rollout.py --max-envs 65536 --sync-max 1 --gen-max 16384 --fresh-envs 4096 | tee "$out/rollout.txt"
 timeout 60 "$PY" benchmarks/solver.py | tee "$out/solver.txt"

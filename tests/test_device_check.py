@@ -1,0 +1,69 @@
+"""benchmarks/device_check.py's smoke mode: every section runs small on this
+CPU, writes its figures, and parity (CPU against CPU here) is exact."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+
+SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "device_check.py"
+SECTIONS = ("parity", "rollout", "generation", "ppo")
+
+
+def test_smoke_run_writes_every_section_and_cpu_parity_is_exact(tmp_path):
+    out = tmp_path / "check"
+    # The environment is inherited: importing luca_gym in the child sets up the same compile cache.
+    done = subprocess.run([sys.executable, str(SCRIPT), "--smoke", "--out", str(out)], env=dict(os.environ),
+                          capture_output=True, text=True, timeout=240, cwd=SCRIPT.parents[1])
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    figures = {}
+    for name in SECTIONS:
+        assert (out / f"{name}.txt").read_text().startswith("## "), name
+        figures[name] = json.loads((out / f"{name}.json").read_text())
+        assert "error" not in figures[name], figures[name].get("traceback")
+        assert figures[name]["peak_device_bytes"] == "n/a"  # a CPU has no memory statistics
+    parity = figures["parity"]
+    assert parity["total"] == 4 * 6 and parity["identical"] == parity["total"] and parity["all_identical"]
+    for result in parity["results"].values():
+        assert result["compared"] == 4 and not result["mismatches"] and result["max_phenotype_gap"] == 0.0
+        assert not result["failed_device"] and not result["failed_cpu"]
+    (row,) = figures["rollout"]["rows"]
+    assert row["envs"] == 8 and row["solver_compiled"] and row["all_ended"] and row["steps_per_s"] > 0
+    (row,) = figures["generation"]["rows"]
+    assert row["organisms"] == 4 and row["organisms_per_s"] > 0
+    assert figures["ppo"]["updates"] == 2 and figures["ppo"]["steps_per_s"] > 0
+
+
+def test_an_unknown_section_is_refused(tmp_path):
+    done = subprocess.run([sys.executable, str(SCRIPT), "--smoke", "--out", str(tmp_path), "--sections", "parity,nope"],
+                          env=dict(os.environ), capture_output=True, text=True, timeout=120, cwd=SCRIPT.parents[1])
+    assert done.returncode != 0 and "sections: nope not allowed" in done.stderr
+    assert not list(tmp_path.iterdir())  # refused before any section ran
+
+
+def test_failing_seeds_are_found_by_halving(monkeypatch):
+    """A batch that raises is split until each failing seed stands alone; the
+    others keep their rows, in order."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("device_check", SCRIPT)
+    device_check = importlib.util.module_from_spec(spec)
+    monkeypatch.syspath_prepend(str(SCRIPT.parent))
+    spec.loader.exec_module(device_check)
+    calls = []
+
+    def generate(seeds, tier, n, mode):
+        calls.append(len(seeds))
+        if {5, 11} & set(seeds.tolist()):
+            raise RuntimeError("no organism met the guarantees")
+        return {"x": seeds * 10}
+
+    monkeypatch.setattr(device_check.world, "generate", generate)
+    seeds, arrays, failed = device_check.generate_or_failures(np.arange(16), "easy", 20, "healthy")
+    kept = [s for s in range(16) if s not in (5, 11)]
+    np.testing.assert_array_equal(seeds, kept)
+    np.testing.assert_array_equal(arrays["x"], np.asarray(kept) * 10)
+    assert sorted(failed) == [5, 11] and len(calls) < 16
