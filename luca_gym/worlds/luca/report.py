@@ -78,7 +78,7 @@ def figure_disease(records, path: str, n_genes: int = 20, paper: bool = True) ->
     rows = [(t, a) for t in tiers for a in sorted((a for a in agents if (a, t, "disease", n_genes) in s),
                                                     key=lambda a: -s[(a, t, "disease", n_genes)]["diagnosis"][0])]
     fig = plt.figure(figsize=(max(7.0, 3.6 * len(tiers) + 1.6), 4.2 + 0.34 * len(rows)))
-    grid = fig.add_gridspec(2, len(tiers), height_ratios=[3.4, 0.9 + 0.34 * max(1, len(rows))], hspace=0.45)
+    grid = fig.add_gridspec(2, len(tiers), height_ratios=[3.4, 0.9 + 0.34 * max(1, len(rows))], hspace=0.3)
     width = 0.26
     for c, t in enumerate(tiers):
         ax = fig.add_subplot(grid[0, c])
