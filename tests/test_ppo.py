@@ -173,3 +173,72 @@ def test_a_corrupt_checkpoint_is_named(run, tmp_path):
     (tmp_path / ppo.CONFIG_FILE).write_text("{not json")
     with pytest.raises(ppo.CheckpointError, match="config.json: corrupt"):
         ppo.load(str(tmp_path))
+
+
+def test_train_starts_from_a_given_network(run):
+    config, network = ppo.load_network(str(run))
+    still = ppo.PPOConfig(tier="easy", mode="healthy", n_genes=20, steps=512, num_envs=16, pool_size=16,
+                          learning_rate=0.0)
+    trained = ppo.train(still, network=network)["network"]
+    for got, want in zip(jax.tree_util.tree_leaves(trained), jax.tree_util.tree_leaves(network)):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_returns_to_go_sum_each_sessions_rewards():
+    from luca_gym.agents import bc
+
+    reward = np.array([[1, 2], [3, 4], [5, 6], [7, 8]], np.float32)
+    done = np.array([[0, 1], [1, 0], [0, 0], [1, 0]], bool)
+    rtg, complete = bc.returns_to_go(jnp.asarray(reward), jnp.asarray(done))
+    np.testing.assert_allclose(np.asarray(rtg), [[4, 2], [3, 18], [12, 14], [7, 8]])
+    np.testing.assert_array_equal(np.asarray(complete), [[True, True], [True, False], [True, False], [True, False]])
+
+
+@pytest.fixture(scope="module")
+def disease_codecs():
+    """Easy disease N=20 at budget 8: the default codec and the same with
+    rescue_features, each with its pool of the same 8 organisms."""
+    plain = F.make_env("easy", 20, "disease", budget=8)
+    extended = F.make_env("easy", 20, "disease", budget=8, rescue_features=True)
+    return plain, extended, F.make_pool(plain, F.training_seeds(8)), F.make_pool(extended, F.training_seeds(8))
+
+
+def test_rescue_features_are_opt_in_and_read_the_measured_table(disease_codecs):
+    from luca_gym.worlds.luca.baselines.sweep_flat import _slices, flat_policy
+    from luca_gym.worlds.luca.spec import DAMPEN, HEALTHY_HIGH, HEALTHY_LOW, N_PHENOTYPES as P
+
+    plain, extended, pool, extended_pool = disease_codecs
+    params = plain.params
+    n, s, e = params.n_genes, params.n_signals, DAMPEN * params.n_genes + params.n_signals
+    assert plain.settings()["rescue_features"] is False and extended.settings()["rescue_features"] is True
+    assert extended.observation_size == plain.observation_size + 2 * e
+    teacher = flat_policy(params)
+    key = jax.random.PRNGKey(4)
+    base = F.flat_rollout(teacher, None, key, plain, pool, 8, 12, trajectories=True)["trajectory"]
+    more = F.flat_rollout(teacher, None, key, extended, extended_pool, 8, 12, trajectories=True)["trajectory"]
+    d = plain.observation_size
+    # The default observation is untouched; the extended one starts with it, bit for bit.
+    np.testing.assert_array_equal(np.asarray(more["obs"][..., :d]), np.asarray(base["obs"]))
+    np.testing.assert_array_equal(np.asarray(more["action"]), np.asarray(base["action"]))
+    vectors, features = np.asarray(base["obs"]).reshape(-1, d), np.asarray(more["obs"][..., d:]).reshape(-1, 2 * e)
+    part = {name: vectors[:, where] for name, where in _slices(params).items()}
+    singles = part["singles"].reshape(-1, n, DAMPEN, P).transpose(0, 2, 1, 3).reshape(-1, DAMPEN * n, P)
+    phenotypes = np.concatenate([singles, part["signals"].reshape(-1, s, P)], axis=1) + part["baseline"][:, None]
+    measured = np.concatenate([part["single_mask"].reshape(-1, n, DAMPEN).transpose(0, 2, 1).reshape(-1, DAMPEN * n),
+                               part["signal_mask"]], axis=1) > 0
+    aberrant = part["aberrant"][:, None] > 0
+    count = np.maximum(aberrant.sum(-1), 1)
+    fraction = ((phenotypes >= HEALTHY_LOW) & (phenotypes <= HEALTHY_HIGH) & aberrant).sum(-1) / count
+    nearness = np.clip(1 - 2 * (np.abs(phenotypes - 0.5) * aberrant).sum(-1) / count, 0, 1)
+    assert measured.any()
+    np.testing.assert_allclose(features[:, :e], np.where(measured, fraction, 0), atol=1e-6)
+    np.testing.assert_allclose(features[:, e:], np.where(measured, nearness, 0), atol=1e-5)
+    with pytest.raises(ValueError, match="rescue_features"):
+        F.make_env("easy", 20, "disease", rescue_features="yes")
+
+
+def test_train_refuses_a_network_of_other_shapes(run):
+    _, network = ppo.load_network(str(run))
+    other = ppo.PPOConfig(tier="easy", mode="healthy", n_genes=20, steps=512, num_envs=16, pool_size=16, hidden=(32, 32))
+    with pytest.raises(ValueError, match="network: not a network of this config"):
+        ppo.train(other, network=network)

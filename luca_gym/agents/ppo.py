@@ -217,6 +217,9 @@ class PPOConfig:
         return F.make_env(world=self.world, **dict(self.settings))
 
     def to_json(self) -> dict:
+        """The config as a JSON-able dict (``config.json``'s ``config``): the
+        world, its codec's settings as a dict, and every hyperparameter
+        (``hidden`` as a list); :meth:`from_json` reads it back."""
         hyper = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in _WORLD_FIELDS}
         return {"world": self.world, "settings": dict(self.settings), **hyper, "hidden": list(self.hidden)}
 
@@ -486,10 +489,15 @@ def plan(config: PPOConfig) -> str:
             f"{rounded}; {rate}{network}")
 
 
-def train(config: PPOConfig, out: str | None = None, progress: Callable[[dict], None] | None = None) -> dict:
+def train(config: PPOConfig, out: str | None = None, progress: Callable[[dict], None] | None = None,
+          network=None) -> dict:
     """Train PPO per ``config``; with ``out``, write the run folder (see the
     module doc; the learning curve grows one line per update, so an
     interrupted run keeps its curve).
+
+    ``network`` starts the run from these weights instead of fresh ones (a
+    warm start, e.g. :func:`luca_gym.agents.bc.clone`'s; the same structure
+    and shapes as :func:`make_network` gives for ``config``, else ValueError).
 
     ``progress`` is called after every update with that update's curve row
     (:func:`curve_fields` of the world's headline) plus ``updates`` (the total). Returns a summary
@@ -507,6 +515,14 @@ def train(config: PPOConfig, out: str | None = None, progress: Callable[[dict], 
     env = config.make_env()
     pool = F.make_pool(env, F.training_seeds(config.pool_size, config.pool_start))
     runner = init_runner(jax.random.PRNGKey(config.seed), config, env, pool)
+    if network is not None:
+        want = jax.tree_util.tree_map(lambda x: (x.shape, x.dtype), runner.network)
+        got = jax.tree_util.tree_map(lambda x: (jnp.shape(x), jnp.result_type(x)), network)
+        if jax.tree_util.tree_structure(runner.network) != jax.tree_util.tree_structure(network) or want != got:
+            raise ValueError(f"network: not a network of this config ({config.network} on {env.describe()}, observation "
+                             f"size {env.observation_size}, {env.num_actions} actions); allowed make_network's structure "
+                             "and shapes")
+        runner = dataclasses.replace(runner, network=network, opt_state=_optimizer(config.max_grad_norm).init(network))
     curve_file = open(os.path.join(out, CURVE_CSV), "w", newline="", encoding="utf-8") if out is not None else None
     try:
         writer = csv.DictWriter(curve_file, curve_fields(env.headline), extrasaction="ignore") if curve_file else None
@@ -658,6 +674,9 @@ class NetworkPolicy(FlatPolicy):
         self.network = self.session_network = network
 
     def reset(self, params, seed: int) -> None:
+        """Start a session of settings ``params``: bind the network to the
+        session's codec (:func:`bind`); an MLP on a session of another size
+        raises ValueError naming the agent and both sizes."""
         super().reset(params, seed)
         try:
             self.session_network = bind(self.network, self.session_codec, self.codec.describe())

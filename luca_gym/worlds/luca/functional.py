@@ -137,6 +137,14 @@ class LucaFlatCodec:
         tier: the organisms' tier (the pool's; the core itself does not need it).
         analyst: who writes predictions, the network and the analyst's
             diagnosis for the flat actions (:data:`luca_gym.worlds.luca.analysts.ANALYSTS`).
+        rescue_features: opt-in (default off: the observation is
+            :func:`~luca_gym.worlds.luca.core.flat.observation_vector` alone).
+            On, 2E more entries follow it (:func:`rescue_features`): for each
+            single target in flat-index order, the fraction of the aberrant
+            phenotypes its measured result brings into the healthy range and
+            how near 0.5 it puts them (0 where unmeasured), so the rescue a
+            measured table supports is one weight from input to a rescue
+            logit away; a function of the observation vector, nothing more.
 
     The action is ``Discrete(num_actions)`` over :mod:`luca_gym.worlds.luca.core.flat`'s
     layout; the observation a float32 vector (observation_size,) with a bool
@@ -147,6 +155,7 @@ class LucaFlatCodec:
     params: core.EnvParams
     tier: str
     analyst: str = "logit-additive"
+    rescue_features: bool = False
 
     world = "luca"
     headline = "composite"
@@ -156,6 +165,8 @@ class LucaFlatCodec:
             raise ValueError(f"params: {spec.short_repr(self.params)} is not a core.EnvParams; make one with core.make_params")
         spec.check_tier(self.tier)
         analysts.get(self.analyst)
+        if not isinstance(self.rescue_features, (bool, np.bool_)):
+            raise ValueError(f"rescue_features: {spec.short_repr(self.rescue_features)} not allowed; true or false")
 
     @property
     def mode(self) -> str:
@@ -168,19 +179,24 @@ class LucaFlatCodec:
 
     @property
     def observation_size(self) -> int:
-        """D: the length of the observation vector."""
-        return flat.observation_size(self.params)
+        """D: the length of the observation vector (2E more with ``rescue_features``)."""
+        extra = 2 * flat.layout(self.params).targets if self.rescue_features else 0
+        return flat.observation_size(self.params) + extra
 
     def token_layout(self) -> dict:
         """Each gene's and signal's observation slots and flat actions, for
-        the per-gene policy (:func:`luca_gym.worlds.luca.core.flat.token_layout`)."""
+        the per-gene policy (:func:`luca_gym.worlds.luca.core.flat.token_layout`;
+        not with ``rescue_features``: ValueError)."""
+        if self.rescue_features:
+            raise ValueError("rescue_features: True has no token layout (the per-gene network); "
+                             "allowed with network mlp only")
         return flat.token_layout(self.params)
 
     def settings(self) -> dict:
         """The keyword settings that rebuild this codec through :func:`make_codec`."""
         p = self.params
         return {"tier": self.tier, "n_genes": p.n_genes, "mode": p.mode, "budget": p.budget, "analyst": self.analyst,
-                "dense_shaping": p.dense_shaping, "shaping_gamma": p.shaping_gamma}
+                "dense_shaping": p.dense_shaping, "shaping_gamma": p.shaping_gamma, "rescue_features": self.rescue_features}
 
     def describe(self) -> str:
         """The settings in a few words: tier, mode and N."""
@@ -195,12 +211,18 @@ class LucaFlatCodec:
         """Open a session on (organism arrays, noise key): (state, vector, mask)."""
         organism, noise_key = instance
         vector, mask, state = flat.reset(noise_key, organism, self.params, self.analyst)
-        return state, vector, mask
+        return state, self._extend(vector), mask
 
     def step(self, state, action):
         """One flat action through the core: (state, vector, mask, reward, terminated, truncated, error)."""
         vector, mask, state, reward, terminated, truncated, info = flat.step(state, action, self.params, self.analyst)
-        return state, vector, mask, reward, terminated, truncated, info["error"]
+        return state, self._extend(vector), mask, reward, terminated, truncated, info["error"]
+
+    def _extend(self, vector: jax.Array) -> jax.Array:
+        """The observation vector, with :func:`rescue_features` appended where they are on."""
+        if not self.rescue_features:
+            return vector
+        return jnp.concatenate([vector, rescue_features(vector, self.params)], axis=-1)
 
     def score(self, state) -> jax.Array:
         """The session's composite so far (the network not scored), float32 ()."""
@@ -213,7 +235,8 @@ class LucaFlatCodec:
 
     def encode(self, obs: dict):
         """(vector float32 (D,), mask bool (K,)) of a session's observation dict."""
-        return _encode(obs, self.params)
+        vector, mask = _encode(obs, self.params, self.rescue_features)
+        return vector, mask
 
     def decode(self, index, obs: dict) -> dict:
         """The dict action of flat action ``index`` given the observation it answers."""
@@ -221,9 +244,43 @@ class LucaFlatCodec:
         return {k: np.asarray(v) for k, v in vars(action).items()}
 
 
-@partial(jax.jit, static_argnames=("params",))
-def _encode(obs: dict, params: core.EnvParams):
-    return flat.observation_vector(obs, params), flat.mask(obs, params)
+@partial(jax.jit, static_argnames=("params", "with_rescue_features"))
+def _encode(obs: dict, params: core.EnvParams, with_rescue_features: bool = False):
+    vector = flat.observation_vector(obs, params)
+    if with_rescue_features:
+        vector = jnp.concatenate([vector, rescue_features(vector, params)])
+    return vector, flat.mask(obs, params)
+
+
+def rescue_features(vector: jax.Array, params: core.EnvParams) -> jax.Array:
+    """float32 (..., 2E) from observation vectors float32 (..., D): for each
+    single target in flat-index order (BLOCK g, BOOST g, DAMPEN g, then each
+    signal), the fraction of the baseline's aberrant phenotypes that its
+    measured result puts in the healthy range (first E), then how near 0.5
+    those phenotypes lie, 1 - 2 x their mean distance from 0.5, clipped to
+    [0, 1] (next E: the tie-break); 0 where it is unmeasured or nothing is
+    aberrant. Read from the vector alone (baseline, aberrant
+    flags, the measured shifts and their masks), so it adds no information,
+    only a form a linear map can use: the rule of
+    :func:`~luca_gym.worlds.luca.analysts.best_measured_rescue` ranks these."""
+    n, s, p = params.n_genes, params.n_signals, spec.N_PHENOTYPES
+    at, part = 0, {}
+    for name, size in flat.observation_parts(params):
+        part[name] = vector[..., at:at + size]
+        at += size
+    lead = vector.shape[:-1]
+    # The vector holds genes gene-major (gene, code); flat indices are code-major (code, gene), then the signals.
+    singles = jnp.swapaxes(part["singles"].reshape(*lead, n, spec.DAMPEN, p), -3, -2).reshape(*lead, spec.DAMPEN * n, p)
+    shifts = jnp.concatenate([singles, part["signals"].reshape(*lead, s, p)], axis=-2)
+    measured = jnp.concatenate([jnp.swapaxes(part["single_mask"].reshape(*lead, n, spec.DAMPEN), -2, -1).reshape(*lead, -1),
+                                part["signal_mask"]], axis=-1) > 0
+    phenotypes = shifts + part["baseline"][..., None, :]
+    aberrant = part["aberrant"][..., None, :] > 0
+    restored = jnp.sum((phenotypes >= spec.HEALTHY_LOW) & (phenotypes <= spec.HEALTHY_HIGH) & aberrant, axis=-1)
+    count = jnp.maximum(jnp.sum(aberrant, axis=-1), 1)
+    nearness = jnp.clip(1.0 - 2.0 * jnp.sum(jnp.abs(phenotypes - 0.5) * aberrant, axis=-1) / count, 0.0, 1.0)
+    return jnp.concatenate([jnp.where(measured, restored / count, 0.0), jnp.where(measured, nearness, 0.0)],
+                           axis=-1).astype(jnp.float32)
 
 
 @partial(jax.jit, static_argnames=("params", "analyst"))
@@ -232,8 +289,10 @@ def _decode(index, obs: dict, params: core.EnvParams, analyst: str):
 
 
 def make_codec(tier: str = "easy", n_genes: int = 20, mode: str = "healthy", *, budget: int | None = None,
-               analyst: str = "logit-additive", dense_shaping: bool = False, shaping_gamma: float = 1.0) -> LucaFlatCodec:
+               analyst: str = "logit-additive", dense_shaping: bool = False, shaping_gamma: float = 1.0,
+               rescue_features: bool = False) -> LucaFlatCodec:
     """A :class:`LucaFlatCodec` with the paper's settings for ``(tier, n_genes, mode)``
-    (``budget``, shaping: see :func:`luca_gym.worlds.luca.core.make_params`)."""
+    (``budget``, shaping: see :func:`luca_gym.worlds.luca.core.make_params`;
+    ``rescue_features``: opt-in observation entries, see :class:`LucaFlatCodec`)."""
     params = core.make_params(tier, n_genes, mode, budget=budget, dense_shaping=dense_shaping, shaping_gamma=shaping_gamma)
-    return LucaFlatCodec(params, tier, analyst)
+    return LucaFlatCodec(params, tier, analyst, rescue_features)
