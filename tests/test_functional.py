@@ -20,6 +20,9 @@ from luca_gym import functional as F
 from luca_gym.worlds.luca.functional import LucaFlatCodec
 from luca_gym.worlds.luca.core import flat
 
+# One worker runs the module: its module fixtures (sessions, a trained run) are built once, not once per worker.
+pytestmark = pytest.mark.xdist_group("functional")
+
 NUM_ENVS, NUM_STEPS = 16, 48  # 48 > the longest session (budget 31 + 2 tasks x 2 + 3 free calls)
 
 

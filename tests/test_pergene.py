@@ -24,6 +24,9 @@ from luca_gym.worlds.luca.core import flat
 from luca_gym.worlds.luca.evaluation import play_policy
 from luca_gym.worlds.luca.spec import DAMPEN, N_PHENOTYPES
 
+# One worker runs the module: its module fixtures (sessions, a trained run) are built once, not once per worker.
+pytestmark = pytest.mark.xdist_group("pergene")
+
 TINY = dict(tier="easy", n_genes=20, mode="healthy", network="pergene", steps=64, num_envs=8, num_steps=8, epochs=1,
             minibatches=2, pool_size=8, token_width=8, attention_layers=1, attention_heads=2, seed=1)
 

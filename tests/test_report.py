@@ -32,6 +32,9 @@ from luca_gym.worlds.luca.fidelity import PAPER_TABLE8
 from luca_gym.worlds.luca import tables as luca_tables
 from luca_gym.worlds.luca import report as luca_report
 
+# One worker runs the module: its module fixtures (sessions, a trained run) are built once, not once per worker.
+pytestmark = pytest.mark.xdist_group("report")
+
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 AGENTS = ["random", "heuristic"]
 SEEDS = [0, 1]

@@ -57,6 +57,9 @@ from luca_gym import harness as ev
 from luca_gym.worlds.luca.spec import MALFUNCTION_TYPES
 from luca_gym.worlds.luca.tools import ToolSession
 
+# One worker runs the module: its module fixtures (sessions, a trained run) are built once, not once per worker.
+pytestmark = pytest.mark.xdist_group("same-scores")
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 # The server computes on this process's backend: "identical" is bit for bit, which holds on one backend
 # (a CPU server against an in-process GPU session could differ in the last float32 bits).
