@@ -173,13 +173,16 @@ def test_agrees_with_the_single_flat_env_on_the_same_organisms():
         pytest.fail("no random masked episode ended in 60 calls")
 
 
-def test_maskable_ppo_trains_saves_and_runs_in_the_harness(tmp_path):
+def test_maskable_ppo_trains_saves_and_runs_in_the_harness(tmp_path, monkeypatch):
+    stray = tmp_path / "sb3-default-log"
+    monkeypatch.setenv("SB3_LOGDIR", str(stray))  # where SB3's default logger would make its folder
     rows = []
     summary = train_maskable_ppo("easy", "healthy", N, steps=300, num_envs=B, out=str(tmp_path), seed=0, pool_size=POOL,
                                  progress=rows.append)
     assert plan(300, B).startswith("512 env steps = 2 updates x 4 envs x 64 steps (300 rounded up to whole rollouts)")
     assert plan(300, B, POOL).endswith("a pool of 8 training instances") and plan(300, B, None).endswith("per episode")
     assert summary["steps"] == 512 and summary["updates"] == 2 and summary["steps_per_s"] > 0
+    assert not stray.exists()  # the run folder is the record: no SB3-<date> folder left in the temp folder
     assert [(r["update"], r["updates"], r["env_steps"]) for r in rows] == [(1, 2, 256), (2, 2, 512)]
     config = json.loads((tmp_path / "config.json").read_text())
     assert config["world"] == "luca"

@@ -40,6 +40,7 @@ try:
     from sb3_contrib import MaskablePPO
     from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
     from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.logger import Logger
     from stable_baselines3.common.torch_layers import MlpExtractor
 except ImportError as error:
     raise ImportError("luca_gym.agents.sb3 needs sb3-contrib: pip install 'luca-gym[rl]'") from error
@@ -254,6 +255,9 @@ def train_maskable_ppo(
     os.makedirs(out, exist_ok=True)  # before training: an unwritable out fails at once
     hyper = dict(PPO_SETTINGS, batch_size=min(PPO_SETTINGS["batch_size"], PPO_SETTINGS["n_steps"] * env.num_envs))
     model = MaskablePPO(LinearPathPolicy, env, seed=seed, device="cpu", verbose=0, **hyper)
+    # The run folder's learning_curve.csv is the record; SB3's default logger
+    # would also make an empty SB3-<date> folder in the system's temp folder.
+    model.set_logger(Logger(None, []))
     updates = -(-steps // (PPO_SETTINGS["n_steps"] * env.num_envs))
     rows: list[dict] = []
     with open(os.path.join(out, CURVE_CSV), "w", newline="", encoding="utf-8") as curve_file:
