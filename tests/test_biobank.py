@@ -56,6 +56,7 @@ def test_check_world_passes():
 def test_the_world_declares_its_keys_scores_and_gym_ids():
     assert WORLD.gym_ids() == {
         "luca_gym/Biobank-v0": ("luca_gym.worlds.biobank.envs:BiobankEnv", {}),
+        "luca_gym/BiobankFlat-v0": ("luca_gym.worlds.biobank.flat:BiobankFlatEnv", {}),
         "luca_gym/BiobankTools-v0": ("luca_gym.envs.tools:ToolsEnv", {"world": "biobank"})}
     assert (WORLD.headline, WORLD.session_keys, WORLD.host_side) == ("total", ("profile", "tier", "budget", "seed"), ("tools",))
     assert list(WORLD.baseline_policies()) == ["null", "correlation-screen", "cis-mr", "mr-experiments"]

@@ -28,8 +28,10 @@ Its parts: :mod:`~.config` (:class:`BiobankConfig`, the profiles),
 tables, the data dictionary, Parquet), :mod:`~.oracle` (the truth and the
 scorer), :mod:`~.world` (a world from a seed), :mod:`~.analysis` (the
 statistics the tools run), :mod:`~.tools` (the tool session),
-:mod:`~.envs` (``luca_gym/Biobank-v0``), :mod:`~.baselines` and
-:mod:`~.report`.
+:mod:`~.envs` (``luca_gym/Biobank-v0``, one step), :mod:`~.flat`
+(``luca_gym/BiobankFlat-v0``: the tools as one ``Discrete`` action with a
+mask, for learners; host-side, so no jittable codec, ``World.flat``),
+:mod:`~.baselines` and :mod:`~.report`.
 
 :data:`WORLD` is what the registry holds; importing this package imports none
 of the parts.
@@ -46,6 +48,7 @@ WORLD = World(
     headline="total",
     tools="luca_gym.worlds.biobank.tools:BiobankToolSession",
     env="luca_gym.worlds.biobank.envs:BiobankEnv",
+    flat_env="luca_gym.worlds.biobank.flat:BiobankFlatEnv",
     baselines="luca_gym.worlds.biobank.baselines:BASELINES",
     report="luca_gym.worlds.biobank.report:sections",
     host_side=("tools",),

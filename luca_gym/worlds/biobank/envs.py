@@ -46,6 +46,33 @@ ENDPOINTS = ("cv_event", "log_ntprobnp", "cardiac_diagnosis")
 NOMINATION = ("none", "down", "up")
 
 
+def observe(session: BiobankToolSession) -> dict:
+    """What the free tools compute over every clinic MRI measure in
+    ``session`` (a :class:`~.tools.BiobankToolSession`): the observation of
+    ``luca_gym/Biobank-v0`` (the module's docstring lists its arrays), and
+    the fixed part of ``luca_gym/BiobankFlat-v0``'s (:mod:`~.flat`). Every
+    number is one of the session's own answers (``validate_phenotype``,
+    ``association_scan``, ``cis_mr``); a value they leave untested is 0."""
+    p, m = session.config.sizes.proteins, len(IMAGING)
+    index = {name: i for i, name in enumerate(session.release.proteins)}
+    association, mr = np.zeros((p, m), np.float32), np.zeros((p, m), np.float32)
+    f, endpoint = np.zeros(p, np.float32), np.zeros((m, len(ENDPOINTS)), np.float32)
+
+    def z(beta, se):
+        return 0.0 if beta is None or not se else beta / se
+
+    for j, measure in enumerate(IMAGING):
+        phenotype = f"imaging.{measure}"
+        checked = session.call("validate_phenotype", {"phenotype": phenotype})["endpoints"]
+        endpoint[j] = [checked[e]["r"] or 0.0 for e in ENDPOINTS]
+        for row in session.call("association_scan", {"phenotype": phenotype, "top": MAX_TOP})["results"]:
+            association[index[row["protein"]], j] = z(row["beta"], row["se"])
+        for row in session.call("cis_mr", {"phenotype": phenotype, "top": MAX_TOP})["results"]:
+            mr[index[row["protein"]], j] = z(row["wald_ratio"], row["se"])
+            f[index[row["protein"]]] = row["instrument_f"] or 0.0
+    return {"association_z": association, "mr_z": mr, "instrument_f": f, "endpoint_r": np.clip(endpoint, -1.0, 1.0)}
+
+
 class BiobankEnv(gym.Env):
     """One biobank world per episode, one step (keyword settings:
     :class:`~.config.BiobankConfig`'s fields). ``reset`` seeds the draw of
@@ -73,31 +100,11 @@ class BiobankEnv(gym.Env):
         self.session: BiobankToolSession | None = None
         self._obs: dict | None = None
 
-    def _observe(self) -> dict:
-        s, p, m = self.session, self.config.sizes.proteins, len(IMAGING)
-        index = {name: i for i, name in enumerate(s.release.proteins)}
-        association, mr = np.zeros((p, m), np.float32), np.zeros((p, m), np.float32)
-        f, endpoint = np.zeros(p, np.float32), np.zeros((m, len(ENDPOINTS)), np.float32)
-
-        def z(beta, se):
-            return 0.0 if beta is None or not se else beta / se
-
-        for j, measure in enumerate(IMAGING):
-            phenotype = f"imaging.{measure}"
-            checked = s.call("validate_phenotype", {"phenotype": phenotype})["endpoints"]
-            endpoint[j] = [checked[e]["r"] or 0.0 for e in ENDPOINTS]
-            for row in s.call("association_scan", {"phenotype": phenotype, "top": MAX_TOP})["results"]:
-                association[index[row["protein"]], j] = z(row["beta"], row["se"])
-            for row in s.call("cis_mr", {"phenotype": phenotype, "top": MAX_TOP})["results"]:
-                mr[index[row["protein"]], j] = z(row["wald_ratio"], row["se"])
-                f[index[row["protein"]]] = row["instrument_f"] or 0.0
-        return {"association_z": association, "mr_z": mr, "instrument_f": f, "endpoint_r": np.clip(endpoint, -1.0, 1.0)}
-
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
         seed_ = instance_seed(self.np_random, options)
         self.session = BiobankToolSession(seed_, **self.settings)
-        self._obs = self._observe()
+        self._obs = observe(self.session)
         return self._copy(), {"instance_seed": seed_, "proteins": list(self.session.release.proteins),
                               "measures": list(IMAGING)}
 
