@@ -9,7 +9,7 @@ EXTRAS ?= dev
 # workers and later runs (JAX reads this variable itself).
 export JAX_COMPILATION_CACHE_DIR ?= $(CURDIR)/.cache/jax
 
-.PHONY: demo ablation test bench docs clean
+.PHONY: demo ablation test test-slow test-all bench docs clean
 
 # -qq: pip's quiet also hides setuptools' "Editable installation" warning block.
 $(STAMP): pyproject.toml
@@ -40,9 +40,19 @@ ablation: $(STAMP)
 
 # Two workers; tests that share an expensive program or organism (N=80, 320,
 # 1280, the traced generator) carry one xdist_group and run on one worker, so
-# it is compiled and generated once.
+# it is compiled and generated once. `make test` is the quick tier: every
+# layer and world at small sizes. `make test-slow` runs what it leaves out
+# (tests marked slow: larger organisms, other processes, training runs, more
+# cases of a quick check; tests/conftest.py lists them and why); `make
+# test-all` runs both, as CI does (.ci/run).
+PYTEST := $(BIN)/python -m pytest -n 2 --dist loadgroup --durations=15
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 2 --dist loadgroup --durations=15
+	$(PYTEST) -m "not slow"
+
+test-slow: $(STAMP)
+	$(PYTEST) -m slow
+
+test-all: test test-slow
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/solver.py

@@ -17,14 +17,56 @@ import pytest
 from luca_gym.worlds.luca import sim, spec, generator as world
 from luca_gym.worlds.luca.types import Organism
 
+# What `make test` leaves to `make test-all` (CI runs both, in that order):
+# checks of scale, of whole programs in other processes, of training runs and
+# of more cases of a check the quick tier already makes once. Each entry is
+# a node-id prefix (a test, or some of its parameters) and why it is slow;
+# tests can also carry ``@pytest.mark.slow`` themselves.
+SLOW = {
+    # larger organisms and shapes of their own (a generator program each)
+    "tests/test_generate.py::test_traced_generate_equals_generate_with_its_retries": "the traced generator at several plans",
+    "tests/test_ablation.py::test_real_names_relabel_the_same_organism[hard-30": "hard N=30 (medium N=20 stays quick)",
+    "tests/test_golden.py::test_organisms_are_bitwise_the_golden_ones[3/hard/40": "N=40 (the twelve N=20 golden organisms stay quick)",
+    "tests/test_world.py::test_fingerprint_sees_every_part_of_the_triple": "N=40 organisms",
+    "tests/test_sim.py::test_solves_at_n80": "N=80",
+    "tests/test_model_fit.py::test_local_family_plays_a_large_organism_through_the_harness": "N=40 through the harness",
+    "tests/test_model_fit.py::test_plays_whole_sessions_through_the_harness": "whole model-fit sessions",
+    "tests/test_model_fit.py::test_batched_form_runs_the_local_plan_and_answers_with_the_local_fit": "the batched model-fit",
+    # other processes
+    "tests/test_world.py::test_fingerprint_is_the_same_in_another_process": "a fresh Python process",
+    "tests/test_newcomer.py::test_the_stored_generator_program_gives_bitwise_the_same_organisms": "fresh Python processes",
+    "tests/test_cli.py::test_info_play_and_mcp_open_the_same_organism[True]": "three CLI processes, sealed ([False] stays quick)",
+    "tests/test_eval.py::test_resume_after_killed_sweep": "a killed eval process",
+    "tests/test_concurrency.py::test_ctrl_c_stops_a_concurrent_sweep_at_once_and_a_rerun_completes_it": "a signalled eval process",
+    "tests/test_sealed.py::test_two_eval_processes_at_once_never_double_a_session": "two eval processes",
+    "tests/test_device_check.py::test_smoke_run_writes_every_section_and_cpu_parity_is_exact": "every device-check section",
+    # training runs
+    "tests/test_integration_gymnax.py": "gymnax and a purejaxrl-style PPO (an optional integration)",
+    "tests/test_pergene.py::test_ppo_trains_the_per_gene_network": "a PPO run",
+    # more cases of a check the quick tier makes
+    "tests/test_core.py::test_dense_shaping_and_small_budget_keep_return_equal_to_composite": "40 more random sessions (return = composite is checked quick on 40 others)",
+    "tests/test_conformance.py::test_one_table_one_verdict_in_every_adapter[hard-disease]": "medium-healthy stays quick",
+    "tests/test_llm_fuzz.py::test_ten_thousand_malformed_calls_are_refused_and_change_nothing": "10,000 calls (the other fuzz tests stay quick)",
+    "tests/test_curriculum.py::test_functional_env_gets_a_codec_per_level": "a codec per level (the Gymnasium wrapper's test stays quick)",
+    "tests/test_generate.py::test_vector_autoreset_generates_only_the_ended_sub_envs": "fresh organisms at autoreset (test_vector checks it quick)",
+}
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """``make test`` runs ``--dist loadgroup``: tests marked
+    """Mark the :data:`SLOW` tests (before ``-m`` deselects), then tag the
+    ``xdist_group`` tests for ``--dist loadgroup``.
+
+    ``make test`` runs ``--dist loadgroup``: tests marked
     ``xdist_group(name)`` (sharing an expensive organism or program) run on
     one worker. pytest-xdist tags such a test's node id with ``@name`` by
     writing ``Node._nodeid``, which pytest 9.2 no longer reads (node ids are
     ``Node._id`` now), so the tag is written here the way pytest keeps it.
     Where neither attribute exists the groups are ignored (plain ``load``:
     slower, still correct)."""
+    for item in items:
+        if any(item.nodeid.startswith(prefix) for prefix in SLOW):
+            item.add_marker(pytest.mark.slow)
     if not getattr(config.option, "loadgroup", False):
         return
     try:

@@ -38,7 +38,6 @@ ALL_CHECKS = ["registry", "return-equals-headline", "refusals", "schemas", "repl
               "mcp", "flat", "flat-no-retrace", "check_env"]
 
 
-@pytest.mark.slow
 def test_check_world_passes_on_luca():
     assert check_world("luca", settings={"tier": "easy", "mode": "disease", "n_genes": 20}) == ALL_CHECKS  # N=20: programs other tests compile too
 
