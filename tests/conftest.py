@@ -32,6 +32,12 @@ SLOW = {
     "tests/test_model_fit.py::test_local_family_plays_a_large_organism_through_the_harness": "N=40 through the harness",
     "tests/test_model_fit.py::test_plays_whole_sessions_through_the_harness": "whole model-fit sessions",
     "tests/test_model_fit.py::test_batched_form_runs_the_local_plan_and_answers_with_the_local_fit": "the batched model-fit",
+    "tests/test_model_fit.py::test_fit_recovers_a_known_network": "a model fit (its refusals stay quick)",
+    "tests/test_model_fit.py::test_local_fit_predicts_a_known_local_network": "a model fit",
+    "tests/test_sim.py::test_stack_refuses_mixed_sizes": "an N=80 organism",
+    "tests/test_golden.py::test_organisms_are_bitwise_the_golden_ones[7/": "backwards organisms (a generator program each; the six forward N=20 ones stay quick)",
+    "tests/test_ablation.py::test_forward_and_backwards_share_their_real_labels": "backwards organisms",
+    "tests/test_generate.py::test_traced_generate_reports_exhausted_attempts": "the traced generator's own program (fresh_rollout's test keeps generation in the jit quick)",
     # other processes
     "tests/test_world.py::test_fingerprint_is_the_same_in_another_process": "a fresh Python process",
     "tests/test_newcomer.py::test_the_stored_generator_program_gives_bitwise_the_same_organisms": "fresh Python processes",
@@ -42,7 +48,9 @@ SLOW = {
     "tests/test_device_check.py::test_smoke_run_writes_every_section_and_cpu_parity_is_exact": "every device-check section",
     # training runs
     "tests/test_integration_gymnax.py": "gymnax and a purejaxrl-style PPO (an optional integration)",
-    "tests/test_pergene.py::test_ppo_trains_the_per_gene_network": "a PPO run",
+    "tests/test_pergene.py": "the per-gene policy: a PPO run and a second size",
+    "tests/test_ppo.py::test_rescue_features_are_opt_in_and_read_the_measured_table": "a PPO run with the rescue features",
+    "tests/test_ppo.py::test_the_checkpoint_refuses_another_size": "a PPO run and a second size",
     # more cases of a check the quick tier makes
     "tests/test_core.py::test_dense_shaping_and_small_budget_keep_return_equal_to_composite": "40 more random sessions (return = composite is checked quick on 40 others)",
     "tests/test_conformance.py::test_one_table_one_verdict_in_every_adapter[hard-disease]": "medium-healthy stays quick",

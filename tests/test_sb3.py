@@ -77,6 +77,7 @@ def test_seed_then_reset_replays_the_organisms(organisms):
     np.testing.assert_array_equal(np.asarray(env.state.noise_key), keys)
     if organisms == "pool":
         assert all(s < 123 + POOL for s in seeds)
+    assert env.pool_size == (POOL if organisms == "pool" else None)  # what the env draws from, as FlatSB3VecEnv says it
 
 
 def test_pool_episodes_draw_pool_organisms_with_fresh_noise_keys_beside_pinned_ones():

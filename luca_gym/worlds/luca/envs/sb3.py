@@ -114,6 +114,9 @@ class LucaSB3VecEnv(FlatSB3VecEnv):
         self.episodes = EpisodeOrganisms(organisms, tier, n_genes, mode, self.backwards, self.seal, pool_size=pool_size,
                                          pool_start=self.min_instance_seed)
         self.organisms = self.episodes.organisms
+        # The base class's pool_size (a pool of codec instances that reuse their
+        # own noise keys) is not used here; say what this env draws from.
+        self.pool_size = self.episodes.pool_size if self.organisms == "pool" else None
 
     @property
     def min_organism_seed(self) -> int:
