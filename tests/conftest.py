@@ -35,6 +35,8 @@ SLOW = {
     "tests/test_model_fit.py::test_fit_recovers_a_known_network": "a model fit (its refusals stay quick)",
     "tests/test_model_fit.py::test_local_fit_predicts_a_known_local_network": "a model fit",
     "tests/test_sim.py::test_stack_refuses_mixed_sizes": "an N=80 organism",
+    "tests/test_world.py::test_generation_at_n80": "N=80 organisms",
+    "tests/test_ablation.py::test_eval_ablation_and_report": "backwards organisms through eval and report",
     "tests/test_golden.py::test_organisms_are_bitwise_the_golden_ones[7/": "backwards organisms (a generator program each; the six forward N=20 ones stay quick)",
     "tests/test_ablation.py::test_forward_and_backwards_share_their_real_labels": "backwards organisms",
     "tests/test_generate.py::test_traced_generate_reports_exhausted_attempts": "the traced generator's own program (fresh_rollout's test keeps generation in the jit quick)",
@@ -55,6 +57,13 @@ SLOW = {
     "tests/test_core.py::test_dense_shaping_and_small_budget_keep_return_equal_to_composite": "40 more random sessions (return = composite is checked quick on 40 others)",
     "tests/test_conformance.py::test_one_table_one_verdict_in_every_adapter[hard-disease]": "medium-healthy stays quick",
     "tests/test_llm_fuzz.py::test_ten_thousand_malformed_calls_are_refused_and_change_nothing": "10,000 calls (the other fuzz tests stay quick)",
+    "tests/test_concurrency.py::test_200_concurrent_sessions_none_lost_none_doubled": "200 sessions (concurrency 1 and k stay quick)",
+    "tests/test_equation.py::test_generated_formulas_are_finite_and_depend_on_exactly_the_formula_variables[medium-1-1]": "an edge size",
+    "tests/test_equation.py::test_generated_formulas_are_finite_and_depend_on_exactly_the_formula_variables[complex-2-4]": "an edge size",
+    **{f"tests/test_vector.py::test_batched_baseline_matches_the_single_env_harness_score_for_score[{case}]":
+       "a compiled rollout each (one case per policy and mode stays quick)"
+       for case in ("heuristic-hard-healthy", "heuristic-hard-disease", "causal-sweep-hard-healthy", "causal-sweep-hard-disease",
+                    "task-directed-medium-healthy")},
     "tests/test_curriculum.py::test_functional_env_gets_a_codec_per_level": "a codec per level (the Gymnasium wrapper's test stays quick)",
     "tests/test_generate.py::test_vector_autoreset_generates_only_the_ended_sub_envs": "fresh organisms at autoreset (test_vector checks it quick)",
 }

@@ -24,6 +24,10 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 TINY = ["--tier", "easy", "--mode", "healthy", "--n-genes", "20", "--steps", "1024", "--num-envs", "16", "--pool-size", "16"]
 
 
+# One worker runs the module: its module fixtures (a trained run) are built once, not once per worker.
+pytestmark = pytest.mark.xdist_group("ppo")
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     """A run folder written by ``luca-gym train --algo ppo`` (2 updates of 16 x 32 steps)."""
