@@ -180,8 +180,8 @@ class World:
             ``world_version``; a change that moves instances or scores bumps it.
         gym_stem: the Gymnasium id stem (``"Luca"``): the registry registers
             ``luca_gym/<Stem>-v0`` and, where the world has them,
-            ``<Stem>Flat-v0`` (a flat codec for learners) and ``<Stem>Tools-v0``
-            (its tools as a text env).
+            ``<Stem>Flat-v0`` (its flat env for learners: ``flat_env``) and
+            ``<Stem>Tools-v0`` (its tools as a text env).
         summary: one line for ``luca-gym worlds`` and the docs.
         config: entry point of the world's config class: a frozen value object
             whose fields are the world's settings, checked on construction.
@@ -197,7 +197,10 @@ class World:
         vector_env: entry point of the vector env, or None where the world
             has none.
         flat_env: entry point of the flat Gymnasium env, or None where the
-            world has none.
+            world has none. A world may have one without a ``flat`` codec
+            (the biobank's step runs on the host): ``make_vec`` of its id is
+            then Gymnasium's own vector env, and the JAX front ends (the
+            functional env, the PPO, ``luca-gym train``) do not apply.
         flat: entry point of the world's flat codec factory,
             ``(*args, **settings) -> FlatCodec`` (:class:`FlatCodec`), or
             None: the functional env and the PPO run on any world that has one.
