@@ -143,6 +143,18 @@ class BiobankFlatEnv(gym.Env):
         self._fixed, self._fixed_of = None, None  # observe()'s part of the observation, and the instance it is of
 
     # -- the action layout -------------------------------------------------------------
+    def _decode(self, index: int) -> tuple:
+        """A flat index as ("phenotype", m), ("experiment", k, i),
+        ("nominate", d, i) or ("submit",): the layout, read in one place."""
+        p, m = self.config.sizes.proteins, len(IMAGING)
+        if index < m:
+            return ("phenotype", index)
+        if index < m + len(KINDS) * p:
+            return ("experiment", *divmod(index - m, p))
+        if index < self.num_actions - 1:
+            return ("nominate", *divmod(index - m - len(KINDS) * p, p))
+        return ("submit",)
+
     def describe_action(self, index) -> str:
         """Action ``index`` in words (``"experiment knockdown PROT_0003"``):
         ValueError outside [0, K), RuntimeError before ``reset`` (the names
@@ -150,16 +162,14 @@ class BiobankFlatEnv(gym.Env):
         index = int(check_flat_actions(index, self.num_actions))
         if self.session is None:
             raise RuntimeError("describe_action() called before reset()")
-        p, m = self.config.sizes.proteins, len(IMAGING)
+        part, *where = self._decode(index)
         proteins = self.session.release.proteins
-        if index < m:
-            return f"phenotype imaging.{IMAGING[index]}"
-        if index < m + len(KINDS) * p:
-            kind, i = divmod(index - m, p)
-            return f"experiment {KINDS[kind]} {proteins[i]}"
-        if index < self.num_actions - 1:
-            d, i = divmod(index - m - len(KINDS) * p, p)
-            return f"nominate {NOMINATE[d]} {proteins[i]}"
+        if part == "phenotype":
+            return f"phenotype imaging.{IMAGING[where[0]]}"
+        if part == "experiment":
+            return f"experiment {KINDS[where[0]]} {proteins[where[1]]}"
+        if part == "nominate":
+            return f"nominate {NOMINATE[where[0]]} {proteins[where[1]]}"
         return "submit"
 
     # -- Gymnasium -----------------------------------------------------------------------
@@ -223,19 +233,19 @@ class BiobankFlatEnv(gym.Env):
     # -- the episode -----------------------------------------------------------------------
     def _apply(self, index: int) -> None:
         """Carry out an allowed action through the session's tools (or the pending claims)."""
-        p, m = self.config.sizes.proteins, len(IMAGING)
+        part, *where = self._decode(index)
         proteins = self.session.release.proteins
-        if index < m:
-            self._phenotype = index
-        elif index < m + len(KINDS) * p:
-            k, i = divmod(index - m, p)
+        if part == "phenotype":
+            self._phenotype = where[0]
+        elif part == "experiment":
+            k, i = where
             answer = self.session.call("experiment", {"protein": proteins[i], "kind": KINDS[k]})
             if "error" in answer:  # the mask mirrors the session's rule; a disagreement is a bug, not a refusal
                 raise RuntimeError(f"the experiment tool refused an allowed action: {answer['error']}")
             self._results[KINDS[k]][:, i] = [answer[e] / answer[se] for e, se in ESTIMATES[KINDS[k]]]
             self._done[k, i] = True
-        elif index < self.num_actions - 1:
-            d, i = divmod(index - m - len(KINDS) * p, p)
+        elif part == "nominate":
+            d, i = where
             self._nominated[i] = (1, 2, 0)[d]
         else:
             nominations = [{"protein": proteins[i], "direction": NOMINATE[self._nominated[i] - 1], "confidence": CONFIDENCE}
@@ -264,12 +274,11 @@ class BiobankFlatEnv(gym.Env):
 
     def _refusal(self, index: int) -> int:
         """The code of a masked action's refusal (:data:`ERRORS`)."""
-        p, m = self.config.sizes.proteins, len(IMAGING)
-        if index < m:
+        part, *where = self._decode(index)
+        if part == "phenotype":
             return ERROR_CODES["phenotype_chosen"]
-        if index < m + len(KINDS) * p:
-            k, i = divmod(index - m, p)
-            return ERROR_CODES["experiment_done" if self._done[k, i] else "over_budget"]
+        if part == "experiment":
+            return ERROR_CODES["experiment_done" if self._done[tuple(where)] else "over_budget"]
         return ERROR_CODES["nomination_unchanged"]
 
     def _observation(self) -> np.ndarray:
