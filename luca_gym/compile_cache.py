@@ -103,6 +103,33 @@ def export_dir() -> str | None:
     return None if where is None else os.path.join(where, "luca-gym-exports")
 
 
+@contextlib.contextmanager
+def process_lock(path: str):
+    """Hold an exclusive lock on the file ``path`` (created when missing)
+    while the work inside runs, so that of several processes (test workers,
+    parallel ``eval`` runs) needing one expensive program, one compiles it and
+    the others wait, then take it from the persistent cache instead of
+    compiling it too. Threads of one process exclude each other as well.
+    Where no lock can be taken (no ``fcntl``, a read-only folder) the work runs
+    unlocked: slower in parallel, never wrong."""
+    try:
+        import fcntl
+
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        handle = open(path, "a")  # noqa: SIM115 -- closed below; closing releases the lock
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        except OSError:
+            pass
+        yield
+    finally:
+        handle.close()
+
+
 def cache_dir() -> str | None:
     """The folder compiled programs are cached in (None: no persistent cache)."""
     import jax

@@ -68,6 +68,39 @@ def test_the_compile_notice_speaks_only_when_the_work_is_slow():
     assert line.count("\n") == 1 and line.startswith("luca-gym info: compiling") and "first run only" in line
 
 
+def test_the_process_lock_makes_a_second_process_wait(tmp_path):
+    """Of two processes needing one program, the second waits while the first
+    holds the program's lock (so it can load the compiled program from the
+    cache instead of compiling it too)."""
+    import threading
+
+    lock, release = tmp_path / "program.lock", tmp_path / "release"
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import os, sys, time\n"
+        "from luca_gym.compile_cache import process_lock\n"
+        f"with process_lock({str(lock)!r}):\n"
+        "    print('held', flush=True)\n"
+        f"    while not os.path.exists({str(release)!r}): time.sleep(0.02)\n")],
+        stdout=subprocess.PIPE, text=True, env=clean_env(LUCA_GYM_CACHE_DIR="off"))
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        entered = threading.Event()
+
+        def second():
+            with compile_cache.process_lock(str(lock)):
+                entered.set()
+
+        thread = threading.Thread(target=second, daemon=True)
+        thread.start()
+        assert not entered.wait(0.5), "the lock let a second holder in"
+        release.touch()
+        assert entered.wait(30), "the lock was not handed on"
+        assert holder.wait(30) == 0
+    finally:
+        release.touch()
+        holder.kill()
+
+
 def test_version_and_help_show_choices_and_defaults(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["--version"])
@@ -175,6 +208,7 @@ def test_the_stored_generator_program_gives_bitwise_the_same_organisms(tmp_path,
     stored = digest(world.generate(seeds, "medium", 20, "disease"))
     files = list(tmp_path.glob("attempt-*.jaxexport"))
     assert len(files) == 1 and files[0].stat().st_size > 1000
+    assert (tmp_path / f"{files[0].name}.lock").exists()  # the first compile ran under the program's process lock
     monkeypatch.setattr(generator, "_EXPORTS", {})  # a new process: load what was stored
     loaded = digest(world.generate(seeds, "medium", 20, "disease"))
     assert plain == stored == loaded

@@ -211,11 +211,24 @@ def _exported_attempt(size: int, t: TierParams, p: Plan, group: int):
 
 def run_attempt_batch(seed_hi, seed_lo, attempt, t: TierParams, p: Plan, group: int):
     """:func:`attempt_batch` through the stored program when the compilation
-    cache is on (the same computation, without tracing it again)."""
-    call = _exported_attempt(int(np.shape(seed_hi)[0]), t, p, group)
-    if call is None:
+    cache is on (the same computation, without tracing it again).
+
+    A process's first call of a program (tracing or loading it, then
+    compiling it: 15-25 s on a CPU) holds a lock beside the stored program,
+    so that processes starting together compile it once: the others wait,
+    then load the compiled program from the persistent cache in about a
+    second (:func:`luca_gym.compile_cache.process_lock`)."""
+    size = int(np.shape(seed_hi)[0])
+    folder = compile_cache.export_dir()
+    if folder is None:
         return attempt_batch(seed_hi, seed_lo, attempt, t, p, group)
-    out = call(seed_hi, seed_lo, attempt, *jax.tree_util.tree_leaves(t))
+    args = (seed_hi, seed_lo, attempt, *jax.tree_util.tree_leaves(t))
+    memo = (folder, jax.default_backend(), p, group, size)
+    if memo in _EXPORTS:
+        out = _EXPORTS[memo](*args)
+    else:
+        with compile_cache.process_lock(export_path(folder, size, p, group) + ".lock"):
+            out = _exported_attempt(size, t, p, group)(*args)  # compiled, or loaded from the cache, under the lock
     return jax.tree_util.tree_unflatten(_ARRAY_TREE, out[:-1]), out[-1]
 
 
