@@ -100,6 +100,7 @@ def test_gradients_of_the_intervention_and_forward_mode(organisms):
         activity = jnp.full(o.n_signals, 0.3)
         direction = jnp.asarray([1.0, -2.0, 0.5])
 
+        @jax.jit  # one program for the dozen finite differences below (eager, each one compiled its own scans)
         def loss(m, a, activity):
             return jnp.dot(diffsim.steady_phenotypes(arrays, m, a, activity), direction)
 
