@@ -12,10 +12,20 @@ export JAX_COMPILATION_CACHE_DIR ?= $(CURDIR)/.cache/jax
 .PHONY: demo ablation test test-slow test-all bench docs clean
 
 # -qq: pip's quiet also hides setuptools' "Editable installation" warning block.
+# --no-compile: Python byte-compiles the modules a program imports when it
+# first imports them, not every file of every package at install time (torch
+# alone has thousands). The packages the sandboxed `python` tool offers are
+# compiled at once: the sandbox mounts them read-only, so Python could not keep
+# their byte-code there and would compile them again on every run. Measured on
+# a fresh clone: 50 s + 16 s instead of 2 min 14 s.
+SANDBOX_PACKAGES := numpy pandas scipy statsmodels pyarrow patsy dateutil pytz
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install -qq -e ".[$(EXTRAS)]"
+	$(BIN)/python -m pip install -qq --no-compile -e ".[$(EXTRAS)]"
+	@$(BIN)/python -c "import compileall, os, sys, sysconfig; site = sysconfig.get_paths()['purelib']; \
+	[compileall.compile_dir(os.path.join(site, p), quiet=2, workers=0) for p in sys.argv[1:] if os.path.isdir(os.path.join(site, p))]" \
+	$(SANDBOX_PACKAGES)
 	@touch $(STAMP)
 
 # The main job on built-in defaults: three baselines x 3 tiers x 2 modes x 5
