@@ -85,6 +85,16 @@ def _random_observation(params, rng):
     return obs
 
 
+def _permuted(obs, genes, signals):
+    """``obs`` with its genes and signals permuted: gene genes[i] is now gene i (signals alike)."""
+    moved = dict(obs)
+    for name in ("targetable", "single_results", "single_mask"):
+        moved[name] = obs[name][genes]
+    moved["signal_results"], moved["signal_mask"] = obs["signal_results"][signals], obs["signal_mask"][signals]
+    moved["task_genes"] = np.argsort(genes)[obs["task_genes"]].astype(np.int32)
+    return moved
+
+
 def test_permuting_genes_in_the_observation_permutes_their_slots():
     params = core.make_params("easy", 20, "disease")
     spec, rng = flat.token_layout(params), np.random.default_rng(0)
@@ -93,17 +103,37 @@ def test_permuting_genes_in_the_observation_permutes_their_slots():
     for _ in range(3):
         obs = _random_observation(params, rng)
         genes, signals = rng.permutation(params.n_genes), rng.permutation(params.n_signals)
-        moved = dict(obs)
-        for name in ("targetable", "single_results", "single_mask"):
-            moved[name] = obs[name][genes]
-        moved["signal_results"], moved["signal_mask"] = obs["signal_results"][signals], obs["signal_mask"][signals]
-        moved["task_genes"] = np.argsort(genes)[obs["task_genes"]].astype(np.int32)  # gene genes[i] is now gene i
+        moved = _permuted(obs, genes, signals)
         before, after = np.asarray(vector(obs, params=params)), np.asarray(vector(moved, params=params))
         want = before.copy()
         want[gene_obs] = before[gene_obs[genes]]
         want[signal_obs] = before[signal_obs[signals]]
         np.testing.assert_array_equal(after, want)
         assert np.unique(before[gene_obs], axis=0).shape[0] > params.n_genes // 2  # the genes' rows differ
+
+
+def test_the_rescue_features_go_to_their_own_tokens_and_the_units_left_to_the_global_one():
+    params = core.make_params("easy", 20, "disease", budget=12)
+    codec = F.make_env("easy", 20, "disease", budget=12, rescue_features=True)
+    tokens, rng = codec.token_layout(), np.random.default_rng(2)
+    (_, gene_obs, _), (_, signal_obs, _) = tokens["groups"]
+    plain = flat.token_layout(params)
+    assert gene_obs.shape == (20, plain["groups"][0][1].shape[1] + 6) and signal_obs.shape[1] == plain["groups"][1][1].shape[1] + 2
+    slots = np.concatenate([tokens["global_obs"], gene_obs.ravel(), signal_obs.ravel()])
+    np.testing.assert_array_equal(np.sort(slots), np.arange(codec.observation_size))
+    for _ in range(2):
+        obs = _random_observation(params, rng)
+        genes, signals = rng.permutation(params.n_genes), rng.permutation(params.n_signals)
+        moved = _permuted(obs, genes, signals)
+        before, after = np.asarray(codec.encode(obs)[0]), np.asarray(codec.encode(moved)[0])
+        want = before.copy()
+        want[gene_obs], want[signal_obs] = before[gene_obs[genes]], before[signal_obs[signals]]
+        np.testing.assert_array_equal(after, want)  # each gene's rescue features moved with it
+        assert before[gene_obs[:, -6:]].any()  # ... and some are not zero
+        units = before[tokens["global_obs"][-5:]]  # the budget units left, one-hot: 9 of 12 here
+        np.testing.assert_array_equal(units, np.eye(5)[4])
+    obs["budget_left"] = np.int32(1)
+    np.testing.assert_array_equal(np.asarray(codec.encode(obs)[0])[tokens["global_obs"][-5:]], np.eye(5)[1])
 
 
 @pytest.fixture(scope="module")

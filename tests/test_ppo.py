@@ -215,7 +215,7 @@ def test_rescue_features_are_opt_in_and_read_the_measured_table(disease_codecs):
     params = plain.params
     n, s, e = params.n_genes, params.n_signals, DAMPEN * params.n_genes + params.n_signals
     assert plain.settings()["rescue_features"] is False and extended.settings()["rescue_features"] is True
-    assert extended.observation_size == plain.observation_size + 2 * e
+    assert extended.observation_size == plain.observation_size + 2 * e + 5
     teacher = flat_policy(params)
     key = jax.random.PRNGKey(4)
     base = F.flat_rollout(teacher, None, key, plain, pool, 8, 12, trajectories=True)["trajectory"]
@@ -224,7 +224,7 @@ def test_rescue_features_are_opt_in_and_read_the_measured_table(disease_codecs):
     # The default observation is untouched; the extended one starts with it, bit for bit.
     np.testing.assert_array_equal(np.asarray(more["obs"][..., :d]), np.asarray(base["obs"]))
     np.testing.assert_array_equal(np.asarray(more["action"]), np.asarray(base["action"]))
-    vectors, features = np.asarray(base["obs"]).reshape(-1, d), np.asarray(more["obs"][..., d:]).reshape(-1, 2 * e)
+    vectors, features = np.asarray(base["obs"]).reshape(-1, d), np.asarray(more["obs"][..., d:]).reshape(-1, 2 * e + 5)
     part = {name: vectors[:, where] for name, where in _slices(params).items()}
     singles = part["singles"].reshape(-1, n, DAMPEN, P).transpose(0, 2, 1, 3).reshape(-1, DAMPEN * n, P)
     phenotypes = np.concatenate([singles, part["signals"].reshape(-1, s, P)], axis=1) + part["baseline"][:, None]
@@ -236,7 +236,11 @@ def test_rescue_features_are_opt_in_and_read_the_measured_table(disease_codecs):
     nearness = np.clip(1 - 2 * (np.abs(phenotypes - 0.5) * aberrant).sum(-1) / count, 0, 1)
     assert measured.any()
     np.testing.assert_allclose(features[:, :e], np.where(measured, fraction, 0), atol=1e-6)
-    np.testing.assert_allclose(features[:, e:], np.where(measured, nearness, 0), atol=1e-5)
+    np.testing.assert_allclose(features[:, e:2 * e], np.where(measured, nearness, 0), atol=1e-5)
+    # The budget units left, one-hot as 0, 1, 2, 3, 4 or more.
+    units = np.minimum(np.round(part["budget_left"][:, 0] * params.budget), 4).astype(int)
+    np.testing.assert_array_equal(features[:, 2 * e:], np.eye(5)[units])
+    assert set(units) >= {1, 4}
     with pytest.raises(ValueError, match="rescue_features"):
         F.make_env("easy", 20, "disease", rescue_features="yes")
 

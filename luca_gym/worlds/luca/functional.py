@@ -128,6 +128,10 @@ def _fresh_rollout(policy_fn, key, params, t, plan, num_envs, num_steps, group, 
 
 
 
+# rescue_features shows the budget units left one-hot up to this many ("or more").
+UNITS_SHOWN = 4
+
+
 @dataclass(frozen=True)
 class LucaFlatCodec:
     """LUCA's flat codec (hashable: a static ``jit`` argument).
@@ -139,12 +143,16 @@ class LucaFlatCodec:
             diagnosis for the flat actions (:data:`luca_gym.worlds.luca.analysts.ANALYSTS`).
         rescue_features: opt-in (default off: the observation is
             :func:`~luca_gym.worlds.luca.core.flat.observation_vector` alone).
-            On, 2E more entries follow it (:func:`rescue_features`): for each
-            single target in flat-index order, the fraction of the aberrant
-            phenotypes its measured result brings into the healthy range and
-            how near 0.5 it puts them (0 where unmeasured), so the rescue a
-            measured table supports is one weight from input to a rescue
-            logit away; a function of the observation vector, nothing more.
+            On, 2E + 5 more entries follow it (:func:`rescue_features`): for
+            each single target in flat-index order, the fraction of the
+            aberrant phenotypes its measured result brings into the healthy
+            range and how near 0.5 it puts them (0 where unmeasured), so the
+            rescue a measured table supports is one weight from input to a
+            rescue logit away; then the budget units left, one-hot as 0, 1,
+            2, 3 or more (the vector holds them as a fraction of the budget,
+            which differs with N: a per-gene policy trained at one N needs
+            "only the rescue's unit is left" in units to act at another). A
+            function of the observation vector and the budget, nothing more.
 
     The action is ``Discrete(num_actions)`` over :mod:`luca_gym.worlds.luca.core.flat`'s
     layout; the observation a float32 vector (observation_size,) with a bool
@@ -179,18 +187,30 @@ class LucaFlatCodec:
 
     @property
     def observation_size(self) -> int:
-        """D: the length of the observation vector (2E more with ``rescue_features``)."""
-        extra = 2 * flat.layout(self.params).targets if self.rescue_features else 0
+        """D: the length of the observation vector (2E + 5 more with ``rescue_features``)."""
+        extra = 2 * flat.layout(self.params).targets + UNITS_SHOWN + 1 if self.rescue_features else 0
         return flat.observation_size(self.params) + extra
 
     def token_layout(self) -> dict:
         """Each gene's and signal's observation slots and flat actions, for
-        the per-gene policy (:func:`luca_gym.worlds.luca.core.flat.token_layout`;
-        not with ``rescue_features``: ValueError)."""
-        if self.rescue_features:
-            raise ValueError("rescue_features: True has no token layout (the per-gene network); "
-                             "allowed with network mlp only")
-        return flat.token_layout(self.params)
+        the per-gene policy (:func:`luca_gym.worlds.luca.core.flat.token_layout`).
+        With ``rescue_features``, each entity's features gain its own entries
+        of them: gene g its three singles' restored fraction and nearness (6
+        more, 24 in all), signal k its activation's (2 more, 7), and the
+        global features the budget units left (5 more)."""
+        tokens = flat.token_layout(self.params)
+        if not self.rescue_features:
+            return tokens
+        n, s = self.params.n_genes, self.params.n_signals
+        start, e = flat.observation_size(self.params), flat.layout(self.params).targets
+        genes, signals = np.arange(n)[:, None], np.arange(s)[:, None]
+        codes = np.arange(spec.DAMPEN) * n
+        extra = {"gene": np.concatenate([start + codes + genes, start + e + codes + genes], axis=1),
+                 "signal": np.concatenate([start + spec.DAMPEN * n + signals, start + e + spec.DAMPEN * n + signals], axis=1)}
+        groups = tuple((name, np.concatenate([obs, extra[name]], axis=1).astype(np.int32), actions)
+                       for name, obs, actions in tokens["groups"])
+        units = start + 2 * e + np.arange(UNITS_SHOWN + 1)
+        return dict(tokens, global_obs=np.concatenate([tokens["global_obs"], units]).astype(np.int32), groups=groups)
 
     def settings(self) -> dict:
         """The keyword settings that rebuild this codec through :func:`make_codec`."""
@@ -253,7 +273,7 @@ def _encode(obs: dict, params: core.EnvParams, with_rescue_features: bool = Fals
 
 
 def rescue_features(vector: jax.Array, params: core.EnvParams) -> jax.Array:
-    """float32 (..., 2E) from observation vectors float32 (..., D): for each
+    """float32 (..., 2E + 5) from observation vectors float32 (..., D): for each
     single target in flat-index order (BLOCK g, BOOST g, DAMPEN g, then each
     signal), the fraction of the baseline's aberrant phenotypes that its
     measured result puts in the healthy range (first E), then how near 0.5
@@ -262,7 +282,9 @@ def rescue_features(vector: jax.Array, params: core.EnvParams) -> jax.Array:
     aberrant. Read from the vector alone (baseline, aberrant
     flags, the measured shifts and their masks), so it adds no information,
     only a form a linear map can use: the rule of
-    :func:`~luca_gym.worlds.luca.analysts.best_measured_rescue` ranks these."""
+    :func:`~luca_gym.worlds.luca.analysts.best_measured_rescue` ranks these.
+    Then the budget units left, one-hot over 0, 1, 2, 3 and ``UNITS_SHOWN``
+    or more (the vector's fraction times the budget)."""
     n, s, p = params.n_genes, params.n_signals, spec.N_PHENOTYPES
     at, part = 0, {}
     for name, size in flat.observation_parts(params):
@@ -279,8 +301,9 @@ def rescue_features(vector: jax.Array, params: core.EnvParams) -> jax.Array:
     restored = jnp.sum((phenotypes >= spec.HEALTHY_LOW) & (phenotypes <= spec.HEALTHY_HIGH) & aberrant, axis=-1)
     count = jnp.maximum(jnp.sum(aberrant, axis=-1), 1)
     nearness = jnp.clip(1.0 - 2.0 * jnp.sum(jnp.abs(phenotypes - 0.5) * aberrant, axis=-1) / count, 0.0, 1.0)
-    return jnp.concatenate([jnp.where(measured, restored / count, 0.0), jnp.where(measured, nearness, 0.0)],
-                           axis=-1).astype(jnp.float32)
+    units = jnp.minimum(jnp.round(part["budget_left"] * params.budget), UNITS_SHOWN).astype(jnp.int32)[..., 0]
+    return jnp.concatenate([jnp.where(measured, restored / count, 0.0), jnp.where(measured, nearness, 0.0),
+                            jax.nn.one_hot(units, UNITS_SHOWN + 1)], axis=-1).astype(jnp.float32)
 
 
 @partial(jax.jit, static_argnames=("params", "analyst"))
