@@ -13,6 +13,10 @@ vmappable).
   disjoint from the evaluation seeds 0-19.
 * :func:`reset`, :func:`step` -- one env; ``step`` autoresets on a new pool
   instance inside the jit and reports the ended episode's return and score.
+  Each session drawn from the pool is renewed with an episode key of its
+  own (:func:`renewed`: LUCA's measurements after the opening baseline draw
+  fresh noise from it), so an instance met twice is not met with the same
+  noise; the step's info carries the key, which with the seed replays it.
 * :func:`flat_rollout` -- ``num_envs`` envs for ``num_steps`` steps under a
   policy whose weights are a traced argument (no recompile when they change).
 * :func:`shard_batch` -- place a batch across local devices.
@@ -140,7 +144,8 @@ def open_sessions(instances, env):
     return jax.vmap(env.open)(instances)
 
 
-@partial(jax.tree_util.register_dataclass, data_fields=["session", "seed", "episode_return", "length"], meta_fields=[])
+@partial(jax.tree_util.register_dataclass, data_fields=["session", "seed", "episode_key", "episode_return", "length"],
+         meta_fields=[])
 @dataclass(frozen=True)
 class FlatState:
     """One env of the flat env (``vmap`` batches it).
@@ -148,12 +153,15 @@ class FlatState:
     Attributes:
         session: the codec's state of the session running now.
         seed: int32 () its instance's seed.
+        episode_key: uint32 (2,) the key its session was renewed with
+            (:func:`renewed`): with the seed, what replays it.
         episode_return: float32 () reward summed since the session opened.
         length: int32 () calls made since the session opened.
     """
 
     session: object
     seed: jax.Array
+    episode_key: jax.Array
     episode_return: jax.Array
     length: jax.Array
 
@@ -165,14 +173,29 @@ def _check_pool(env: FlatCodec, pool: Pool) -> None:
         raise ValueError(f"pool: opened for {pool.env}, not for env {env}; make the pool with this env")
 
 
+def renewed(env: FlatCodec, session, key: jax.Array):
+    """``session``, a session of ``env`` just opened, renewed with ``key``
+    (uint32 (2,)) where the codec has the optional ``renew``: its noise from
+    here on drawn from ``key`` (LUCA: every measurement after the opening
+    baseline). Its opening observation and mask do not change, so a pool's
+    openings stay valid. Unchanged for a world without ``renew``."""
+    renew = getattr(env, "renew", None)
+    return session if renew is None else renew(session, key)
+
+
 def reset(key: jax.Array, env: FlatCodec, pool: Pool) -> tuple[FlatState, jax.Array, jax.Array]:
-    """Open a session on a pool instance drawn uniformly by ``key``. Pure,
+    """Open a session on a pool instance drawn uniformly by ``key``, renewed
+    (:func:`renewed`) with the episode key ``fold_in(key, 1)``. Pure,
     jittable, vmappable over keys. Returns (state, observation vector float32
     (D,), mask bool (K,))."""
     _check_pool(env, pool)
     i = jax.random.randint(key, (), 0, pool.seeds.shape[0])
-    session = jax.tree_util.tree_map(lambda x: x[i], pool.start)
-    state = FlatState(session=session, seed=pool.seeds[i], episode_return=jnp.float32(0.0), length=jnp.int32(0))
+    episode_key = jax.random.fold_in(key, 1)
+    if jnp.issubdtype(episode_key.dtype, jax.dtypes.prng_key):  # a typed key: its raw uint32 words
+        episode_key = jax.random.key_data(episode_key)
+    session = renewed(env, jax.tree_util.tree_map(lambda x: x[i], pool.start), episode_key)
+    state = FlatState(session=session, seed=pool.seeds[i], episode_key=episode_key, episode_return=jnp.float32(0.0),
+                      length=jnp.int32(0))
     return state, pool.obs[i], pool.mask[i]
 
 
@@ -190,17 +213,19 @@ def step(key: jax.Array, state: FlatState, action: jax.Array, env: FlatCodec, po
       name, e.g. LUCA's ``composite``), ``length`` int32, ``seed`` int32: the
       ended session's undiscounted return, headline score (``env.score``),
       calls and instance seed (the running session's so far where not ``done``);
+    * ``episode_key`` uint32 (2,): that session's key (:func:`reset`);
     * ``truncated`` bool; ``error`` int32: the world's refusal code of the action.
     """
     _check_pool(env, pool)
     session, vector, mask, reward, terminated, truncated, error = env.step(state.session, action)
     done = terminated | truncated
-    ended = FlatState(session=session, seed=state.seed, episode_return=state.episode_return + reward, length=state.length + 1)
+    ended = FlatState(session=session, seed=state.seed, episode_key=state.episode_key,
+                      episode_return=state.episode_return + reward, length=state.length + 1)
     score = env.score(session)
     fresh, fresh_vector, fresh_mask = reset(key, env, pool)
     pick = lambda new, old: jax.tree_util.tree_map(lambda a, b: jnp.where(done, a, b), new, old)  # noqa: E731
     info = {"done": done, "return": ended.episode_return, "score": score, "length": ended.length,
-            "seed": state.seed, "truncated": truncated, "error": error}
+            "seed": state.seed, "episode_key": state.episode_key, "truncated": truncated, "error": error}
     info[env.headline] = score
     return pick(fresh, ended), pick(fresh_vector, vector), pick(fresh_mask, mask), reward, done, info
 
@@ -231,7 +256,7 @@ def flat_rollout(policy_fn, policy_params, key: jax.Array, env: FlatCodec, pool:
     ``trajectory``: {``obs`` float32 (T, B, D), ``mask`` bool (T, B, K)
     (what the policy saw), ``action`` int32 (T, B), ``reward`` float32 (T, B),
     ``done`` bool (T, B), and the step info's ``return``, ``score``,
-    ``length``, ``seed``, ``error`` (T, B)}.
+    ``length``, ``seed``, ``error`` (T, B) and ``episode_key`` (T, B, 2)}.
     """
     num_envs = check_positive_int(num_envs, "num_envs")
     num_steps = check_positive_int(num_steps, "num_steps")
@@ -252,7 +277,7 @@ def _flat_rollout(policy_fn, policy_params, key, env, pool, num_envs, num_steps,
             jax.random.split(step_key, num_envs), state, action, env, pool
         )
         record = {"obs": obs, "mask": mask, "action": action, "reward": reward, "done": done,
-                  **{k: info[k] for k in ("return", "score", "length", "seed", "error")}}
+                  **{k: info[k] for k in ("return", "score", "length", "seed", "episode_key", "error")}}
         if env.headline != "score":
             record[env.headline] = info["score"]
         return (new_state, new_obs, new_mask), record

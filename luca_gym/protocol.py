@@ -88,6 +88,11 @@ class FlatCodec(Protocol):
             action costs nothing and changes nothing (error != 0).
         score(state) -> float32 (): the headline score of the session so far;
             the undiscounted return of an ended session equals it.
+        renew(state, key uint32 (2,)) -> state (optional, pure): a session just
+            opened, its noise from here on drawn from ``key``, its opening
+            observation unchanged; the functional env renews each session it
+            draws from a pool, so an instance met twice is not met with the
+            same noise (LUCA: the measurements after the baseline).
         for_session(params), encode(obs), decode(index, obs): a learned agent
             playing a host session (:class:`luca_gym.agents.FlatPolicy`): the
             codec for that session's settings, its observation as (vector,

@@ -111,17 +111,35 @@ def test_episode_return_equals_the_core_composite(env, organisms, random_rollout
     assert random_rollout["episodes"] == done.sum()
     np.testing.assert_allclose(random_rollout["mean_composite"], t["composite"][done].mean(), rtol=1e-5)
     np.testing.assert_allclose(random_rollout["mean_return"], t["return"][done].mean(), rtol=1e-5)
-    # Replay one env's first session on the core directly: the same composite.
+    # Replay one env's first session on the core directly, from its seed and episode key: the same composite.
     b = int(np.argmax(done.any(axis=0)))
     end = int(np.argmax(done[:, b]))
     seed = int(t["seed"][end, b])
     _, _, state = flat.reset(core.noise_key(seed, "easy", 20), organism(organisms, seed), env.params, env.analyst)
+    state = env.renew(state, t["episode_key"][end, b])
     for k in range(end + 1):
         _, _, state, _, terminated, truncated, _ = flat.step(state, jnp.int32(t["action"][k, b]), env.params, env.analyst)
     assert bool(terminated | truncated)
     assert int(t["length"][end, b]) == end + 1
     composite = float(core.session_scores(state, env.params, network=False)["composite"])
     np.testing.assert_allclose(t["composite"][end, b], composite, atol=1e-6)
+
+
+def test_a_pool_instance_met_twice_is_met_with_fresh_noise(env, pool):
+    keys = jax.random.split(jax.random.PRNGKey(5), 64)
+    states, obs, masks = jax.vmap(lambda k: F.reset(k, env, pool))(keys)
+    seeds = np.asarray(states.seed)
+    first = int(np.argmax([np.sum(seeds == s) > 1 for s in seeds]))
+    second = int(np.flatnonzero(seeds == seeds[first])[1])  # two draws of one instance
+    np.testing.assert_array_equal(np.asarray(obs[first]), np.asarray(obs[second]))  # the same opening ...
+    assert not np.array_equal(np.asarray(states.episode_key[first]), np.asarray(states.episode_key[second]))
+    action = jnp.int32(int(np.argmax(np.asarray(masks[first][: flat.layout(env.params).targets]))))  # an experiment
+    step = jax.jit(F.step, static_argnames="env")
+    after = [np.asarray(step(keys[i], jax.tree_util.tree_map(lambda x: x[i], states), action, env, pool)[1])
+             for i in (first, second)]
+    assert not np.array_equal(after[0], after[1])  # ... and the same experiment measured with other noise
+    again = np.asarray(step(keys[first], jax.tree_util.tree_map(lambda x: x[first], states), action, env, pool)[1])
+    np.testing.assert_array_equal(again, after[0])  # one key, one session
 
 
 def test_masked_policy_never_picks_a_masked_action(random_rollout):

@@ -248,6 +248,13 @@ def test_flat_vec_env_pool_draws_every_episode_from_its_instances():
         assert env.step(end)[2].all()
         seen += list(env.get_attr("instance_seed"))
     assert set(seen) == {500, 501, 502}
+    # A pool of one: every sub-env on the same instance, each session with noise of its own.
+    one = FlatSB3VecEnv(codec, B, min_instance_seed=500, seed=0, pool_size=1)
+    opening = one.reset()
+    assert (opening == opening[0]).all()  # the same opening everywhere (the baseline is the instance's)
+    experiment = int(np.argmax(one.action_masks()[0][: flat.layout(codec.params).targets]))
+    measured = one.step(np.full(B, experiment))[0]  # one experiment in every sub-env
+    assert len({row.tobytes() for row in measured}) == B
     with pytest.raises(ValueError, match="pool_size"):
         FlatSB3VecEnv(codec, B, pool_size=0)
 

@@ -15,8 +15,10 @@ Spaces: ``Box`` observation vectors (num_envs, D) and ``MultiDiscrete`` actions
 Autoreset is Gymnasium's ``SAME_STEP``: where an episode ends, the step
 returns the next session's first observation, the ended one's last in
 ``info["final_obs"]``, and its undiscounted ``return``, headline score
-(``score``, also under the world's headline name), ``length`` and instance
-``seed`` where ``info["_score"]`` (etc.) is True; ``info["instance_seed"]``
+(``score``, also under the world's headline name), ``length``, instance
+``seed`` and ``episode_key`` (the key its noise was renewed with,
+:func:`luca_gym.functional.renewed`) where ``info["_score"]`` (etc.) is
+True; ``info["instance_seed"]``
 is the seed of the session each env runs now (the new one where one ended).
 
 Actions are checked on the host before anything runs: a batch that is not
@@ -125,7 +127,8 @@ class FlatVectorEnv(gym.vector.VectorEnv):
         info.pop("done")
         if done.any():
             for name, values in info.items():  # the ended sessions' figures, where they ended
-                out[name] = np.where(done, values, np.zeros_like(values))
+                ended = done.reshape((-1,) + (1,) * (np.ndim(values) - 1))
+                out[name] = np.where(ended, values, np.zeros_like(values))
                 out[f"_{name}"] = done.copy()
             out["final_obs"] = np.where(done[:, None], np.asarray(final), 0.0).astype(np.float32)
             out["_final_obs"] = done.copy()

@@ -13,9 +13,10 @@ CPU generator padded calls to 16 organisms: 2.7-4.6x faster, ``benchmarks/sb3.py
 The last observation of the finished episode is in
 ``infos[i]["terminal_observation"]``. With ``pool_size`` M, each new episode
 draws its instance instead from a pool: the instances of the M seeds from
-``min_instance_seed`` up, built once at the first reset (an instance as the
-codec builds it, so one met twice is met with the same noise, as in
-:func:`luca_gym.functional.make_pool`). A world's subclass may draw from its
+``min_instance_seed`` up, built once at the first reset; each session drawn
+from it is renewed with a key from the env's RNG, as the functional env's
+are (:func:`luca_gym.functional.renewed`), so an instance met twice is not
+met with the same noise. A world's subclass may draw from its
 own pool (by overriding ``_fresh``, which ``reset()`` and every autoreset call).
 
 Training instances are drawn from ``[min_instance_seed, DRAWN_SEED_LIMIT)``,
@@ -32,6 +33,7 @@ from functools import partial
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 try:
@@ -41,7 +43,7 @@ except ImportError as error:
 from gymnasium import spaces
 
 from luca_gym.boundary import check_flat_actions, reset_options
-from luca_gym.functional import TRAINING_SEED_START, open_sessions
+from luca_gym.functional import TRAINING_SEED_START, open_sessions, renewed
 from luca_gym.protocol import FlatCodec
 from luca_gym.validate import DRAWN_SEED_LIMIT, check_positive_int, check_seed, short_repr
 
@@ -51,13 +53,29 @@ REOPEN_ROWS = 16  # the fewest rows one autoreset opens (padding), fewer compile
 
 
 @partial(jax.jit, static_argnames=("codec",))
-def _reopen(rows, instances, state, codec):
+def _reopen(rows, instances, keys, state, codec):
     """``state`` with the sessions at ``rows`` (int32 (R,)) opened anew on
-    ``instances``; a row may repeat with the same instance (padding). Returns
-    (state, the new sessions' vectors (R, D) and masks (R, K))."""
-    fresh, vectors, masks = open_sessions(instances, codec)
+    ``instances`` (renewed with ``keys`` uint32 (R, 2) where not None); a row
+    may repeat with the same instance (padding). Returns (state, the new
+    sessions' vectors (R, D) and masks (R, K))."""
+    fresh, vectors, masks = _opened(instances, keys, codec)
     state = jax.tree_util.tree_map(lambda full, new: full.at[rows].set(new), state, fresh)
     return state, vectors, masks
+
+
+@partial(jax.jit, static_argnames=("codec",))
+def _opened(instances, keys, codec, which=None):
+    """Sessions on ``instances`` (:func:`luca_gym.functional.open_sessions`),
+    each renewed with its row of ``keys`` where ``keys`` is not None (only
+    the rows ``which`` bool (R,) marks, where given)."""
+    fresh, vectors, masks = open_sessions(instances, codec)
+    if keys is not None:
+        renewed_all = jax.vmap(lambda session, key: renewed(codec, session, key))(fresh, keys)
+        if which is not None:
+            pick = lambda new, old: jnp.where(which.reshape((-1,) + (1,) * (new.ndim - 1)), new, old)  # noqa: E731
+            renewed_all = jax.tree_util.tree_map(pick, renewed_all, fresh)
+        fresh = renewed_all
+    return fresh, vectors, masks
 
 
 @partial(jax.jit, static_argnames=("codec",))
@@ -114,6 +132,10 @@ class FlatSB3VecEnv(VecEnv):
     ``TimeLimit.truncated``, ``score`` (the world's headline score, also under
     its name) and ``instance_seed``. ``reset_infos[i]`` holds ``instance_seed``.
     """
+
+    # Sessions drawn from the pool are renewed (a subclass whose own pool
+    # draws fresh noise for each episode sets this False).
+    renews_pool_sessions = True
 
     seed_name = "instance_seed"  # the key of an instance's seed in infos, options and get_attr
 
@@ -189,11 +211,21 @@ class FlatSB3VecEnv(VecEnv):
         self._stock = seeds[count:], _take(instances, slice(count, None))
         return seeds[:count], _take(instances, slice(None, count))
 
+    def _episode_keys(self, count: int) -> np.ndarray | None:
+        """uint32 (count, 2): keys renewing sessions drawn from the pool
+        (:func:`luca_gym.functional.renewed`); None without a pool (a fresh
+        instance is never met twice)."""
+        if self.pool_size is None or not self.renews_pool_sessions:
+            return None
+        return self.rng.integers(0, 2**32, size=(count, 2), dtype=np.uint32)
+
     def _reopen(self, rows: np.ndarray) -> None:
         """Open sessions on fresh instances at ``rows`` (int (R,))."""
         seeds, instances = self._fresh(rows.size)
         pad = _padded(np.arange(rows.size), min(REOPEN_ROWS, self.num_envs))
-        self.state, vectors, masks = _reopen(rows[pad].astype(np.int32), _take(instances, pad), self.state, self.codec)
+        keys = self._episode_keys(rows.size)
+        self.state, vectors, masks = _reopen(rows[pad].astype(np.int32), _take(instances, pad),
+                                             None if keys is None else keys[pad], self.state, self.codec)
         vectors, masks = jax.device_get((vectors, masks))
         self._vectors[rows], self._masks[rows] = vectors[: rows.size], masks[: rows.size]
         self.instance_seeds[rows] = seeds
@@ -223,7 +255,10 @@ class FlatSB3VecEnv(VecEnv):
             seeds[at] = part_seeds
             for full, values in zip(jax.tree_util.tree_leaves(instances), jax.tree_util.tree_leaves(part)):
                 full[at] = values
-        self.state, vectors, masks = open_sessions(instances, self.codec)
+        keys = self._episode_keys(self.num_envs)
+        drawn = np.ones(self.num_envs, bool)
+        drawn[rows] = False  # a pinned instance opens as the codec builds it
+        self.state, vectors, masks = _opened(instances, keys, self.codec, None if keys is None else drawn)
         vectors, masks = jax.device_get((vectors, masks))
         self._vectors, self._masks = np.array(vectors), np.array(masks)
         self.instance_seeds = seeds

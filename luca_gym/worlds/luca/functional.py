@@ -157,7 +157,8 @@ class LucaFlatCodec:
     The action is ``Discrete(num_actions)`` over :mod:`luca_gym.worlds.luca.core.flat`'s
     layout; the observation a float32 vector (observation_size,) with a bool
     mask (num_actions,) of the legal actions. An instance is an organism with
-    its session noise key; the headline score is the composite.
+    its session noise key (a pool session is renewed with a key of its own:
+    :meth:`renew`); the headline score is the composite.
     """
 
     params: core.EnvParams
@@ -232,6 +233,13 @@ class LucaFlatCodec:
         organism, noise_key = instance
         vector, mask, state = flat.reset(noise_key, organism, self.params, self.analyst)
         return state, self._extend(vector), mask
+
+    def renew(self, state, key):
+        """The session ``state``, just opened, with ``key`` as its noise key:
+        the baseline (measurement 0, in the opening observation) stays the
+        instance's, every later measurement draws fresh noise from ``key``
+        (:func:`luca_gym.functional.renewed`)."""
+        return replace(state, noise_key=jnp.asarray(key, jnp.uint32).reshape(state.noise_key.shape))
 
     def step(self, state, action):
         """One flat action through the core: (state, vector, mask, reward, terminated, truncated, error)."""

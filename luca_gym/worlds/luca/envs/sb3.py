@@ -118,6 +118,9 @@ class LucaSB3VecEnv(FlatSB3VecEnv):
         # own noise keys) is not used here; say what this env draws from.
         self.pool_size = self.episodes.pool_size if self.organisms == "pool" else None
 
+    # Its pool (EpisodeOrganisms) draws a fresh noise key for each episode already.
+    renews_pool_sessions = False
+
     @property
     def min_organism_seed(self) -> int:
         return self.min_instance_seed
