@@ -213,5 +213,10 @@ def test_the_stored_generator_program_gives_bitwise_the_same_organisms(tmp_path,
     loaded = digest(world.generate(seeds, "medium", 20, "disease"))
     assert plain == stored == loaded
     files[0].write_bytes(b"damaged")  # a damaged entry is rebuilt, not trusted
+    # The same program stored by another source (an older checkout): removed, with its lock, when this one is stored.
+    stale = tmp_path / f"{files[0].name.rsplit('-', 1)[0]}-{'0' * 24}.jaxexport"
+    stale.write_bytes(b"an older program")
+    (tmp_path / f"{stale.name}.lock").write_bytes(b"")
     monkeypatch.setattr(generator, "_EXPORTS", {})
     assert digest(world.generate(seeds, "medium", 20, "disease")) == plain
+    assert sorted(p.name for p in tmp_path.iterdir()) == [files[0].name, f"{files[0].name}.lock"]

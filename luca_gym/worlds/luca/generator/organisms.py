@@ -155,11 +155,26 @@ def _source_digest() -> str:
 
 def export_path(folder: str, size: int, p: Plan, group: int) -> str:
     """Where the attempt program of a batch of ``size`` is stored in ``folder``
-    for this source, JAX version and backend."""
-    key = hashlib.sha256(
-        repr((EXPORT_FORMAT, jax.__version__, jax.default_backend(), _source_digest(), p, group, size)).encode()
-    ).hexdigest()[:40]
-    return os.path.join(folder, f"attempt-{key}.jaxexport")
+    for this source, JAX version and backend: ``attempt-<program>-<source>``,
+    the first part naming the program (backend, plan, group, size), the
+    second the source and JAX version it was traced from."""
+    program = hashlib.sha256(repr((EXPORT_FORMAT, jax.default_backend(), p, group, size)).encode()).hexdigest()[:16]
+    source = hashlib.sha256(repr((jax.__version__, _source_digest())).encode()).hexdigest()[:24]
+    return os.path.join(folder, f"attempt-{program}-{source}.jaxexport")
+
+
+def remove_stale_exports(path: str) -> None:
+    """Remove the stored programs (and their lock files) of the same program
+    as ``path`` traced from another source or JAX version, which no process
+    of this source loads, so that the store does not grow with every edit."""
+    folder, name = os.path.split(path)
+    program = name.rsplit("-", 1)[0] + "-"
+    try:
+        for entry in os.listdir(folder):
+            if entry.startswith(program) and entry not in (name, f"{name}.lock") and ".jaxexport" in entry:
+                os.remove(os.path.join(folder, entry))
+    except OSError:
+        pass  # another process removed it first, or the folder is read-only
 
 
 def _exported_attempt(size: int, t: TierParams, p: Plan, group: int):
@@ -203,6 +218,7 @@ def _exported_attempt(size: int, t: TierParams, p: Plan, group: int):
             with open(tmp, "wb") as f:
                 f.write(data)
             os.replace(tmp, path)
+            remove_stale_exports(path)
         except (OSError, ImportError):
             pass  # no store: this process still uses the program it traced
     _EXPORTS[memo] = jax.jit(exported.call)
