@@ -171,7 +171,8 @@ def remove_stale_exports(path: str) -> None:
     program = name.rsplit("-", 1)[0] + "-"
     try:
         for entry in os.listdir(folder):
-            if entry.startswith(program) and entry not in (name, f"{name}.lock") and ".jaxexport" in entry:
+            if (entry.startswith(program) and entry.endswith((".jaxexport", ".jaxexport.lock"))
+                    and entry not in (name, f"{name}.lock")):  # not a file another process is writing (.tmp)
                 os.remove(os.path.join(folder, entry))
     except OSError:
         pass  # another process removed it first, or the folder is read-only
