@@ -40,7 +40,7 @@ import jax
 import numpy as np
 
 from luca_gym.cli_common import parse_seeds
-from luca_gym.worlds.luca import core
+from luca_gym.worlds.luca import core, scoring
 from luca_gym.worlds.luca import functional as luca_functional
 from luca_gym.worlds.luca.baselines.sweep_flat import batched_policy
 from luca_gym.worlds.luca.generator.network import single_interventions, solve_rows
@@ -61,8 +61,8 @@ def ceiling(phen, organisms, signals: int, budget: int) -> tuple[float, float]:
     """(diagnosis, rescue) of the perfect reader of the design: the task
     singles, then ``signals`` signal activations, then DAMPEN tests of genes no
     task names with the units left but one (the rescue's)."""
-    aberrant = np.asarray(organisms.aberrant)
-    restored = ((phen >= HEALTHY_LOW) & (phen <= HEALTHY_HIGH) & aberrant[:, None]).sum(2) / aberrant.sum(1)[:, None]
+    # The scorer's own restored fraction of every single on every organism (B, 3N + S).
+    restored = np.asarray(jax.vmap(jax.vmap(scoring.restored_fraction, (0, None)))(phen, organisms.aberrant))
     kinds, targets = np.asarray(organisms.malfunction_type), np.asarray(organisms.malfunction_target)
     genes, codes = np.asarray(organisms.task_genes), np.asarray(organisms.task_codes).astype(int)
     s = phen.shape[1] - DAMPEN * N
