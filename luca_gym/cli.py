@@ -41,10 +41,14 @@ from luca_gym.cli_common import (  # noqa: F401  (parse_seeds and UsageError: th
 )
 
 DEFAULT_WORLD = "luca"
-TRAIN_ALGOS = ("ppo", "maskable-ppo")
+TRAIN_ALGOS = ("ppo", "maskable-ppo", "bc")
 # Defaults per algorithm: the JAX PPO steps thousands of envs in one program;
-# MaskablePPO steps a vector env from Python and learns from far fewer steps.
-TRAIN_DEFAULTS = {"ppo": {"steps": 5_000_000, "num_envs": 1024}, "maskable-ppo": {"steps": 800_000, "num_envs": 256}}
+# MaskablePPO steps a vector env from Python and learns from far fewer steps;
+# behaviour cloning fits a network to a scripted teacher's steps (512 envs x 128 steps: two N=20 sessions each).
+TRAIN_DEFAULTS = {"ppo": {"steps": 5_000_000, "num_envs": 1024}, "maskable-ppo": {"steps": 800_000, "num_envs": 256},
+                  "bc": {"steps": 65_536, "num_envs": 512}}
+BC_EPOCHS, BC_MINIBATCH = 15, 512
+CLONING_CSV = "cloning_curve.csv"
 # Settings every world may have, given by an option of eval and train rather than the world's own (parsed and
 # checked by the world's config; a world whose config lacks one refuses it).
 GENERIC_SETTINGS = ("budget",)
@@ -381,16 +385,21 @@ class TrainProgress:
 
     def __call__(self, row: dict) -> None:
         self.close()
-        update, updates = row["update"], row["updates"]
+        cloning = "epoch" in row  # behaviour cloning reports epochs, the learners updates
+        update, updates = (row["epoch"], row["epochs"]) if cloning else (row["update"], row["updates"])
         tenth = update * 10 // updates != (update - 1) * 10 // updates
         if self.quiet or not (self.tty or update == 1 or tenth):
             return
         width = 30
-        filled = int(width * update / updates)
-        rate = (row["env_steps"] - self.last[0]) / max(row["wall_s"] - self.last[1], 1e-9)
-        self.last = (row["env_steps"], row["wall_s"])
-        line = (f"[{'#' * filled}{'.' * (width - filled)}] update {update}/{updates} {row['env_steps']:,} steps "
-                f"{row['wall_s']:7.1f}s {rate / 1e3:5.1f}k steps/s  score {row['mean_score']:.3f}")
+        bar = f"[{'#' * int(width * update / updates)}{'.' * (width - int(width * update / updates))}]"
+        if cloning:
+            line = (f"{bar} epoch {update}/{updates} {row['wall_s']:7.1f}s  cross-entropy {row['cross_entropy']:.3f}  "
+                    f"agrees with the teacher {row['accuracy']:.3f}")
+        else:
+            rate = (row["env_steps"] - self.last[0]) / max(row["wall_s"] - self.last[1], 1e-9)
+            self.last = (row["env_steps"], row["wall_s"])
+            line = (f"{bar} update {update}/{updates} {row['env_steps']:,} steps "
+                    f"{row['wall_s']:7.1f}s {rate / 1e3:5.1f}k steps/s  score {row['mean_score']:.3f}")
         if self.tty:
             self._write(f"\r{line}" + ("\n" if update == updates else ""))
         else:
@@ -408,8 +417,13 @@ def cmd_train(args) -> int:
     defaults = TRAIN_DEFAULTS[args.algo]
     steps = defaults["steps"] if args.steps is None else args.steps
     num_envs = defaults["num_envs"] if args.num_envs is None else args.num_envs
-    if args.network is not None and args.algo != "ppo":
-        raise UsageError(f"network: applies to --algo ppo only (the JAX PPO's networks), not {args.algo}")
+    if args.network is not None and args.algo == "maskable-ppo":
+        raise UsageError("network: applies to --algo ppo and bc (the JAX networks), not maskable-ppo")
+    for option, algos in (("teacher", ("bc",)), ("epochs", ("bc",)), ("init", ("ppo",))):
+        if getattr(args, option) is not None and args.algo not in algos:
+            raise UsageError(f"{option}: applies to --algo {' and '.join(algos)} only, not {args.algo}")
+    if args.algo == "bc":
+        return _train_by_cloning(args, world, settings, steps, num_envs)
     if args.algo == "maskable-ppo":
         try:
             from luca_gym.agents.sb3 import plan as sb3_plan, train_maskable_ppo
@@ -427,10 +441,20 @@ def cmd_train(args) -> int:
 
         hyper = {"pool_size": args.pool_size} if args.pool_size is not None else {}
         hyper |= {"network": args.network} if args.network is not None else {}
+        start = None
+        if args.init is not None:
+            start, architecture = _warm_start(args.init, world)
+            if args.network is not None and args.network != architecture["network"]:
+                raise UsageError(f"network: {args.network} differs from --init's network ({architecture['network']}); "
+                                 "leave --network out (a warm start keeps its run's network)")
+            hyper |= architecture
         config = ppo.PPOConfig(world.name, settings, steps=steps, num_envs=num_envs, seed=args.seed, **hyper)
-        plan = ppo.plan(config)
+        if start is not None:
+            _check_warm_start(args.init, start, config)
+        plan = ppo.plan(config) + (f"; starting from {args.init}'s weights" if start is not None else "")
         _writable_dir(args.out)
-        train = lambda progress: ppo.train(config, args.out, progress=progress)  # noqa: E731
+        warm = {} if start is None else {"network": start, "started_from": args.init}
+        train = lambda progress: ppo.train(config, args.out, progress=progress, **warm)  # noqa: E731
         agent = f"ppo:{args.out}"
     print(f"training {args.algo}: {plan}", flush=True)
     progress = TrainProgress(args.quiet, args.algo)
@@ -444,6 +468,102 @@ def cmd_train(args) -> int:
           f"last update's mean score {summary['final_score']:.3f}")
     where = "" if world.name == DEFAULT_WORLD else f" --world {world.name}"
     print(f"run folder: {args.out}  (evaluate: luca-gym eval{where} --agents {agent})")
+    return 0
+
+
+# The network's own hyperparameters: a warm start keeps its run's (the rest of the PPO's are this run's options).
+ARCHITECTURE = ("network", "hidden", "token_width", "attention_layers", "attention_heads")
+
+
+def _warm_start(path: str, world) -> tuple:
+    """(network, {architecture field: value}) of the run folder ``path`` for ``--init``."""
+    from luca_gym.agents import ppo
+
+    try:
+        config, network = ppo.load_network(path)
+    except ppo.CheckpointError as exc:  # it names the file and the problem
+        raise UsageError(f"init: {exc}") from None
+    if config.world != world.name:
+        raise UsageError(f"init: {path} was trained on world {config.world!r}, not {world.name!r}")
+    return network, {name: getattr(config, name) for name in ARCHITECTURE}
+
+
+def _check_warm_start(path: str, network, config) -> None:
+    """UsageError where ``network`` (from ``path``) does not fit ``config``'s codec."""
+    import jax
+
+    from luca_gym.agents import ppo
+
+    env = config.make_env()
+    like = jax.eval_shape(lambda: ppo.make_network(jax.random.PRNGKey(0), config, env))
+    if not ppo.network_fits(network, like):
+        trained, _ = ppo.load_network(path)
+        given = ", ".join(f"{k}={v}" for k, v in trained.settings)
+        raise UsageError(f"init: {path}'s {trained.network} network does not fit {env.describe()} (observation size "
+                         f"{env.observation_size}, {env.num_actions} actions); it was trained with {given}: give the "
+                         "settings that change the observation or action layout as they were"
+                         + (" (its per-gene network plays any n_genes)" if trained.network == "pergene" else ""))
+
+
+def _train_by_cloning(args, world, settings: dict, steps: int, num_envs: int) -> int:
+    """``luca-gym train --algo bc``: clone one of the world's flat baselines into a
+    network (:func:`luca_gym.agents.bc.clone`) and write a PPO run folder
+    (``ppo:OUT`` plays it; ``--algo ppo --init OUT`` fine-tunes it)."""
+    import csv
+
+    from luca_gym.agents import bc, ppo
+
+    teachers = world.flat_baseline_policies()
+    if not teachers:
+        raise UsageError(f"algo: bc needs a teacher, and world {world.name!r} ships no flat baseline "
+                         "(World.flat_baselines)")
+    teacher = args.teacher if args.teacher is not None else next(iter(teachers))
+    if teacher not in teachers:
+        raise UsageError(f"teacher: {teacher!r} unknown for world {world.name!r}; allowed {', '.join(teachers)}")
+    epochs = BC_EPOCHS if args.epochs is None else args.epochs
+    if isinstance(epochs, bool) or epochs < 1:
+        raise UsageError(f"epochs: {epochs} not allowed; a positive integer")
+    for name, value in (("num_envs", num_envs), ("steps", steps)):
+        if value < 1:
+            raise UsageError(f"{name}: {value} not allowed; a positive integer")
+    length = steps // num_envs
+    if length < 1:
+        raise UsageError(f"steps: {steps} is less than one step per env ({num_envs} envs); allowed at least {num_envs}")
+    hyper = {"pool_size": args.pool_size} if args.pool_size is not None else {}
+    hyper |= {"network": args.network} if args.network is not None else {}
+    config = ppo.PPOConfig(world.name, settings, steps=num_envs * length, num_envs=num_envs, num_steps=length,
+                           minibatches=1, seed=args.seed, **hyper)
+    env = config.make_env()
+    _writable_dir(args.out)
+    print(f"training bc: {teacher}'s sessions on {env.describe()}, {num_envs} envs x {length} steps "
+          f"({num_envs * length:,} steps; the steps after an env's last ended session are dropped), "
+          f"fitted into the {config.network} network for {epochs} epochs", flush=True)
+    progress = TrainProgress(args.quiet, "bc")
+    rows = []
+
+    def record(row):
+        rows.append(row)
+        progress(row)
+
+    try:
+        cloned = bc.clone(config, teachers[teacher](env), envs=num_envs, steps=length, epochs=epochs,
+                          minibatch=BC_MINIBATCH, progress=record)
+    finally:
+        progress.close()
+    summary = {"algo": "bc", "teacher": teacher, "teacher_score": cloned["teacher_score"], "samples": cloned["samples"],
+               "epochs": epochs, "cross_entropy": cloned["cross_entropy"], "accuracy": cloned["accuracy"],
+               "wall_s": cloned["wall_s"], "out": args.out}
+    ppo.save(args.out, config, cloned["network"], summary)
+    with open(os.path.join(args.out, CLONING_CSV), "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, ("epoch", "cross_entropy", "accuracy", "wall_s"), extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    print(f"trained bc: {cloned['samples']:,} of the teacher's steps in {cloned['wall_s']:.1f} s; the network takes the "
+          f"teacher's action on {cloned['accuracy']:.3f} of them (last epoch); the teacher's mean {env.headline} on the "
+          f"training pool {cloned['teacher_score']:.3f}")
+    where = "" if world.name == DEFAULT_WORLD else f" --world {world.name}"
+    print(f"run folder: {args.out}  (evaluate: luca-gym eval{where} --agents ppo:{args.out}; "
+          f"fine-tune: luca-gym train{where} --algo ppo --init {args.out} ...)")
     return 0
 
 
@@ -471,7 +591,11 @@ def cmd_worlds(args) -> int:
         print(f"{w.name} (version {w.version}): {w.summary}")
         print(f"  headline score: {w.headline};  settings: {', '.join(k for k in w.session_keys if k != 'seed') or 'none'}")
         print(f"  gymnasium: {', '.join(w.gym_ids()) or 'none'}")
-        print(f"  baselines: {', '.join(w.baseline_policies()) or 'none'}" + (f"\n  reference: {w.reference}" if w.reference else ""))
+        print(f"  baselines: {', '.join(w.baseline_policies()) or 'none'}")
+        if w.flat_baselines is not None:
+            print(f"  flat baselines (teachers of train --algo bc): {', '.join(w.flat_baseline_policies())}")
+        if w.reference:
+            print(f"  reference: {w.reference}")
     return 0
 
 
@@ -638,21 +762,30 @@ def build_parser(flag_world=None) -> argparse.ArgumentParser:
     p = sub.add_parser("train", help="train a learned agent on a world's flat action space")
     p.add_argument("--world", default=DEFAULT_WORLD, help=world_help + " (one with a flat codec)")
     p.add_argument("--algo", default="ppo", metavar="{" + ",".join(TRAIN_ALGOS) + "}",
-                   help="ppo (pure JAX, this package, any world with a flat codec) or maskable-ppo (sb3-contrib, the rl "
-                        "extra; LUCA)")
+                   help="ppo (pure JAX, this package, any world with a flat codec), maskable-ppo (sb3-contrib, the rl "
+                        "extra; LUCA) or bc (behaviour cloning of one of the world's flat baselines into a JAX network: "
+                        "a PPO run folder, to evaluate as ppo:OUT or fine-tune with --algo ppo --init OUT)")
+    p.add_argument("--teacher", default=None, metavar="NAME",
+                   help="--algo bc: the flat baseline to clone (default: the world's first; LUCA: causal-sweep-flat)")
+    p.add_argument("--epochs", type=int, default=None,
+                   help=f"--algo bc: passes over the teacher's steps (default {BC_EPOCHS})")
+    p.add_argument("--init", default=None, metavar="RUN",
+                   help="--algo ppo: start from this run folder's weights (e.g. a bc run's) and keep its network; the "
+                        "codec settings must give the same observation and action layout (a per-gene network: any n_genes)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a setting of the world's flat codec (repeatable)")
     p.add_argument("--budget", default=None, metavar="VALUE", help=BUDGET_HELP + "; saved in the run folder's config.json")
     p.add_argument("--network", default=None, metavar="{mlp,pergene}",
-                   help="--algo ppo: the policy network, mlp (default: one N only) or pergene (attention over genes, equinox: "
+                   help="--algo ppo or bc: the policy network, mlp (default: one N only) or pergene (attention over genes, equinox: "
                         "one set of weights plays every N; a world whose flat codec has a token layout)")
     _add_world_arguments(p, "add_train_arguments")
     if flag_world is not None:
         _config_flags(p, flag_world, many=False)
     p.add_argument("--steps", type=int, default=None,
-                   help=f"env steps (default: ppo {TRAIN_DEFAULTS['ppo']['steps']}, maskable-ppo {TRAIN_DEFAULTS['maskable-ppo']['steps']})")
+                   help=f"env steps (default: ppo {TRAIN_DEFAULTS['ppo']['steps']}, maskable-ppo "
+                        f"{TRAIN_DEFAULTS['maskable-ppo']['steps']}; bc: the teacher's, {TRAIN_DEFAULTS['bc']['steps']})")
     p.add_argument("--num-envs", type=int, default=None,
                    help=f"envs side by side (default: ppo {TRAIN_DEFAULTS['ppo']['num_envs']}, "
-                        f"maskable-ppo {TRAIN_DEFAULTS['maskable-ppo']['num_envs']})")
+                        f"maskable-ppo {TRAIN_DEFAULTS['maskable-ppo']['num_envs']}, bc {TRAIN_DEFAULTS['bc']['num_envs']})")
     p.add_argument("--pool-size", type=int, default=None,
                    help="training instances, seeds 10000 .. 10000+SIZE-1 (default 1024; never the evaluation seeds 0-19)")
     p.add_argument("--out", required=True, help="run folder (checkpoint, config, learning curve CSV and PNG)")

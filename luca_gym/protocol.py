@@ -221,6 +221,13 @@ class World:
             "truncated", "end_reason"}`` (one session of a policy on the host
             session; ``fields`` are the world's own record fields), or None
             where the world's agents are tool agents only.
+        flat_baselines: entry point of ``{name: make(codec) -> policy}``, or
+            None: scripted policies on the world's flat space, each made for
+            one codec as a :func:`luca_gym.functional.flat_rollout` policy
+            ``(params, key, obs (B, D), mask (B, K)) -> int32 (B,)`` that
+            reads only the observation and the mask (called with params
+            None): the teachers of ``luca-gym train --algo bc``
+            (:func:`luca_gym.agents.bc.clone`).
         expected_fields: entry point of ``(**settings) -> dict``: what a
             session of these settings records beside its key (LUCA: budget
             and call limit), that a results folder must agree on; or None.
@@ -274,6 +281,7 @@ class World:
     tools_env: str | None = None
     baselines: str | None = None
     play: str | None = None
+    flat_baselines: str | None = None
     expected_fields: str | None = None
     check_settings: str | None = None
     report: str | None = None
@@ -311,7 +319,7 @@ class World:
             raise ValueError("World.contrasts: two contrasts share a name")
         for f in fields(self):
             if f.name in ("config", "tools", "env", "vector_env", "flat_env", "flat", "tools_env", "baselines", "play",
-                           "expected_fields", "check_settings", "report", "viewer", "cli"):
+                           "flat_baselines", "expected_fields", "check_settings", "report", "viewer", "cli"):
                 value = getattr(self, f.name)
                 if value is None and f.name != "config":
                     continue
@@ -361,3 +369,7 @@ class World:
     def baseline_policies(self) -> dict:
         """``{name: policy class}`` (empty where the world ships none)."""
         return {} if self.baselines is None else dict(load(self.baselines))
+
+    def flat_baseline_policies(self) -> dict:
+        """``{name: make(codec) -> flat_rollout policy}`` (empty where the world ships none)."""
+        return {} if self.flat_baselines is None else dict(load(self.flat_baselines))

@@ -34,9 +34,11 @@ What it checks (each failure raises AssertionError naming the check):
   too: an action the mask allows is never refused, a refused one changes
   nothing and costs nothing (the same mask and score, reward 0; the
   observation may report the refusal), and an
-  ended session's return equals its headline score; ``flat-no-retrace`` --
-  a rollout on a pool of other instances traces no JAX function (not for a
-  codec marked host-side).
+  ended session's return equals its headline score; ``flat-baselines``
+  (a world with ``World.flat_baselines``) -- each flat baseline, the
+  teachers of ``luca-gym train --algo bc``, chooses only actions the codec
+  takes and ends sessions; ``flat-no-retrace`` -- a rollout on a pool of
+  other instances traces no JAX function (not for a codec marked host-side).
 """
 
 from __future__ import annotations
@@ -169,14 +171,21 @@ def _check_flat(world: World, settings: dict, seeds) -> list[str]:
     _check(done.any(), "flat", f"no session ended within {FLAT_STEPS} steps")
     _check(np.allclose(t["return"][done], t["score"][done], atol=1e-5), "flat",
            f"an ended session's return differs from its {world.headline}")
+    ran = ["flat"]
+    for name, make in world.flat_baseline_policies().items():  # each teacher of `train --algo bc` plays legal actions
+        played = jax.device_get(F.flat_rollout(make(codec), None, jax.random.PRNGKey(2), codec, pool, FLAT_ENVS, FLAT_STEPS,
+                                               trajectories=True))["trajectory"]
+        _check((played["error"] == 0).all(), "flat-baselines", f"flat baseline {name!r} chose an action the codec refused")
+        _check(played["done"].any(), "flat-baselines", f"flat baseline {name!r} ended no session within {FLAT_STEPS} steps")
+        ran = ["flat", "flat-baselines"]
     if "flat" in world.host_side:  # a host-side codec is not held to the jit checks
-        return ["flat"]
+        return ran
     other = F.make_pool(codec, [s + 1000 for s in seeds])
     with count_traces() as traced:
         jax.block_until_ready(F.flat_rollout(_probing_policy, None, jax.random.PRNGKey(1), codec, other, FLAT_ENVS, FLAT_STEPS,
                                              trajectories=True))
     _check(not traced, "flat-no-retrace", f"a rollout on other instances traced {traced}")
-    return ["flat", "flat-no-retrace"]
+    return [*ran, "flat-no-retrace"]
 
 
 def _check_tools(world: World, open_tools, settings: dict, seeds, mcp: bool) -> list[str]:

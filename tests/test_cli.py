@@ -342,7 +342,16 @@ BAD_TRAIN = [
     (["--n-genes", "3"], ["--n-genes", "3", "4..4096"]),
     (["--analyst", "oracle"], ["analyst", "'oracle'", "logit-additive"]),
     (["--pool-size", "0"], ["--pool-size", "0", "positive integer"]),
-    (["--algo", "maskable-ppo", "--network", "pergene"], ["network", "--algo ppo only"]),
+    (["--algo", "maskable-ppo", "--network", "pergene"], ["network", "--algo ppo and bc", "not maskable-ppo"]),
+    (["--algo", "bc", "--teacher", "causal-sweep"], ["--teacher", "'causal-sweep'", "unknown", "allowed causal-sweep-flat"]),
+    (["--algo", "bc", "--world", "dag"], ["--algo", "bc needs a teacher", "'dag'", "no flat baseline"]),
+    (["--algo", "bc", "--epochs", "0"], ["--epochs", "0 not allowed", "positive integer"]),
+    (["--algo", "bc", "--steps", "100", "--num-envs", "512"], ["--steps", "100", "one step per env", "at least 512"]),
+    (["--algo", "bc", "--num-envs", "-3"], ["--num-envs", "-3 not allowed"]),
+    (["--algo", "bc", "--init", "run"], ["--init", "--algo ppo only", "not bc"]),
+    (["--teacher", "causal-sweep-flat"], ["--teacher", "--algo bc only", "not ppo"]),
+    (["--algo", "maskable-ppo", "--epochs", "3"], ["--epochs", "--algo bc only"]),
+    (["--init", "/nonexistent/run"], ["--init", "/nonexistent/run: no such run folder"]),
     (["--network", "transformer"], ["network", "'transformer'", "'mlp', 'pergene'"]),
     (["--world", "dag", "--network", "pergene"], ["network", "world 'dag'", "network='mlp'"]),
     *[(["--budget", v], ["--budget", words]) for v, words in
@@ -521,3 +530,4 @@ def test_train_network_reaches_the_ppo_config(tmp_path, capsys, monkeypatch):
     assert main([*base, "--out", str(tmp_path / "mlp")]) == 0
     capsys.readouterr()
     assert seen == [("pergene", "pergene"), ("mlp", "mlp")]
+

@@ -234,3 +234,4 @@ def test_luca_gym_worlds_lists_the_registry(capsys):
     out = capsys.readouterr().out
     assert "luca (version 1): gene-regulatory organisms" in out  # (other tests may have registered more worlds)
     assert "luca_gym/Luca-v0, luca_gym/LucaFlat-v0, luca_gym/LucaTools-v0" in out and "headline score: composite" in out
+    assert "  flat baselines (teachers of train --algo bc): causal-sweep-flat\n" in out

@@ -14,6 +14,7 @@ import jax
 import numpy as np
 import pytest
 
+import toy_flat
 import toy_world
 from luca_gym import worlds
 from luca_gym.protocol import World
@@ -38,14 +39,18 @@ ALL_CHECKS = ["registry", "return-equals-headline", "refusals", "schemas", "repl
               "mcp", "flat", "flat-no-retrace", "check_env"]
 
 
+# A world with flat baselines (World.flat_baselines: the teachers of `train --algo bc`) is checked for them too.
+WITH_FLAT_BASELINES = [*ALL_CHECKS[:ALL_CHECKS.index("flat") + 1], "flat-baselines", *ALL_CHECKS[ALL_CHECKS.index("flat") + 1:]]
+
+
 def test_check_world_passes_on_luca():
-    assert check_world("luca", settings={"tier": "easy", "mode": "disease", "n_genes": 20}) == ALL_CHECKS  # N=20: programs other tests compile too
+    assert check_world("luca", settings={"tier": "easy", "mode": "disease", "n_genes": 20}) == WITH_FLAT_BASELINES  # N=20: programs other tests compile too
 
 
 def test_the_toy_world_registers_itself_and_passes():
     assert "toy" in worlds.names() and worlds.get("toy") is toy_world.WORLD
     assert "luca_gym/ToyTools-v0" in gym.registry and "luca_gym/Toy-v0" not in gym.registry  # tools only
-    assert check_world("toy") == ALL_CHECKS
+    assert check_world("toy") == WITH_FLAT_BASELINES
     env = gym.make("luca_gym/ToyTools-v0", n_bits=6)
     text, info = env.reset(options={"seed": 4})
     assert info["instance_id"] == "toy_00000004" and "[system]\nFind 6 hidden switches" in text
@@ -77,6 +82,47 @@ def test_the_functional_env_and_ppo_run_a_world_they_do_not_name(tmp_path):
         ppo.PPOConfig(world="toy", n_bits=0)
     with pytest.raises(ValueError, match="no flat codec"):
         F.make_env(world=World(name="noflat", version="1", gym_stem="NoFlat", summary="", config="toy_world:ToyConfig"))
+
+
+def test_train_clones_a_flat_baseline_and_fine_tunes_it_on_a_world_it_does_not_name(tmp_path, capsys):
+    """``luca-gym train --world toy --algo bc``: the toy's flat baseline
+    (World.flat_baselines) cloned into a PPO run folder whose greedy network
+    plays as the teacher does; ``--algo ppo --init`` starts from its weights
+    and keeps its network; a codec of another layout is refused, naming the
+    settings the run was trained with."""
+    from luca_gym import cli
+    from luca_gym import functional as F
+    from luca_gym.agents import ppo
+
+    clone, tuned = tmp_path / "clone", tmp_path / "tuned"
+    common = ["--world", "toy", "--set", "n_bits=6", "--num-envs", "16", "--pool-size", "16", "--quiet"]
+    assert cli.main(["train", "--algo", "bc", *common, "--steps", "1024", "--epochs", "60", "--out", str(clone)]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("training bc: first-legal's sessions on N=6, 16 envs x 64 steps") and "ppo:" in printed
+    summary = json.loads((clone / "summary.json").read_text())
+    assert (summary["algo"], summary["teacher"], summary["epochs"]) == ("bc", "first-legal", 60)
+    assert 512 <= summary["samples"] <= 1024 and summary["accuracy"] > 0.95
+    curve = (clone / "cloning_curve.csv").read_text().splitlines()
+    assert curve[0] == "epoch,cross_entropy,accuracy,wall_s" and len(curve) == 61
+    assert float(curve[-1].split(",")[1]) < float(curve[1].split(",")[1])
+    config, network = ppo.load_network(str(clone))
+    codec = F.make_env(world="toy", n_bits=6)
+    pool = F.make_pool(codec, range(20))  # the evaluation seeds: the clone was fitted on 10000-10015
+    key = jax.random.PRNGKey(3)
+    teacher = F.flat_rollout(toy_flat.first_legal(codec), None, key, codec, pool, 20, 24, trajectories=True)
+    student = F.flat_rollout(ppo.greedy_policy, network, key, codec, pool, 20, 24, trajectories=True)
+    agree = np.asarray(teacher["trajectory"]["action"]) == np.asarray(student["trajectory"]["action"])
+    assert agree.mean() > 0.95 and abs(float(student["mean_score"]) - float(teacher["mean_score"])) < 0.05
+
+    assert cli.main(["train", "--algo", "ppo", "--init", str(clone), *common, "--steps", "512", "--out", str(tuned)]) == 0
+    assert f"starting from {clone}'s weights" in capsys.readouterr().out
+    assert json.loads((tuned / "summary.json").read_text())["started_from"] == str(clone)
+    assert ppo.load_network(str(tuned))[0].hidden == config.hidden
+
+    other = tmp_path / "other"
+    assert cli.main(["train", "--algo", "ppo", "--init", str(clone), *common, "--set", "n_bits=8", "--out", str(other)]) == 2
+    err = capsys.readouterr().err
+    assert "--init:" in err and "does not fit N=8" in err and "n_bits=6" in err and not other.exists()
 
 
 def test_maskable_ppo_trains_on_a_world_it_does_not_name(tmp_path):
@@ -203,6 +249,17 @@ def test_check_world_fails_when_a_rule_breaks(cls, check):
                    config="toy_world:ToyConfig", headline="accuracy", tools=f"test_worlds:{cls}")
     with pytest.raises(AssertionError, match=rf"check_world \[{check}\]"):
         check_world(broken, gym_ids=False, mcp=False)
+
+
+def test_check_world_fails_on_a_flat_baseline_the_codec_refuses():
+    """A flat baseline (a teacher of ``train --algo bc``) that chooses an index outside [0, K) fails ``flat-baselines``."""
+    broken = World(name="broken_teacher", version="1", gym_stem="BrokenTeacher", summary="a toy with a broken teacher",
+                   config="toy_world:ToyConfig", headline="accuracy", tools="toy_world:ToyToolSession",
+                   flat="toy_flat:ToyFlat", flat_baselines="toy_flat:BROKEN_FLAT_BASELINES")
+    with pytest.raises(AssertionError, match=r"check_world \[flat-baselines\]: flat baseline 'out-of-range' chose an action"):
+        check_world(broken, gym_ids=False, mcp=False)
+    with pytest.raises(ValueError, match="World.flat_baselines"):
+        World(name="x", version="1", gym_stem="X", summary="", config="toy_world:ToyConfig", flat_baselines="not an entry point")
 
 
 def test_a_host_side_tool_session_is_exempt_from_the_jit_checks_only():

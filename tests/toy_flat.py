@@ -67,3 +67,24 @@ class ToyFlat:
 
     def score(self, state):
         return state[0].score
+
+
+def first_legal(codec):
+    """The toy's flat baseline: the first action the mask allows (probe the
+    switches in order while the budget lasts, then submit)."""
+    def act(params, key, obs, mask):
+        return jnp.argmax(mask, axis=-1).astype(jnp.int32)
+
+    return act
+
+
+def out_of_range(codec):
+    """A broken flat baseline for check_world's test: an index outside [0, K)."""
+    def act(params, key, obs, mask):
+        return jnp.full(obs.shape[:1], -1, jnp.int32)
+
+    return act
+
+
+FLAT_BASELINES = {"first-legal": first_legal}
+BROKEN_FLAT_BASELINES = {"out-of-range": out_of_range}

@@ -143,4 +143,5 @@ WORLD = register_world(World(
     name="toy", version="1", gym_stem="Toy", summary="hidden switches, probed under a budget",
     config="toy_world:ToyConfig", headline="accuracy", tools="toy_world:ToyToolSession",
     baselines="toy_world:BASELINES", session_keys=("n_bits", "seed"), flat="toy_flat:ToyFlat",
+    flat_baselines="toy_flat:FLAT_BASELINES",
 ))

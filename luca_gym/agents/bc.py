@@ -82,8 +82,8 @@ def clone(config: ppo.PPOConfig, teacher, *, envs: int = 2048, steps: int = 64, 
             steps samples; steps after an env's last ended session dropped).
         epochs, learning_rate, minibatch: Adam passes over the samples.
         pool: the training pool (default: the config's, seeds pool_start up).
-        progress: called with {"epoch", "cross_entropy", "accuracy",
-            "wall_s"} after each epoch.
+        progress: called with {"epoch", "epochs" (the total),
+            "cross_entropy", "accuracy", "wall_s"} after each epoch.
 
     Returns {"network", "teacher_score" (the teacher's mean headline score on
     the pool), "samples", "cross_entropy", "accuracy" (the last epoch's),
@@ -113,7 +113,7 @@ def clone(config: ppo.PPOConfig, teacher, *, envs: int = 2048, steps: int = 64, 
         network, opt_state, cross_entropy, accuracy = _epoch(network, opt_state, jax.random.fold_in(shuffle_key, e),
                                                              data, optimizer, minibatch)
         if progress:
-            progress({"epoch": e + 1, "cross_entropy": float(cross_entropy), "accuracy": float(accuracy),
+            progress({"epoch": e + 1, "epochs": epochs, "cross_entropy": float(cross_entropy), "accuracy": float(accuracy),
                       "wall_s": round(time.perf_counter() - started, 3)})
     return {"network": network, "teacher_score": float(out["mean_score"]), "samples": samples,
             "cross_entropy": float(cross_entropy), "accuracy": float(accuracy),

@@ -489,15 +489,30 @@ def plan(config: PPOConfig) -> str:
             f"{rounded}; {rate}{network}")
 
 
+def network_fits(network, like) -> bool:
+    """Whether ``network`` has the structure, shapes and dtypes of ``like``
+    (e.g. :func:`make_network`'s for a config, or its ``jax.eval_shape``)."""
+    try:
+        if jax.tree_util.tree_structure(network) != jax.tree_util.tree_structure(like):
+            return False
+        want = [(tuple(x.shape), jnp.dtype(x.dtype)) for x in jax.tree_util.tree_leaves(like)]
+        got = [(tuple(jnp.shape(x)), jnp.result_type(x)) for x in jax.tree_util.tree_leaves(network)]
+    except TypeError:
+        return False
+    return want == got
+
+
 def train(config: PPOConfig, out: str | None = None, progress: Callable[[dict], None] | None = None,
-          network=None) -> dict:
+          network=None, started_from: str | None = None) -> dict:
     """Train PPO per ``config``; with ``out``, write the run folder (see the
     module doc; the learning curve grows one line per update, so an
     interrupted run keeps its curve).
 
     ``network`` starts the run from these weights instead of fresh ones (a
     warm start, e.g. :func:`luca_gym.agents.bc.clone`'s; the same structure
-    and shapes as :func:`make_network` gives for ``config``, else ValueError).
+    and shapes as :func:`make_network` gives for ``config``, else ValueError);
+    ``started_from`` (e.g. the run folder they came from) is recorded in the
+    summary.
 
     ``progress`` is called after every update with that update's curve row
     (:func:`curve_fields` of the world's headline) plus ``updates`` (the total). Returns a summary
@@ -516,9 +531,7 @@ def train(config: PPOConfig, out: str | None = None, progress: Callable[[dict], 
     pool = F.make_pool(env, F.training_seeds(config.pool_size, config.pool_start))
     runner = init_runner(jax.random.PRNGKey(config.seed), config, env, pool)
     if network is not None:
-        want = jax.tree_util.tree_map(lambda x: (x.shape, x.dtype), runner.network)
-        got = jax.tree_util.tree_map(lambda x: (jnp.shape(x), jnp.result_type(x)), network)
-        if jax.tree_util.tree_structure(runner.network) != jax.tree_util.tree_structure(network) or want != got:
+        if not network_fits(network, runner.network):
             raise ValueError(f"network: not a network of this config ({config.network} on {env.describe()}, observation "
                              f"size {env.observation_size}, {env.num_actions} actions); allowed make_network's structure "
                              "and shapes")
@@ -561,6 +574,8 @@ def train(config: PPOConfig, out: str | None = None, progress: Callable[[dict], 
         "final_return": rows[-1]["mean_return"],
         "out": out,
     }
+    if network is not None:
+        summary["started_from"] = started_from or "given weights"
     if out is not None:
         save(out, config, runner.network, summary)
         plot_curve(rows, os.path.join(out, CURVE_PNG), title=f"PPO {config.world} {env.describe()}",

@@ -38,6 +38,7 @@ WORLD = World(
     tools_env="luca_gym.worlds.luca.envs.tools:LucaToolsEnv",
     baselines="luca_gym.worlds.luca.baselines:BASELINES",
     play="luca_gym.worlds.luca.evaluation:play_policy",
+    flat_baselines="luca_gym.worlds.luca.baselines.sweep_flat:FLAT_BASELINES",
     expected_fields="luca_gym.worlds.luca.evaluation:expected_fields",
     check_settings="luca_gym.worlds.luca.evaluation:check_settings",
     report="luca_gym.worlds.luca.report:sections",

@@ -28,6 +28,8 @@ One decision, three front ends, no copy:
 * :func:`choose` -- one session's flat vector and mask -> a flat action;
 * :func:`flat_policy` -- batched, for :func:`luca_gym.functional.flat_rollout`
   (the benchmark's column);
+* :func:`for_codec` -- :func:`flat_policy` of a codec: the world's flat
+  baseline (``FLAT_BASELINES``), the teacher of ``luca-gym train --algo bc``;
 * :func:`batched_policy` -- dict observations -> core actions, for
   :func:`luca_gym.worlds.luca.functional.rollout`;
 * :class:`CausalSweepFlatPolicy` -- the harness policy
@@ -119,6 +121,16 @@ def flat_policy(params: core.EnvParams):
         return jax.vmap(partial(choose, params=params))(obs, mask)
 
     return act
+
+
+def for_codec(codec):
+    """``causal-sweep-flat`` for a LUCA flat codec (:func:`flat_policy` of its
+    params): the world's flat baseline, the teacher of ``luca-gym train --algo
+    bc`` (``World.flat_baselines``)."""
+    return flat_policy(codec.params)
+
+
+FLAT_BASELINES = {"causal-sweep-flat": for_codec}
 
 
 def _action(obs: dict, params: core.EnvParams, analyst: str) -> core.Action:
