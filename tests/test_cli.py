@@ -531,3 +531,17 @@ def test_train_network_reaches_the_ppo_config(tmp_path, capsys, monkeypatch):
     capsys.readouterr()
     assert seen == [("pergene", "pergene"), ("mlp", "mlp")]
 
+
+def test_eval_summary_has_a_scaling_table_only_where_medium_healthy_sessions_ran():
+    """The paper's scaling table is of medium healthy sessions: a sweep of
+    several N without them (medium disease) prints no empty table."""
+    from luca_gym.worlds.luca.cli import CLI
+    from luca_gym.worlds.luca.evaluation import luca_spec
+
+    def summary(tier, mode):
+        records = [make_record("causal-sweep", tier, mode, n, s, 0.5) for n in (20, 40) for s in (0, 1)]
+        return CLI.eval_summary(records, [luca_spec("causal-sweep", tier, mode, n, s) for n in (20, 40) for s in (0, 1)])
+
+    healthy, disease = summary("medium", "healthy"), summary("medium", "disease")
+    assert "Scaling (medium healthy, prediction accuracy)\n| N | budget | causal-sweep |" in healthy
+    assert "Composite score, N=40" in disease and "Scaling" not in disease

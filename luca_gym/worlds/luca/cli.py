@@ -266,10 +266,11 @@ class LucaCLI:
             parts.append(tables.composite_table(main, n, with_paper=budget is None))
         if note:
             parts.append(f"({note})\n\n{ablation.section(records)}")
-        if len(n_genes) > 1 and budget is None:
+        scaling = any((r["tier"], r["mode"]) == ("medium", "healthy") for r in records)  # the paper's table is of those
+        if len(n_genes) > 1 and budget is None and scaling:
             parts.append("\nScaling (medium healthy, prediction accuracy)")
             parts.append(tables.scaling_table(records))
-        elif len(n_genes) > 1:
+        elif len(n_genes) > 1 and scaling:
             parts.append(f"\n(Scaling table left out: it is the paper's, at the default budget of each N; this sweep ran at budget {budget}.)")
         return "\n".join(parts)
 
