@@ -47,7 +47,7 @@ SEEDS = [0, 1]
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("results")
-    ev.sweep(ev.plan(AGENTS, ["easy"], ["healthy", "disease"], [20], SEEDS), str(folder))
+    ev.sweep(ev.plan_world("luca", AGENTS, SEEDS, tier="easy", mode=["healthy", "disease"], n_genes=20), str(folder))
     path = folder / ev.SESSIONS_FILE
     healthy = [json.loads(line) for line in path.read_text().splitlines() if json.loads(line)["mode"] == "healthy"]
     budget = make_params("easy", 10, "healthy").budget  # the paper's default at N=10, as the report checks
