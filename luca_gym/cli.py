@@ -419,7 +419,8 @@ def cmd_train(args) -> int:
     num_envs = defaults["num_envs"] if args.num_envs is None else args.num_envs
     if args.network is not None and args.algo == "maskable-ppo":
         raise UsageError("network: applies to --algo ppo and bc (the JAX networks), not maskable-ppo")
-    for option, algos in (("teacher", ("bc",)), ("epochs", ("bc",)), ("init", ("ppo",))):
+    for option, algos in (("teacher", ("bc",)), ("epochs", ("bc",)), ("init", ("ppo",)), ("learning_rate", ("ppo",)),
+                          ("ent_coef", ("ppo",))):
         if getattr(args, option) is not None and args.algo not in algos:
             raise UsageError(f"{option}: applies to --algo {' and '.join(algos)} only, not {args.algo}")
     if args.algo == "bc":
@@ -441,6 +442,7 @@ def cmd_train(args) -> int:
 
         hyper = {"pool_size": args.pool_size} if args.pool_size is not None else {}
         hyper |= {"network": args.network} if args.network is not None else {}
+        hyper |= {name: getattr(args, name) for name in ("learning_rate", "ent_coef") if getattr(args, name) is not None}
         start = None
         if args.init is not None:
             start, architecture = _warm_start(args.init, world)
@@ -769,6 +771,11 @@ def build_parser(flag_world=None) -> argparse.ArgumentParser:
                    help="--algo bc: the flat baseline to clone (default: the world's first; LUCA: causal-sweep-flat)")
     p.add_argument("--epochs", type=int, default=None,
                    help=f"--algo bc: passes over the teacher's steps (default {BC_EPOCHS})")
+    p.add_argument("--learning-rate", type=float, default=None, metavar="LR",
+                   help="--algo ppo: Adam's learning rate, annealed linearly to 0 over the run (default 0.001; lower "
+                        "for a fine-tune from --init)")
+    p.add_argument("--ent-coef", type=float, default=None, metavar="C",
+                   help="--algo ppo: the entropy bonus (default 0.01)")
     p.add_argument("--init", default=None, metavar="RUN",
                    help="--algo ppo: start from this run folder's weights (e.g. a bc run's) and keep its network; the "
                         "codec settings must give the same observation and action layout (a per-gene network: any n_genes)")

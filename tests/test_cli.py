@@ -352,6 +352,9 @@ BAD_TRAIN = [
     (["--teacher", "causal-sweep-flat"], ["--teacher", "--algo bc only", "not ppo"]),
     (["--algo", "maskable-ppo", "--epochs", "3"], ["--epochs", "--algo bc only"]),
     (["--init", "/nonexistent/run"], ["--init", "/nonexistent/run: no such run folder"]),
+    (["--learning-rate", "-1"], ["--learning-rate", "-1.0 not allowed"]),
+    (["--ent-coef", "nan"], ["--ent-coef", "nan not allowed"]),
+    (["--algo", "bc", "--learning-rate", "0.1"], ["--learning-rate", "--algo ppo only", "not bc"]),
     (["--network", "transformer"], ["network", "'transformer'", "'mlp', 'pergene'"]),
     (["--world", "dag", "--network", "pergene"], ["network", "world 'dag'", "network='mlp'"]),
     *[(["--budget", v], ["--budget", words]) for v, words in
@@ -530,6 +533,24 @@ def test_train_network_reaches_the_ppo_config(tmp_path, capsys, monkeypatch):
     assert main([*base, "--out", str(tmp_path / "mlp")]) == 0
     capsys.readouterr()
     assert seen == [("pergene", "pergene"), ("mlp", "mlp")]
+
+
+def test_train_learning_rate_and_entropy_reach_the_ppo_config(tmp_path, capsys, monkeypatch):
+    """``--learning-rate`` and ``--ent-coef`` set the JAX PPO's (a gentle fine-tune from ``--init``); the defaults stay."""
+    from luca_gym.agents import ppo
+
+    seen = []
+
+    def fake_ppo(config, out, progress):
+        seen.append((config.learning_rate, config.ent_coef))
+        return {"env_steps": 1, "steps": 1, "wall_s": 1.0, "steps_per_s": None, "final_score": 0.5}
+
+    monkeypatch.setattr(ppo, "train", fake_ppo)
+    base = ["train", "--steps", "32768", "--quiet"]
+    assert main([*base, "--learning-rate", "1e-4", "--ent-coef", "0.001", "--out", str(tmp_path / "gentle")]) == 0
+    assert main([*base, "--out", str(tmp_path / "default")]) == 0
+    capsys.readouterr()
+    assert seen == [(1e-4, 0.001), (ppo.PPOConfig.learning_rate, ppo.PPOConfig.ent_coef)]
 
 
 def test_eval_summary_has_a_scaling_table_only_where_medium_healthy_sessions_ran():
