@@ -515,6 +515,8 @@ def _train_by_cloning(args, world, settings: dict, steps: int, num_envs: int) ->
 
     from luca_gym.agents import bc, ppo
 
+    if world.flat is None:
+        raise UsageError(f"algo: bc needs a world with a flat codec (World.flat); world {world.name!r} has none")
     teachers = world.flat_baseline_policies()
     if not teachers:
         raise UsageError(f"algo: bc needs a teacher, and world {world.name!r} ships no flat baseline "

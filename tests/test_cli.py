@@ -344,7 +344,7 @@ BAD_TRAIN = [
     (["--pool-size", "0"], ["--pool-size", "0", "positive integer"]),
     (["--algo", "maskable-ppo", "--network", "pergene"], ["network", "--algo ppo and bc", "not maskable-ppo"]),
     (["--algo", "bc", "--teacher", "causal-sweep"], ["--teacher", "'causal-sweep'", "unknown", "allowed causal-sweep-flat"]),
-    (["--algo", "bc", "--world", "dag"], ["--algo", "bc needs a teacher", "'dag'", "no flat baseline"]),
+    (["--algo", "bc", "--world", "biobank"], ["--algo", "bc needs a world with a flat codec", "'biobank'"]),
     (["--algo", "bc", "--epochs", "0"], ["--epochs", "0 not allowed", "positive integer"]),
     (["--algo", "bc", "--steps", "100", "--num-envs", "512"], ["--steps", "100", "one step per env", "at least 512"]),
     (["--algo", "bc", "--num-envs", "-3"], ["--num-envs", "-3 not allowed"]),

@@ -23,7 +23,7 @@ from luca_gym.worlds.graphs.flat import GraphFlat, play_batch
 from luca_gym.worlds.graphs.tools import DagToolSession, RelationalToolSession
 
 ALL_CHECKS = ["registry", "return-equals-headline", "refusals", "schemas", "replay", "sealed", "no-retrace", "text-env",
-              "mcp", "flat", "flat-no-retrace", "check_env"]
+              "mcp", "flat", "flat-baselines", "flat-no-retrace", "check_env"]  # flat-baselines: systematic's flat form
 DAG = DagConfig(n_nodes=6, n_states=3)
 REL = RelationalConfig(n_houses=6)
 

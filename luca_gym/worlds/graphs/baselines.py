@@ -101,3 +101,5 @@ class Random(FlatBaseline):
 
 
 BASELINES = {"systematic": Systematic, "random": Random}
+# The flat-space form of systematic (World.flat_baselines): the teacher of `luca-gym train --algo bc`.
+FLAT_BASELINES = {"systematic": systematic_policy}
