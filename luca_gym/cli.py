@@ -552,6 +552,10 @@ def _train_by_cloning(args, world, settings: dict, steps: int, num_envs: int) ->
     try:
         cloned = bc.clone(config, teachers[teacher](env), envs=num_envs, steps=length, epochs=epochs,
                           minibatch=BC_MINIBATCH, progress=record)
+    except bc.TooFewSamples as exc:
+        raise UsageError(f"steps: the teacher's {num_envs} envs x {length} steps kept {exc.samples} steps of ended "
+                         f"sessions, fewer than one minibatch of {BC_MINIBATCH}; allowed more --steps (or fewer "
+                         "--num-envs, for longer rollouts)") from None
     finally:
         progress.close()
     summary = {"algo": "bc", "teacher": teacher, "teacher_score": cloned["teacher_score"], "samples": cloned["samples"],

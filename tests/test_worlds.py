@@ -125,17 +125,23 @@ def test_train_clones_a_flat_baseline_and_fine_tunes_it_on_a_world_it_does_not_n
     assert "--init:" in err and "does not fit N=8" in err and "n_bits=6" in err and not other.exists()
 
 
-def test_train_bc_refuses_a_world_without_flat_baselines(tmp_path, capsys, monkeypatch):
+def test_train_bc_refuses_a_world_without_flat_baselines_and_a_rollout_too_short(tmp_path, capsys, monkeypatch):
     import dataclasses
 
     from luca_gym import cli
     from luca_gym import worlds as registry
 
-    monkeypatch.setitem(registry._WORLDS, "toy", dataclasses.replace(toy_world.WORLD, flat_baselines=None))
     out = tmp_path / "run"
-    assert cli.main(["train", "--world", "toy", "--algo", "bc", "--out", str(out), "--quiet"]) == 2
+    short = ["train", "--world", "toy", "--algo", "bc", "--set", "n_bits=6", "--num-envs", "16", "--steps", "64",
+             "--pool-size", "16", "--out", str(out), "--quiet"]
+    assert cli.main(short) == 2  # 4 steps per env: no session of the teacher ends, nothing to fit
     err = capsys.readouterr().err
-    assert "bc needs a teacher, and world 'toy' ships no flat baseline (World.flat_baselines)" in err and not out.exists()
+    assert "--steps: the teacher's 16 envs x 4 steps kept 0 steps of ended sessions, fewer than one minibatch" in err
+    monkeypatch.setitem(registry._WORLDS, "toy", dataclasses.replace(toy_world.WORLD, flat_baselines=None))
+    other = tmp_path / "other"
+    assert cli.main(["train", "--world", "toy", "--algo", "bc", "--out", str(other), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "bc needs a teacher, and world 'toy' ships no flat baseline (World.flat_baselines)" in err and not other.exists()
 
 
 def test_maskable_ppo_trains_on_a_world_it_does_not_name(tmp_path):

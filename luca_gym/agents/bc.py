@@ -26,6 +26,14 @@ from luca_gym.agents import ppo
 from luca_gym.validate import check_positive_int
 
 
+class TooFewSamples(ValueError):
+    """The teacher's rollout kept fewer steps than one minibatch (``samples``: how many it kept)."""
+
+    def __init__(self, samples: int, message: str):
+        super().__init__(message)
+        self.samples = samples
+
+
 def returns_to_go(reward: jax.Array, done: jax.Array) -> tuple[jax.Array, jax.Array]:
     """(return-to-go float32 (T, B), complete bool (T, B)) of a rollout's
     rewards and done flags (T, B): the undiscounted sum of the session's
@@ -85,6 +93,9 @@ def clone(config: ppo.PPOConfig, teacher, *, envs: int = 2048, steps: int = 64, 
         progress: called with {"epoch", "epochs" (the total),
             "cross_entropy", "accuracy", "wall_s"} after each epoch.
 
+    Raises :class:`TooFewSamples` (a ValueError) where the rollout kept fewer
+    steps than ``minibatch``.
+
     Returns {"network", "teacher_score" (the teacher's mean headline score on
     the pool), "samples", "cross_entropy", "accuracy" (the last epoch's),
     "wall_s"}.
@@ -104,7 +115,7 @@ def clone(config: ppo.PPOConfig, teacher, *, envs: int = 2048, steps: int = 64, 
             "target": target[keep]}
     samples = int(data["obs"].shape[0])
     if samples < minibatch:
-        raise ValueError(f"minibatch: {minibatch} is more than the {samples} samples of the teacher's rollout "
+        raise TooFewSamples(samples, f"minibatch: {minibatch} is more than the {samples} samples of the teacher's rollout "
                          f"({envs} envs x {steps} steps); allowed at most {samples}")
     network = ppo.make_network(net_key, config, env)
     optimizer = optax.chain(optax.clip_by_global_norm(1.0), optax.adam(learning_rate))
