@@ -440,19 +440,17 @@ def cmd_train(args) -> int:
     else:
         from luca_gym.agents import ppo
 
-        hyper = {"pool_size": args.pool_size} if args.pool_size is not None else {}
-        hyper |= {"network": args.network} if args.network is not None else {}
-        hyper |= {name: getattr(args, name) for name in ("learning_rate", "ent_coef") if getattr(args, name) is not None}
-        start = None
+        hyper = _jax_hyper(args, ("pool_size", "network", "learning_rate", "ent_coef"))
+        start = trained = None
         if args.init is not None:
-            start, architecture = _warm_start(args.init, world)
-            if args.network is not None and args.network != architecture["network"]:
-                raise UsageError(f"network: {args.network} differs from --init's network ({architecture['network']}); "
+            start, trained = _warm_start(args.init, world)
+            if args.network is not None and args.network != trained.network:
+                raise UsageError(f"network: {args.network} differs from --init's network ({trained.network}); "
                                  "leave --network out (a warm start keeps its run's network)")
-            hyper |= architecture
+            hyper |= {name: getattr(trained, name) for name in ARCHITECTURE}
         config = ppo.PPOConfig(world.name, settings, steps=steps, num_envs=num_envs, seed=args.seed, **hyper)
         if start is not None:
-            _check_warm_start(args.init, start, config)
+            _check_warm_start(args.init, start, trained, config)
         plan = ppo.plan(config) + (f"; starting from {args.init}'s weights" if start is not None else "")
         _writable_dir(args.out)
         warm = {} if start is None else {"network": start, "started_from": args.init}
@@ -477,8 +475,13 @@ def cmd_train(args) -> int:
 ARCHITECTURE = ("network", "hidden", "token_width", "attention_layers", "attention_heads")
 
 
+def _jax_hyper(args, names) -> dict:
+    """The PPOConfig fields among ``names`` given as options (the rest keep their defaults)."""
+    return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+
+
 def _warm_start(path: str, world) -> tuple:
-    """(network, {architecture field: value}) of the run folder ``path`` for ``--init``."""
+    """(network, its run's PPOConfig) of the run folder ``path`` for ``--init``."""
     from luca_gym.agents import ppo
 
     try:
@@ -487,11 +490,11 @@ def _warm_start(path: str, world) -> tuple:
         raise UsageError(f"init: {exc}") from None
     if config.world != world.name:
         raise UsageError(f"init: {path} was trained on world {config.world!r}, not {world.name!r}")
-    return network, {name: getattr(config, name) for name in ARCHITECTURE}
+    return network, config
 
 
-def _check_warm_start(path: str, network, config) -> None:
-    """UsageError where ``network`` (from ``path``) does not fit ``config``'s codec."""
+def _check_warm_start(path: str, network, trained, config) -> None:
+    """UsageError where ``network`` (from ``path``, trained under ``trained``) does not fit ``config``'s codec."""
     import jax
 
     from luca_gym.agents import ppo
@@ -499,7 +502,6 @@ def _check_warm_start(path: str, network, config) -> None:
     env = config.make_env()
     like = jax.eval_shape(lambda: ppo.make_network(jax.random.PRNGKey(0), config, env))
     if not ppo.network_fits(network, like):
-        trained, _ = ppo.load_network(path)
         given = ", ".join(f"{k}={v}" for k, v in trained.settings)
         raise UsageError(f"init: {path}'s {trained.network} network does not fit {env.describe()} (observation size "
                          f"{env.observation_size}, {env.num_actions} actions); it was trained with {given}: give the "
@@ -533,8 +535,7 @@ def _train_by_cloning(args, world, settings: dict, steps: int, num_envs: int) ->
     length = steps // num_envs
     if length < 1:
         raise UsageError(f"steps: {steps} is less than one step per env ({num_envs} envs); allowed at least {num_envs}")
-    hyper = {"pool_size": args.pool_size} if args.pool_size is not None else {}
-    hyper |= {"network": args.network} if args.network is not None else {}
+    hyper = _jax_hyper(args, ("pool_size", "network"))
     config = ppo.PPOConfig(world.name, settings, steps=num_envs * length, num_envs=num_envs, num_steps=length,
                            minibatches=1, seed=args.seed, **hyper)
     env = config.make_env()
