@@ -2,21 +2,35 @@
 # The device check (benchmarks/device_check.py: parity, rollout, generation,
 # PPO, memory; at most 7 minutes, its figures in $OUT/device_check), then with
 # --all the older batched-rollout, solver and PPO benchmarks (9 more minutes).
-# Installs nothing: it runs the working tree with the machine's python3, which
-# must already import jax (with its CUDA plugin), numpy, optax and gymnasium.
-#   bash benchmarks/gpu.sh [--all]    # logs to $OUT if set
+# It runs the working tree with the machine's python3, which holds jax (with its
+# CUDA plugin), numpy and optax but not gymnasium: fetch that first, here, with
+# benchmarks/gpu_wheels.sh into .whl/, and carry .whl; this script installs the
+# wheels it finds there into a folder of its own (nothing else is installed).
+#   bash benchmarks/gpu_wheels.sh                          # here, once
+#   run(command="bash benchmarks/gpu.sh", carry=[".whl"])  # the device call
+#   bash benchmarks/gpu.sh [--all | --smoke]    # logs to $OUT if set; --smoke: every section small (a CPU check)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 PY=${PYTHON:-python3}
 out=${OUT:-$(mktemp -d)}
 
+if compgen -G ".whl/*.whl" > /dev/null; then
+  site=$(mktemp -d)
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" .whl/*.whl || exit 2
+  export PYTHONPATH="$PYTHONPATH:$site"
+fi
 if ! "$PY" -c "import jax, numpy, gymnasium, optax; print('devices:', jax.devices())"; then
-  echo "gpu.sh: this python cannot import jax, numpy, optax and gymnasium; carry them as wheels first" >&2
+  echo "gpu.sh: this python cannot import jax, numpy, optax and gymnasium; fetch gymnasium with benchmarks/gpu_wheels.sh and carry .whl" >&2
   exit 2
 fi
 nvidia-smi --query-gpu=name,memory.total,clocks.sm --format=csv,noheader 2>/dev/null || true
 
+case "${1:-}" in
+  ""|--all) ;;
+  --smoke) exec "$PY" benchmarks/device_check.py --smoke --out "$out/device_check" ;;
+  *) echo "gpu.sh: $1 not allowed; --all, --smoke or nothing" >&2; exit 2 ;;
+esac
 timeout 420 "$PY" benchmarks/device_check.py --out "$out/device_check"
 [ "${1:-}" = "--all" ] || exit 0
 

@@ -67,3 +67,13 @@ def test_failing_seeds_are_found_by_halving(monkeypatch):
     np.testing.assert_array_equal(seeds, kept)
     np.testing.assert_array_equal(arrays["x"], np.asarray(kept) * 10)
     assert sorted(failed) == [5, 11] and len(calls) < 16
+
+
+def test_gpu_sh_refuses_an_unknown_mode_before_it_runs_anything(tmp_path):
+    """benchmarks/gpu.sh, the device call's wrapper: an unknown argument exits 2
+    naming the modes it takes, and writes nothing under $OUT."""
+    done = subprocess.run(["bash", str(SCRIPT.parent / "gpu.sh"), "--nope"],
+                          env={**os.environ, "PYTHON": sys.executable, "OUT": str(tmp_path)},
+                          capture_output=True, text=True, timeout=120, cwd=SCRIPT.parents[1])
+    assert done.returncode == 2 and "--nope not allowed; --all, --smoke or nothing" in done.stderr
+    assert not list(tmp_path.iterdir())
