@@ -35,7 +35,7 @@ timeout 420 "$PY" benchmarks/device_check.py --out "$out/device_check"
 [ "${1:-}" = "--all" ] || exit 0
 
 timeout 230 "$PY" benchmarks/rollout.py --max-envs 65536 --sync-max 1 --gen-max 16384 --fresh-envs 4096 | tee "$out/rollout.txt"
-timeout 60 "$PY" benchmarks/solver.py | tee "$out/solver.txt"
+timeout 60 "$PY" benchmarks/solver.py | tee -a "$out/rollout.txt"  # one file: the device tool brings back 8
 timeout 200 "$PY" benchmarks/ppo.py --envs 1024,4096,16384 --target-steps 5000000 | tee "$out/ppo.txt"
 
 echo
@@ -43,5 +43,5 @@ echo "== summary =="
 grep -E "^\| (1|64|1024|4096|16384|65536) \| [0-9,]+ \| (yes|NO)" "$out/rollout.txt" | sed 's/^/rollout  /'
 grep -E "^\| [a-z]+, [a-z]+ \| (4096|16384) \|" "$out/rollout.txt" | sed 's/^/generate /'
 grep -E "steps/s over" "$out/rollout.txt" | sed 's/^/fresh organisms every episode: /'
-grep -E "^solve_(organisms|interventions):" "$out/solver.txt"
+grep -E "^solve_(organisms|interventions):" "$out/rollout.txt"
 grep -E "^\| [0-9]+ \| [0-9,]+ \| [0-9.]+ \|$|0.95|final" "$out/ppo.txt" | sed 's/^/ppo      /'

@@ -100,12 +100,12 @@ def solver_compiled(policy, organisms, keys, params, steps) -> bool:
     return " exponential(" in compiled.as_text()
 
 
-def tiled_batch(num_envs: int, distinct: int = 64):
+def tiled_batch(num_envs: int, distinct: int = 64, tier: str = TIER, n: int = N, mode: str = MODE):
     """``num_envs`` sessions over ``distinct`` organisms. The organisms are
     generated on the CPU backend (bitwise the published ones) and then placed
     on the default device: the rollout is what is measured here."""
     with jax.default_device(jax.devices("cpu")[0]):
-        organisms, keys = organism_batch(range(distinct), TIER, N, MODE)
+        organisms, keys = organism_batch(range(distinct), tier, n, mode)
     index = np.arange(num_envs) % distinct
     return jax.device_put(jax.tree_util.tree_map(lambda x: np.asarray(x)[index], (organisms, keys)))
 

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 
 SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "device_check.py"
-SECTIONS = ("parity", "rollout", "generation", "ppo")
+SECTIONS = ("parity", "rollout", "generation", "ppo", "model-fit")
 
 
 def test_smoke_run_writes_every_section_and_cpu_parity_is_exact(tmp_path):
@@ -20,8 +20,11 @@ def test_smoke_run_writes_every_section_and_cpu_parity_is_exact(tmp_path):
                           capture_output=True, text=True, timeout=240, cwd=SCRIPT.parents[1])
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     figures = {}
+    # One JSON per section and one tables.md: the device tool brings back at most 8 files.
+    assert sorted(p.name for p in out.iterdir()) == sorted([f"{name}.json" for name in SECTIONS] + ["tables.md"])
+    tables = (out / "tables.md").read_text()
+    assert tables.startswith("## Parity") and tables.count("\n## ") == len(SECTIONS) - 1
     for name in SECTIONS:
-        assert (out / f"{name}.txt").read_text().startswith("## "), name
         figures[name] = json.loads((out / f"{name}.json").read_text())
         assert "error" not in figures[name], figures[name].get("traceback")
         assert figures[name]["peak_device_bytes"] == "n/a"  # a CPU has no memory statistics
@@ -35,6 +38,9 @@ def test_smoke_run_writes_every_section_and_cpu_parity_is_exact(tmp_path):
     (row,) = figures["generation"]["rows"]
     assert row["organisms"] == 4 and row["organisms_per_s"] > 0
     assert figures["ppo"]["updates"] == 2 and figures["ppo"]["steps_per_s"] > 0
+    (row,) = figures["model-fit"]["rows"]  # medium healthy N=20: the fitted predictions solve these 4 sessions
+    assert row["sessions"] == 4 and row["all_ended"] and row["sessions_per_s"] > 0 and row["mean_composite"] > 0.9
+    assert figures["model-fit"]["skipped"] == []
 
 
 def test_an_unknown_section_is_refused(tmp_path):
