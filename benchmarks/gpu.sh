@@ -3,11 +3,11 @@
 # PPO, memory; at most 7 minutes, its figures in $OUT/device_check), then with
 # --all the older batched-rollout, solver and PPO benchmarks (9 more minutes).
 # It runs the working tree with the machine's python3, which holds jax (with its
-# CUDA plugin), numpy and optax but not gymnasium: fetch that first, here, with
-# benchmarks/gpu_wheels.sh into .whl/, and carry .whl; this script installs the
-# wheels it finds there into a folder of its own (nothing else is installed).
-#   bash benchmarks/gpu_wheels.sh                          # here, once
-#   run(command="bash benchmarks/gpu.sh", carry=[".whl"])  # the device call
+# CUDA plugin), numpy and optax but not gymnasium: fetch that first, on a
+# machine with the package registry, with benchmarks/gpu_wheels.sh into .whl/,
+# and copy .whl/ along with the checkout; this script installs the wheels it
+# finds there into a folder of its own (nothing else is installed).
+#   bash benchmarks/gpu_wheels.sh     # with the registry, once
 #   bash benchmarks/gpu.sh [--all | --smoke]    # logs to $OUT if set; --smoke: every section small (a CPU check)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +21,7 @@ if compgen -G ".whl/*.whl" > /dev/null; then
   export PYTHONPATH="$PYTHONPATH:$site"
 fi
 if ! "$PY" -c "import jax, numpy, gymnasium, optax; print('devices:', jax.devices())"; then
-  echo "gpu.sh: this python cannot import jax, numpy, optax and gymnasium; fetch gymnasium with benchmarks/gpu_wheels.sh and carry .whl" >&2
+  echo "gpu.sh: this python cannot import jax, numpy, optax and gymnasium; fetch gymnasium with benchmarks/gpu_wheels.sh and copy .whl/ along" >&2
   exit 2
 fi
 nvidia-smi --query-gpu=name,memory.total,clocks.sm --format=csv,noheader 2>/dev/null || true
@@ -35,7 +35,7 @@ timeout 420 "$PY" benchmarks/device_check.py --out "$out/device_check"
 [ "${1:-}" = "--all" ] || exit 0
 
 timeout 230 "$PY" benchmarks/rollout.py --max-envs 65536 --sync-max 1 --gen-max 16384 --fresh-envs 4096 | tee "$out/rollout.txt"
-timeout 60 "$PY" benchmarks/solver.py | tee -a "$out/rollout.txt"  # one file: the device tool brings back 8
+timeout 60 "$PY" benchmarks/solver.py | tee -a "$out/rollout.txt"  # one file: fewer files to hand back
 timeout 200 "$PY" benchmarks/ppo.py --envs 1024,4096,16384 --target-steps 5000000 | tee "$out/ppo.txt"
 
 echo

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Fetch here, before a device call, the wheels that the device machine's
-# python lacks, into .whl/ (ignored by git; carry it: run(carry=[".whl"])).
-# The device image holds jax with its CUDA plugin, numpy, optax, equinox,
-# pyarrow, matplotlib, tqdm, flatbuffers, cloudpickle and typing-extensions,
-# but not gymnasium (read off the device tool's package list, 2026-11-17);
+# Fetch, on a machine with the package registry, the wheels that the GPU
+# machine's python lacks, into .whl/ (ignored by git; copy it along with the
+# checkout). The GPU image holds jax with its CUDA plugin, numpy, optax,
+# equinox, pyarrow, matplotlib, tqdm, flatbuffers, cloudpickle and
+# typing-extensions, but not gymnasium (its package list, read 2026-11-17);
 # benchmarks/gpu.sh installs whatever .whl/ holds before it imports anything.
 #   bash benchmarks/gpu_wheels.sh            # about 1 MB; needs the package registry
 set -euo pipefail
