@@ -441,6 +441,7 @@ def ppo(args, out: str) -> None:
 
 
 # In the order they run: parity first, model-fit (the one with a cap of its own) last.
+SECTION_MINIMUM = 20.0  # seconds a section needs at least (a compile and one timed call)
 SECTIONS = {"parity": parity, "rollout": rollouts, "generation": generation, "ppo": ppo, "model-fit": model_fit}
 
 
@@ -450,17 +451,21 @@ def main(argv=None) -> int:
     parser.add_argument("--smoke", action="store_true", help="every section small (a CPU check of the script)")
     parser.add_argument("--cpu-workers", type=int, help="CPU processes for parity's CPU side (0: this process)")
     parser.add_argument("--sections", default=",".join(SECTIONS), help="comma-separated, in order")
+    parser.add_argument("--total-seconds", type=float,
+                        help="the whole run's time (400 s; gpu.sh kills it at 420): PPO and model-fit stop early "
+                             "to leave the sections after them time, and a section with under 20 s left is skipped")
     args = parser.parse_args(argv)
     full = {"cpu_workers": max(1, (os.cpu_count() or 2) - 2), "parity_count": 2048, "parity_round": 128, "parity_seconds": 110.0,
             "parity320_count": 64, "parity320_round": 16, "parity320_seconds": 40.0,
             "known_seeds": KNOWN_SEEDS, "diagnose_seconds": 40.0,
             "rollout_sizes": (4096, 16384, 65536),
             "generation_tiers": (("easy", "healthy"), ("hard", "disease")), "generation_warm": 256, "generation_count": 4096,
-            "ppo_envs": 1024, "ppo_steps": 5_000_000, "ppo_pool": 1024, "ppo_seconds": 80.0,
-            "model_fit_sizes": (256, 1024, 4096), "model_fit_seconds": 30.0}
+            "ppo_envs": 1024, "ppo_steps": 5_000_000, "ppo_pool": 1024, "ppo_cap": 80.0,
+            "model_fit_sizes": (256, 1024, 4096), "model_fit_cap": 30.0, "total_seconds": 400.0}
     smoke = {**full, "cpu_workers": 0, "parity_count": 4, "parity_round": 4, "parity320_count": 0, "known_seeds": KNOWN_SEEDS[:1],
              "rollout_sizes": (8,), "generation_tiers": (("easy", "healthy"),), "generation_warm": 1, "generation_count": 4,
-             "ppo_envs": 16, "ppo_steps": 16 * 32 * 2, "ppo_pool": 16, "model_fit_sizes": (4,)}  # tests/test_ppo.py's shapes
+             "ppo_envs": 16, "ppo_steps": 16 * 32 * 2, "ppo_pool": 16, "model_fit_sizes": (4,),
+             "total_seconds": 200.0}  # tests/test_ppo.py's shapes
     for name, value in (smoke if args.smoke else full).items():
         if getattr(args, name, None) is None:
             setattr(args, name, value)
@@ -473,8 +478,18 @@ def main(argv=None) -> int:
     os.makedirs(args.out, exist_ok=True)
     print(f"# luca-gym device check{' (smoke)' if args.smoke else ''}: {device_info()}", flush=True)
     failed = []
+    deadline = time.perf_counter() + args.total_seconds
     for name in names:
         t0 = time.perf_counter()
+        left = deadline - t0
+        if left < SECTION_MINIMUM:
+            failed.append(name)
+            write(args.out, name, {"error": f"skipped: {left:.0f} s left of --total-seconds {args.total_seconds:.0f}"},
+                  [f"## {name}: skipped ({left:.0f} s left of {args.total_seconds:.0f})"])
+            continue
+        # The capped sections end in time for the ones after them.
+        args.ppo_seconds = min(args.ppo_cap, left - SECTION_MINIMUM * (len(names) - 1 - names.index(name)))
+        args.model_fit_seconds = min(args.model_fit_cap, left - SECTION_MINIMUM)
         try:
             SECTIONS[name](args, args.out)
         except Exception as error:  # one broken section must not cost the others their figures

@@ -139,3 +139,14 @@ def test_a_finding_names_the_comparison_that_flips_else_the_nearest(monkeypatch)
     assert gm.finding(table).startswith("nearest: singles steps left, 3 updates from its threshold (near enough")
     table["singles steps left"] = {"device": 300.0, "cpu": 300.0}
     assert "no comparison near enough for rounding to flip it" in gm.finding(table)
+
+
+def test_a_section_without_time_left_is_skipped_and_says_so(tmp_path):
+    """Under --total-seconds a section with under 20 s left is not started:
+    its JSON and table say it was skipped, and the run exits 1."""
+    done = subprocess.run([sys.executable, str(SCRIPT), "--smoke", "--out", str(tmp_path), "--sections", "ppo",
+                           "--total-seconds", "5"], env=dict(os.environ), capture_output=True, text=True, timeout=120,
+                          cwd=SCRIPT.parents[1])
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert json.loads((tmp_path / "ppo.json").read_text())["error"].startswith("skipped: 5 s left of --total-seconds 5")
+    assert (tmp_path / "tables.md").read_text().startswith("## ppo: skipped")
