@@ -141,8 +141,8 @@ def margins(arrays: OrganismArrays, tier: str, n_genes: int, mode: str) -> dict[
     that convert to arrays) as a signed float distance to its threshold,
     computed on the default device. Positive: passed. A solve's margin is
     the updates it had left (:func:`_solves`); "n_alt" is the nearest other
-    candidate's distance to the indistinguishability tolerance (it counts
-    that candidate one way or the other, and decides nothing)."""
+    candidate's distance to the indistinguishability tolerance (it accepts
+    nothing, but a candidate across it changes the organism's ``n_alt``)."""
     arrays = jax.tree_util.tree_map(jnp.asarray, arrays)
     return {k: float(v) for k, v in _margins(arrays, tier_params(tier, n_genes), plan(n_genes, mode)).items()}
 
