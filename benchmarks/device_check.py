@@ -20,21 +20,21 @@ raises writes its error instead and the next one runs. Sections:
     the attempt each backend accepted, and how far each guarantee of the
     organism accepted first sat from its threshold, on both backends. The seeds
     are compared in rounds across every tier x mode, so a time cap
-    (``--parity-seconds``) still leaves a balanced sample. Without an
+    (parity_seconds, 110 s at N=20) still leaves a balanced sample. Without an
     accelerator both sides are the CPU and must be bitwise equal.
   * ``rollout``: the honest rollout steps/s (benchmarks/rollout.py's policy
     that reads its observations; the compiled program is checked for the
     solver) at 4,096 / 16,384 / 65,536 organisms.
   * ``generation``: batched generation organisms/s on the default device.
+  * ``ppo``: PPO env steps/s on easy healthy N=20 and the wall time and steps
+    at which the training curve first reaches 0.95 (stopped there, or at
+    its time cap: 80 s, less when ``--total-seconds`` runs short).
   * ``model-fit``: model-fit's batched form (``baselines.batched``: an
     ensemble of local networks fitted inside the jit on the steps where a
     session predicts) on medium healthy N=20, sessions/s at each size after
     its compile, with the mean composite (the fits feed the predictions, so
-    the scores check the work is done); sizes after ``--model-fit-seconds``
-    are skipped.
-  * ``ppo``: PPO env steps/s on easy healthy N=20 and the wall time and steps
-    at which the training curve first reaches 0.95 (stopped there, or at
-    ``--ppo-seconds``).
+    the scores check the work is done); sizes after its time cap (30 s, less
+    when ``--total-seconds`` runs short) are skipped.
 
 Every JSON carries the device and its peak memory (``memory_stats()``'s
 ``peak_bytes_in_use``, "n/a" where the backend has none, as on a CPU).
@@ -210,16 +210,20 @@ def compare(seeds, device_side, cpu_side) -> tuple[list[dict], list[dict]]:
     return rows, mismatches
 
 
+def empty_result(n: int, tier: str, mode: str, target: int) -> dict:
+    """Parity's record of one N x tier x mode before any seed is compared."""
+    return {"n_genes": n, "tier": tier, "mode": mode, "target": target, "compared": 0, "identical": 0, "same_structure": 0,
+            "max_phenotype_gap": 0.0, "mismatches": [], "failed_device": [], "failed_cpu": [], "seconds": 0.0,
+            "stopped_by_time_cap": False}
+
+
 def parity(args, out: str) -> None:
     """Generate on the default device and on the CPU, compare, in rounds;
     the figures are written after every round (a cut-short run keeps them)."""
     sizes = [(20, args.parity_count, args.parity_round, args.parity_seconds)]
     if args.parity320_count:
         sizes.append((320, args.parity320_count, args.parity320_round, args.parity320_seconds))
-    results = {f"{n} {tier} {mode}": {"n_genes": n, "tier": tier, "mode": mode, "target": count, "compared": 0,
-                                      "identical": 0, "same_structure": 0, "max_phenotype_gap": 0.0, "mismatches": [],
-                                      "failed_device": [], "failed_cpu": [], "seconds": 0.0, "stopped_by_time_cap": False}
-               for n, count, _, _ in sizes for tier, mode in TIERS_MODES}
+    results = {f"{n} {tier} {mode}": empty_result(n, tier, mode, count) for n, count, _, _ in sizes for tier, mode in TIERS_MODES}
     with cpu_generator(args.cpu_workers) as submit:
         for n, count, round_size, seconds in sizes:
             started = time.perf_counter()
@@ -272,10 +276,7 @@ def diagnose_seeds(args, results: dict) -> None:
     todo += [k for k in args.known_seeds if k not in todo]
     started = time.perf_counter()
     for n, tier, mode, seed in todo:
-        key = f"{n} {tier} {mode}"
-        r = results.setdefault(key, {"n_genes": n, "tier": tier, "mode": mode, "target": 0, "compared": 0, "identical": 0,
-                                     "same_structure": 0, "max_phenotype_gap": 0.0, "mismatches": [], "failed_device": [],
-                                     "failed_cpu": [], "seconds": 0.0, "stopped_by_time_cap": False})
+        r = results.setdefault(f"{n} {tier} {mode}", empty_result(n, tier, mode, 0))
         if time.perf_counter() - started > args.diagnose_seconds:
             r.setdefault("not_diagnosed", []).append(seed)
             continue
@@ -287,7 +288,7 @@ def diagnose_seeds(args, results: dict) -> None:
 
 
 def write_parity(out: str, results: dict, echo: bool) -> None:
-    """parity.json and parity.txt from the results so far."""
+    """parity.json and parity's table from the results so far."""
     total = sum(r["compared"] for r in results.values())
     identical = sum(r["identical"] for r in results.values())
     same = sum(r["same_structure"] for r in results.values())
@@ -410,7 +411,7 @@ class _Stop(Exception):
 
 def ppo(args, out: str) -> None:
     """PPO steps/s and time to 0.95 on easy healthy N=20 (one run, stopped at
-    the target or at ``--ppo-seconds``)."""
+    the target or at its time cap)."""
     config = PPOConfig(tier="easy", mode="healthy", n_genes=20, num_envs=args.ppo_envs, steps=args.ppo_steps,
                        pool_size=args.ppo_pool)
     rows = []
@@ -440,8 +441,8 @@ def ppo(args, out: str) -> None:
     write(out, "ppo", figures, table)
 
 
-# In the order they run: parity first, model-fit (the one with a cap of its own) last.
 SECTION_MINIMUM = 20.0  # seconds a section needs at least (a compile and one timed call)
+# In the order they run: parity first, model-fit (the one with a cap of its own) last.
 SECTIONS = {"parity": parity, "rollout": rollouts, "generation": generation, "ppo": ppo, "model-fit": model_fit}
 
 
@@ -464,8 +465,8 @@ def main(argv=None) -> int:
             "model_fit_sizes": (256, 1024, 4096), "model_fit_cap": 30.0, "total_seconds": 400.0}
     smoke = {**full, "cpu_workers": 0, "parity_count": 4, "parity_round": 4, "parity320_count": 0, "known_seeds": KNOWN_SEEDS[:1],
              "rollout_sizes": (8,), "generation_tiers": (("easy", "healthy"),), "generation_warm": 1, "generation_count": 4,
-             "ppo_envs": 16, "ppo_steps": 16 * 32 * 2, "ppo_pool": 16, "model_fit_sizes": (4,),
-             "total_seconds": 200.0}  # tests/test_ppo.py's shapes
+             "ppo_envs": 16, "ppo_steps": 16 * 32 * 2, "ppo_pool": 16,  # tests/test_ppo.py's shapes
+             "model_fit_sizes": (4,), "total_seconds": 200.0}
     for name, value in (smoke if args.smoke else full).items():
         if getattr(args, name, None) is None:
             setattr(args, name, value)

@@ -37,6 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from luca_gym.cli import parse_seeds
 from luca_gym.worlds.luca import sim
 from luca_gym.worlds.luca.generator.malfunction import with_malfunction
 from luca_gym.worlds.luca.generator.network import STABILITY_MARGIN, single_interventions
@@ -174,18 +175,15 @@ def diagnose(seed: int, tier: str, n_genes: int, mode: str, cpu_context) -> dict
     if dev_k is None and cpu_k is None:
         result["finding"] = "no attempt accepted on either backend"
         return result
-    if cpu_k is not None and (dev_k is None or cpu_k <= dev_k):
-        reference, side = cpu_arrays, "cpu"
-    else:
-        reference, side = dev_arrays, "device"
-    result["margins_of"] = f"the organism the {side} accepted at attempt {min(k for k in (dev_k, cpu_k) if k is not None)}"
+    first = min(k for k in (dev_k, cpu_k) if k is not None)
+    reference, side = (cpu_arrays, "cpu") if cpu_k == first else (dev_arrays, "device")
+    result["margins_of"] = f"the organism the {side} accepted at attempt {first}"
     on_device = margins(reference, tier, n_genes, mode)
     with cpu_context():
         on_cpu = margins(reference, tier, n_genes, mode)
     result["margins"] = {k: {"device": on_device[k], "cpu": on_cpu[k]} for k in on_device}
     if dev_k != cpu_k:
-        k = min(x for x in (dev_k, cpu_k) if x is not None)
-        parted = f"attempt {k} accepted on the {side} only"
+        parted = f"attempt {first} accepted on the {side} only"
     elif all(np.array_equal(a, b) for a, b in zip(jax.tree_util.tree_leaves(dev_arrays), jax.tree_util.tree_leaves(cpu_arrays))):
         parted = "the same organism on both backends"
     else:
@@ -220,9 +218,9 @@ def main() -> None:
     ap.add_argument("--tier", default="medium")
     ap.add_argument("--mode", default="healthy")
     ap.add_argument("--n-genes", type=int, default=20)
-    ap.add_argument("--seeds", default="36")
+    ap.add_argument("--seeds", default="36", help="as luca-gym's --seeds: 36, 0-9 or 1,5,9")
     args = ap.parse_args()
-    for seed in (int(x) for x in args.seeds.split(",")):
+    for seed in parse_seeds(args.seeds):
         r = diagnose(seed, args.tier, args.n_genes, args.mode, cpu_backend)
         print(f"seed {seed}: attempt {r['accepted_attempt_device']} on {jax.default_backend()}, "
               f"{r['accepted_attempt_cpu']} on the CPU; {r['finding']}")
