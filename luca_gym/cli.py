@@ -34,6 +34,8 @@ from luca_gym.cli_common import (  # noqa: F401  (parse_seeds and UsageError: th
     names as _names,
     parse_seeds,
     price as _price,
+    python_option as _python_option,
+    sandbox_arguments as _sandbox_arguments,
     seal_of,
     sealed_arguments as _sealed_arguments,
     setting_values as _setting_values,
@@ -57,8 +59,12 @@ BUDGET_HELP = ("the session budget, parsed and checked by the world's config (LU
                "sweeping them); default: the world's own (LUCA's N + S + 8)")
 
 PYTHON_HELP = ("offer the python tool: the agent's code run in a sandbox beside the world's data, 30 turns a session, "
-               "output truncated, as the DrugTargetWorld harness (a world that offers it, e.g. biobank; needs --sealed; "
-               "eval: tool agents only, and a results folder holds sessions with it or without it)")
+               "output truncated, and none of the world's structured analysis tools, as the DrugTargetWorld harness (a "
+               "world that offers it, e.g. biobank; needs --sealed; eval: tool agents only, and a results folder holds "
+               "sessions with it or without it)")
+PYTHON_ANALYSIS_HELP = ("with --python: keep the world's structured analysis tools beside the python tool (biobank's "
+                        "describe_release, define_phenotype, association_scan, cis_mr, ...); a results folder holds "
+                        "sessions with them or without them")
 
 
 def __getattr__(name: str):
@@ -258,6 +264,7 @@ def cmd_eval(args) -> int:
     seeds = parse_seeds(args.seeds)  # the command's own options first: they need no world module
     price, concurrency = _price(args.price), ev.check_concurrency(args.concurrency)
     check_retry(args.retries, args.backoff)
+    python = _python_option(args)  # --python, under --sandbox-memory / --sandbox-time where given
     if args.agents is None:
         agents = list(getattr(hook, "default_agents", None) or world.baseline_policies())
         if not agents:
@@ -273,14 +280,16 @@ def cmd_eval(args) -> int:
     # sweep before it starts, and every session reuses the loaded weights.
     learned = {a: ev.make_runner(a, world=world.name) for a in agents if ev.is_learned_agent(a)}
     factory = lambda name: learned[name] if name in learned else ev.make_runner(name, args.base_url, world=world.name)  # noqa: E731
-    ev.check_python(specs, args.python, args.sealed or args.secret_file or None)  # before a file is made
+    ev.check_python(specs, python, args.sealed or args.secret_file or None,  # before a file is made
+                    args.python_analysis_tools)
     created = not os.path.isdir(args.out)
     _writable_dir(args.out)
     try:
         seal = seal_of(args, out=args.out)
         path = ev.sweep(specs, args.out, policy_factory=factory, progress=Progress(args.quiet), sealed=seal,
                         base_url=args.base_url, concurrency=concurrency, retries=args.retries, backoff=args.backoff,
-                        price=price, log=None if args.quiet else _say, python=args.python)
+                        price=price, log=None if args.quiet else _say, python=python,
+                        analysis_tools=args.python_analysis_tools)
     except BaseException:
         if created:
             _remove_if_empty(args.out)
@@ -690,16 +699,19 @@ def cmd_mcp(args) -> int:
         raise UsageError("agent: an empty name; give the name the session is recorded under, e.g. mcp-client")
     seed = check_seed(args.seed)
     settings = _settings(args, hook, "session_settings", one=True)
-    if "python" in settings:
-        raise UsageError("set: python is not a setting of the world; give --python")
+    for option, flag in (("python", "--python"), ("analysis_tools", "--python-analysis-tools")):
+        if option in settings:
+            raise UsageError(f"set: {option} is not a setting of the world; give {flag}")
     keys = [k for k in world.session_keys if k != "seed"]
     key_settings = ev.complete_settings(world, {k: v for k, v in settings.items() if k in keys})  # checked, defaults filled
     spec = SessionSpec(args.agent, seed, world.name, tuple(key_settings.items()))
     open_tools = load(world.tools)
-    options = tool_options(open_tools, python=args.python, sealed=args.sealed or args.secret_file or None)
+    options = tool_options(open_tools, python=_python_option(args), sealed=args.sealed or args.secret_file or None,
+                           analysis_tools=args.python_analysis_tools)
     seal = seal_of(args)
     if args.out:
-        ev.check_recordable_spec(args.out, spec, seal, ev.expected_fields(spec), python=args.python)
+        ev.check_recordable_spec(args.out, spec, seal, ev.expected_fields(spec), python=args.python,
+                                 analysis_tools=args.python_analysis_tools)
 
     def open_it():
         return open_tools(seed, sealed=seal, **options, **settings)
@@ -765,6 +777,8 @@ def build_parser(flag_world=None) -> argparse.ArgumentParser:
     p.add_argument("--out", default="results", help="results folder (sessions.jsonl is appended)")
     _sealed_arguments(p, eval_=True)
     p.add_argument("--python", action="store_true", help=PYTHON_HELP)
+    p.add_argument("--python-analysis-tools", action="store_true", help=PYTHON_ANALYSIS_HELP)
+    _sandbox_arguments(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_eval)
 
@@ -839,6 +853,8 @@ def build_parser(flag_world=None) -> argparse.ArgumentParser:
         _config_flags(p, flag_world, many=False)
     _sealed_arguments(p)
     p.add_argument("--python", action="store_true", help=PYTHON_HELP)
+    p.add_argument("--python-analysis-tools", action="store_true", help=PYTHON_ANALYSIS_HELP)
+    _sandbox_arguments(p)
     p.add_argument("--out", default=None, metavar="DIR",
                    help="record the session, once it ends (end, the call limit or the client gone after a "
                         "tool call), in DIR/sessions.jsonl, the harness's format: luca-gym report reads it")

@@ -2,8 +2,9 @@
 command (:mod:`luca_gym.cli`) and a world's own options and commands (its
 ``World.cli`` hook, e.g. :mod:`luca_gym.worlds.luca.cli`) alike: the usage
 error (one line, exit code 2), seed ranges, comma lists, ``--set`` values,
-writable folders, the seal options, the help formatter and the parser whose
-arguments may wait until its command is used (:class:`CommandParser`)."""
+writable folders, the seal options, the python sandbox's limits, the help
+formatter and the parser whose arguments may wait until its command is used
+(:class:`CommandParser`)."""
 
 from __future__ import annotations
 
@@ -131,6 +132,32 @@ def sealed_arguments(p, eval_: bool = False) -> None:
                    help=f"sealed instances: a secret folded into every instance's key, from ${SECRET_ENV}{drawn}, so the "
                         f"public package and seed do not give the instance away")
     p.add_argument("--secret-file", default=None, metavar="FILE", help="sealed, with the secret in FILE (implies --sealed)")
+
+
+def sandbox_arguments(p) -> None:
+    """``--sandbox-memory`` and ``--sandbox-time``: the python tool's sandbox
+    limits, with ``--python`` (:func:`python_option`)."""
+    from luca_gym.tools.sandbox import GiB, Limits
+
+    default = Limits()
+    p.add_argument("--sandbox-memory", default=None, metavar="SIZE",
+                   help=f"with --python: the memory of all the processes of a session's sandbox together, e.g. 512M, 2G, "
+                        f"8G (default {default.session_memory_bytes / GiB:g}G; a memory cgroup where "
+                        f"the host offers one, else each process's address space: the tool's description says which)")
+    p.add_argument("--sandbox-time", default=None, metavar="SECONDS",
+                   help=f"with --python: the wall-clock seconds of each code block (default {default.timeout_s:g}; each "
+                        f"process may use twice that in CPU seconds)")
+
+
+def python_option(args):
+    """``--python`` with ``--sandbox-memory`` / ``--sandbox-time``: True,
+    False, or the sandbox's :class:`~luca_gym.tools.sandbox.Limits` (the
+    python tool under them: :func:`~luca_gym.tools.session.python_with_limits`).
+    ValueError names the flag's option (``sandbox_memory: ...``) for a bad
+    value or one given without ``--python``."""
+    from luca_gym.tools.session import python_with_limits
+
+    return python_with_limits(args.python, sandbox_memory=args.sandbox_memory, sandbox_time=args.sandbox_time)
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):

@@ -40,7 +40,7 @@ from luca_gym import worlds
 from luca_gym._deprecated import moved_name
 from luca_gym.boundary import reset_options
 from luca_gym.protocol import load
-from luca_gym.tools.session import MAX_PAYLOAD, ToolSessionBase, tool_options
+from luca_gym.tools.session import MAX_PAYLOAD, ToolSessionBase, python_with_limits, tool_options
 from luca_gym.validate import DRAWN_SEED_LIMIT, check_render_mode, check_seed
 
 MAX_TEXT = 1 << 24  # characters of the conversation (the space's bound; a whole session is far below it)
@@ -75,6 +75,14 @@ class ToolsEnv(gym.Env):
             ValueError names another world). Such a session allows
             :data:`~luca_gym.tools.session.PYTHON_TURNS` turns, then ends
             ``truncated``; each block's output is cut to the sandbox's limit.
+            It drops the world's structured analysis tools (the paper's setting).
+        analysis_tools: with ``python``, keep them beside the python tool
+            (ValueError without python, or for a world that has none:
+            :func:`~luca_gym.tools.session.check_analysis_tools`).
+        limits, sandbox_memory, sandbox_time: with ``python``, its sandbox's
+            limits (a :class:`~luca_gym.tools.sandbox.Limits`), the session's
+            memory (``"8G"``) and each block's wall clock (seconds) in them
+            (:func:`~luca_gym.tools.session.python_with_limits`).
         **settings: the world's settings (its config's fields, checked here)
             and its tool session's options, passed to the world's ``tools``
             factory at every reset.
@@ -89,7 +97,7 @@ class ToolsEnv(gym.Env):
     metadata = {"render_modes": ["ansi"]}
     seed_option = "seed"
 
-    def __init__(self, world="luca", render_mode=None, sealed=None, python=False, **settings):
+    def __init__(self, world="luca", render_mode=None, sealed=None, python=False, analysis_tools=False, **settings):
         check_render_mode(render_mode)
         self.world = worlds.get(world)
         if self.world.tools is None:
@@ -97,7 +105,10 @@ class ToolsEnv(gym.Env):
         config_fields = self.world.config_fields()
         self.world.make_config(**{k: v for k, v in settings.items() if k in config_fields})  # checks them now
         self._open_tools = load(self.world.tools)
-        self._tool_options = tool_options(self._open_tools, python=python, sealed=sealed)  # refused now, not at reset
+        python = python_with_limits(python, settings.pop("limits", None), sandbox_memory=settings.pop("sandbox_memory", None),
+                                    sandbox_time=settings.pop("sandbox_time", None))
+        self._tool_options = tool_options(self._open_tools, python=python, sealed=sealed,  # refused now, not at reset
+                                          analysis_tools=analysis_tools)
         self.settings, self.sealed = settings, sealed
         self.render_mode = render_mode
         self.observation_space = spaces.Text(MAX_TEXT, min_length=0, charset=CHARSET)

@@ -39,7 +39,7 @@ def run_session(policy, spec: SessionSpec, env=None, max_calls: int | None = Non
 def run_tool_session(
     agent, spec: SessionSpec, env=None, *, sealed=None, base_url: str | None = None,
     retries: int | None = None, backoff: float | None = None, price=None, sleep: Callable[[float], object] = time.sleep,
-    python: bool = False,
+    python: bool = False, analysis_tools: bool = False,
 ) -> dict:
     """Run one session of a tool-calling agent (a language model, or a world's
     tool-agent baseline) through the world's tool session (``World.tools``);
@@ -55,13 +55,15 @@ def run_tool_session(
     session offers it, sealed: :func:`~luca_gym.tools.session.tool_options`):
     the agent then has the session's turns (the paper harness's 30,
     :data:`~luca_gym.tools.session.PYTHON_TURNS`), as agent turns here and as
-    calls in the session, and the record says ``python: true``."""
+    calls in the session, and the record says ``python: true``. Such a
+    session drops the world's structured analysis tools unless
+    ``analysis_tools=True`` (the record then says ``analysis_tools: true``)."""
     from luca_gym.tools.loop import run_agent
 
     price = check_price(price)
     retry = {k: v for k, v in (("retries", retries), ("backoff", backoff)) if v is not None}
     started = time.perf_counter()
-    session = open_tool_session(spec, sealed, env=env, python=python)
+    session = open_tool_session(spec, sealed, env=env, python=python, analysis_tools=analysis_tools)
     try:
         turns = {} if session.turn_limit is None else {"max_turns": session.turn_limit}
         result = run_agent(agent, session, sleep=sleep, **retry, **turns)
@@ -70,12 +72,13 @@ def run_tool_session(
     return _tool_record(spec, session, result, time.perf_counter() - started, base_url=base_url, price=price)
 
 
-def open_tool_session(spec: SessionSpec, sealed=None, env=None, *, python: bool = False):
+def open_tool_session(spec: SessionSpec, sealed=None, env=None, *, python: bool = False, analysis_tools: bool = False):
     """The world's tool session for ``spec`` (``env``: the world's host session
     to reuse, where it takes one; ``python``: offer the python tool, where the
-    world does: else ValueError naming the world)."""
+    world does, and ``analysis_tools``: keep the world's analysis tools beside
+    it: else ValueError naming the world)."""
     open_tools = load(worlds.get(spec.world).tools)
-    options = tool_options(open_tools, python=python, sealed=sealed)
+    options = tool_options(open_tools, python=python, sealed=sealed, analysis_tools=analysis_tools)
     return open_tools(spec.seed, sealed=sealed, **options, **spec.options(), **({} if env is None else {"env": env}))
 
 
@@ -91,6 +94,8 @@ def _tool_record(spec: SessionSpec, session, result: dict, wall: float, base_url
     record.update({k: v for k, v in result.items() if k not in _HARNESS_FIELDS and k not in record})  # e.g. hypotheses
     if session.python:  # a session offered the python tool; a folder holds such sessions only (sweep, check_recordable)
         record["python"] = True
+    if session.analysis_tools:  # ... and kept the world's analysis tools beside it
+        record["analysis_tools"] = True
     record["usage"] = result.get("usage")  # None for a session driven from outside (MCP)
     record["price_usd_per_mtok"] = None if price is None else list(price)
     record["cost_usd"] = session_cost(record["usage"], price)
@@ -130,31 +135,34 @@ def check_recordable(session, out_dir: str, *, agent: str = "mcp-client") -> Non
     spec = session_spec(session, agent)
     fields = session.record_fields()
     check_recordable_spec(out_dir, spec, session.seal, {k: fields[k] for k in expected_fields(spec) if k in fields},
-                          python=session.python)
+                          python=session.python, analysis_tools=session.analysis_tools)
 
 
-def check_recordable_spec(out_dir: str, spec: SessionSpec, seal, fields: dict, *, python: bool = False) -> None:
+def check_recordable_spec(out_dir: str, spec: SessionSpec, seal, fields: dict, *, python: bool = False,
+                          analysis_tools: bool = False) -> None:
     """:func:`check_recordable` from a session's spec, seal and the record
     fields the folder must agree on (:func:`~luca_gym.harness.spec.expected_fields`'s
     names with the session's values), before the instance is generated;
-    ``python``: whether the session offers the python tool (a folder holds
-    sessions with it or without it, never both)."""
+    ``python``: whether the session offers the python tool, ``analysis_tools``
+    whether it kept the analysis tools beside it (a folder holds sessions of
+    one kind, never both)."""
     path = os.path.join(out_dir, SESSIONS_FILE)
     if not os.path.exists(path) or not os.path.getsize(path):
         return
     results = read_results(path, seal=seal)
-    results.check_config({**run_config(spec.agent, seal), **python_config(python)}, {spec.key(): dict(fields)})
+    results.check_config({**run_config(spec.agent, seal), **python_config(python, analysis_tools)}, {spec.key(): dict(fields)})
     recorded = results.keys()
     if spec.key() in recorded:
         raise ResultsError(f"{path}:{recorded[spec.key()]}: this session ({describe_key(spec.key())}) is already recorded; "
                            f"use another --out folder or agent name")
 
 
-def python_config(python: bool) -> dict:
-    """The results folder's python field: a line of a session with the python
-    tool says ``python: true``, one without has no such field (None), so a
-    folder's lines are compared on it like the run configuration."""
-    return {"python": True if python else None}
+def python_config(python: bool, analysis_tools: bool = False) -> dict:
+    """The results folder's python fields: a line of a session with the python
+    tool says ``python: true`` (and ``analysis_tools: true`` where it kept
+    the world's analysis tools), one without has no such field (None), so a
+    folder's lines are compared on them like the run configuration."""
+    return {"python": True if python else None, "analysis_tools": True if analysis_tools else None}
 
 
 def _record(spec: SessionSpec, fields: dict, log, scores, total, wall, truncated: bool = False, *, end_reason=None,

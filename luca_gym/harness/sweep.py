@@ -39,6 +39,7 @@ def sweep(
     price=None,
     log: Callable[[str], None] | None = None,
     python: bool = False,
+    analysis_tools: bool = False,
 ) -> str:
     """Run every session of ``specs`` not yet in ``out_dir``, appending each
     record as it ends. Returns the results file's path.
@@ -75,7 +76,9 @@ def sweep(
     (:func:`~luca_gym.harness.runner.run_tool_session`): refused, before
     anything runs, for a world that does not offer it, an unsealed sweep or an
     agent that is a policy rather than a tool agent (:func:`check_python`);
-    its lines say ``python: true`` and a folder holds one kind or the other."""
+    its lines say ``python: true`` and a folder holds one kind or the other.
+    ``analysis_tools=True`` keeps the world's structured analysis tools
+    beside it (its lines say ``analysis_tools: true``)."""
     from luca_gym.tools.loop import check_retry
 
     specs = list(dict.fromkeys(specs))
@@ -83,14 +86,14 @@ def sweep(
     concurrency = check_concurrency(concurrency)
     check_retry(retries if retries is not None else 0, backoff if backoff is not None else 0)
     price = check_price(price)
-    check_python(specs, python, seal)
+    check_python(specs, python, seal, analysis_tools)
     path = os.path.join(out_dir, SESSIONS_FILE)
 
     def run(runner, spec, sleep=time.sleep) -> dict:
         if hasattr(runner, "act"):
             return run_session(runner, spec, sealed=seal)
         return run_tool_session(runner, spec, sealed=seal, base_url=base_url, retries=retries, backoff=backoff, price=price,
-                                sleep=sleep, python=python)
+                                sleep=sleep, python=python, analysis_tools=analysis_tools)
 
     with folder_lock(out_dir):
         done = set()
@@ -98,7 +101,7 @@ def sweep(
             results = read_results(path, seal=seal)
             expected = {s.key(): expected_fields(s) for s in specs}
             config = {"version": __version__, "sealed": None if seal is None else seal.fingerprint, "base_url": base_url,
-                      **python_config(python)}
+                      **python_config(python, analysis_tools)}
             results.check_config(config, expected, agents={s.agent for s in specs})
             done = set(results.keys())
             trim_unfinished(path)
@@ -134,20 +137,21 @@ def sweep(
     return path
 
 
-def check_python(specs, python, seal) -> None:
+def check_python(specs, python, seal, analysis_tools=False) -> None:
     """ValueError, before anything runs, where ``python`` (offer the python
     tool) cannot be: not a bool, a world of ``specs`` whose tool session does
     not offer it, no seal, or an agent that is a policy (it plays the world's
-    host session, which has no python tool)."""
+    host session, which has no python tool); or where ``analysis_tools``
+    cannot be (:func:`~luca_gym.tools.session.check_analysis_tools`)."""
     from luca_gym import worlds
 
-    if python is False:
+    if python is False and analysis_tools is False:
         return
     for world in dict.fromkeys(spec.world for spec in specs):
         w = worlds.get(world)
         if w.tools is None:
             raise ValueError(f"python: world {world!r} has no tool session, so no python tool")
-        tool_options(load(w.tools), python=python, sealed=seal)  # a python that is not a bool is refused here
+        tool_options(load(w.tools), python=python, sealed=seal, analysis_tools=analysis_tools)  # a non-bool is refused here
     for spec in dict.fromkeys((s.world, s.agent) for s in specs):
         if not is_tool_agent(spec[1], spec[0]):
             raise ValueError(f"python: agent {spec[1]!r} is a policy (it plays world {spec[0]!r}'s host session, which has "

@@ -14,12 +14,12 @@ process limit and file modes, and could read the host's memory):
 * ``bwrap`` (bubblewrap): the code runs as uid/gid 65534 in new user, mount,
   pid, network, IPC and UTS namespaces (``--unshare-all``, ``--die-with-parent``,
   ``--new-session``). Launched by root, bubblewrap itself runs as the host's
-  uid 65534 (``setpriv``), so the process-count limit binds (the kernel
-  exempts uid 0 from it); the paths it binds are first bind-mounted, in a
+  uid 65534 (``setpriv``), so the per-user process limit binds where no
+  pids cgroup holds (the kernel exempts uid 0 from it); the paths it binds are first bind-mounted, in a
   private mount namespace, under the session's folder, which uid 65534 may
   traverse (the interpreter may live under a private ``/root``).
 * ``unshare`` (where bubblewrap is missing; root only): new mount, pid,
-  network, IPC and UTS namespaces, a tmpfs root holding the same binds,
+  network, IPC, UTS and cgroup namespaces, a tmpfs root holding the same binds,
   ``chroot`` and ``setpriv`` to uid/gid 65534 with no capabilities and no
   new privileges.
 
@@ -28,14 +28,45 @@ analyst's libraries (the host's site-packages, read-only), ``/proc`` of its
 own pid namespace, a private ``/tmp`` and its working directory; no network,
 no host environment variables and not the host package (:attr:`Sandbox.hidden`,
 checked when the sandbox starts: the editable install's finder points into a
-folder that is not there). Limits (:class:`Limits`): address space, CPU time,
-processes (of uid 65534, host-wide), file size, and a wall-clock timeout after
-which the whole pid namespace is killed. A machine where neither isolation
-works gets :class:`SandboxUnavailable` saying why, and no sandbox.
+folder that is not there). A machine where neither isolation works gets
+:class:`SandboxUnavailable` saying why, and no sandbox.
+
+Limits (:class:`Limits`, one object; ``luca-gym eval/mcp --sandbox-memory 8G
+--sandbox-time 60`` set its two most asked-for fields) hold per block and per
+session, both isolations alike:
+
+* per block: a wall-clock timeout after which the whole pid namespace is
+  killed (2 x that in CPU seconds per process), a size-capped ``/tmp``
+  (tmpfs, 256 MiB; ``/dev/shm`` too under bubblewrap), the largest file and
+  the output shown;
+* per session, all its blocks' processes together: memory (2 GiB, a memory
+  cgroup: the processes and their ``/tmp`` files, an OOM kill past it; each
+  process's address space is capped at the same size by RLIMIT_AS, so one
+  larger allocation fails at once with MemoryError), processes and threads
+  at once (128, a pids cgroup: one session's fork bomb leaves another's
+  blocks running), and the working folder (1 GiB: an ext4 image of that
+  size, sparse in the session's folder under :func:`tempfile.gettempdir`,
+  loop-mounted for the session's life, or a tmpfs of that size, its files
+  counted in the session's memory, where no loop device is free; a block
+  that fills it gets ENOSPC, and the host's disk never fills).
+
+Where a limit cannot hold it says so, and :attr:`Sandbox.enforced` (and the
+tool's description, :meth:`Sandbox.describe`) names what holds instead. The
+session cgroup is a cgroup v2 child where the unified hierarchy offers memory
+and pids, else one cgroup v1 child a controller (this is what a host with
+``/sys/fs/cgroup/{memory,pids}`` gets), made under the host process's own
+cgroup so the host's own limits still bind; with neither (no root, a
+read-only ``/sys/fs/cgroup``) memory falls back to the per-process RLIMIT_AS
+(the processes together are not capped) and processes to RLIMIT_NPROC of uid
+65534, which every session of the host shares. Without root the working
+folder is a plain folder, without a quota. :meth:`Sandbox.close` removes the
+cgroups, unmounts the working folder and removes the session's folder.
 """
 
 from __future__ import annotations
 
+import functools
+import math
 import os
 import shutil
 import signal
@@ -44,8 +75,9 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 UNPRIVILEGED = 65534  # nobody / nogroup
 WORKDIR = "/analysis"  # the working directory, as the code sees it
@@ -54,6 +86,8 @@ PACKAGES = "/opt/python-packages"  # where the host's site-packages appear (numb
 ISOLATIONS = ("auto", "bwrap", "unshare")
 _BWRAP, _UNSHARE, _SETPRIV, _CHROOT = "/usr/bin/bwrap", "/usr/bin/unshare", "/usr/bin/setpriv", "/usr/sbin/chroot"
 _PRLIMIT = "/usr/bin/prlimit"
+_MOUNT, _UMOUNT, _MKFS = (shutil.which(name, path="/usr/sbin:/usr/bin:/sbin:/bin") or f"/usr/sbin/{name}"
+                          for name in ("mount", "umount", "mkfs.ext4"))
 _PROBED: dict = {}  # (isolation, interpreter, packages, hidden) -> None (works) or why not
 
 
@@ -61,37 +95,167 @@ class SandboxUnavailable(RuntimeError):
     """Neither isolation works on this machine; the message says why (the tool must not start)."""
 
 
+MiB, GiB = 1 << 20, 1 << 30
+_SIZE_UNITS = {"": 1, "k": 1 << 10, "m": MiB, "g": GiB, "t": 1 << 40}
+# (field, lowest, highest, unit) of every limit; those of _MAY_BE_NONE may also be None
+_RANGES = (("timeout_s", 0.1, 86_400, "seconds"), ("cpu_s", 1, 172_800, "seconds"),
+           ("memory_bytes", 64 * MiB, 1 << 40, "bytes"), ("session_memory_bytes", 64 * MiB, 1 << 40, "bytes"),
+           ("session_processes", 8, 4096, "processes"), ("tmp_bytes", MiB, 1 << 40, "bytes"),
+           ("workdir_bytes", 16 * MiB, 1 << 40, "bytes"), ("file_bytes", MiB, 1 << 40, "bytes"),
+           ("output_chars", 100, 10_000_000, "characters"))
+_MAY_BE_NONE = ("cpu_s", "memory_bytes")
+
+
+def size_words(n: float) -> str:
+    """A byte count in words: ``2 GiB``, ``256 MiB``, ``1.5 GiB``."""
+    for unit, scale in (("TiB", 1 << 40), ("GiB", GiB), ("MiB", MiB), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{int(n)} bytes"
+
+
+def _check_range(name: str, value, given: str | None = None, shown=None) -> None:
+    """ValueError unless field ``name`` may be ``value``: it names the field (or ``given``, the
+    option it came from, showing ``shown``), the value and the range allowed."""
+    low, high, unit = next(r[1:] for r in _RANGES if r[0] == name)
+    whole = name != "timeout_s"
+    if isinstance(value, bool) or not isinstance(value, int if whole else (int, float)) or not low <= value <= high:
+        if unit == "bytes":
+            allowed = f"{'a size' if given else 'an integer of bytes'} from {size_words(low)} to {size_words(high)}"
+        else:
+            allowed = f"{'an integer' if whole else 'a number'} from {low:,} to {high:,} {unit}"
+        none = " (or None)" if name in _MAY_BE_NONE and not given else ""
+        what = repr(value) if given is None else f"{shown!r}" + (f" ({size_words(value)})" if unit == "bytes" else "")
+        raise ValueError(f"{given or name}: {what} not allowed; {allowed}{none}")
+
+
 @dataclass(frozen=True)
 class Limits:
-    """What one code block may use.
+    """What a session's code may use, per block and per session (what holds
+    on a host: :attr:`Sandbox.enforced`).
 
-    Attributes:
-        timeout_s: wall-clock seconds, then the block's whole pid namespace is killed.
-        cpu_s: CPU seconds (RLIMIT_CPU).
-        memory_bytes: address space of each process (RLIMIT_AS).
-        processes: processes and threads of uid 65534, host-wide (RLIMIT_NPROC).
-        file_bytes: the largest file a block may write (RLIMIT_FSIZE).
+    Per block (one call of the tool):
+        timeout_s: wall-clock seconds, then the block's whole pid namespace is killed (60).
+        cpu_s: CPU seconds of each process (RLIMIT_CPU); None: twice ``timeout_s``.
+        tmp_bytes: the block's ``/tmp`` (a tmpfs of this size; 256 MiB).
+        file_bytes: the largest file a block may write (RLIMIT_FSIZE; 256 MiB).
         output_chars: the output shown (stdout and stderr together); the rest is counted.
-    """
+
+    Per session (every block's processes together):
+        session_memory_bytes: memory of all the session's processes at once, their ``/tmp`` files
+            included (a memory cgroup; 2 GiB). ``luca-gym --sandbox-memory`` sets it.
+        memory_bytes: address space of each process (RLIMIT_AS); None: ``session_memory_bytes``
+            (a larger allocation fails at once). Where no memory cgroup holds, the only memory limit.
+        session_processes: processes and threads of the session at once (a pids cgroup; 128); where
+            none holds, RLIMIT_NPROC of uid 65534, shared by every session of the host.
+        workdir_bytes: the working folder, kept between blocks (a filesystem of this size; 1 GiB).
+
+    ValueError names a field, its value and the range allowed."""
 
     timeout_s: float = 60.0
-    cpu_s: int = 120
-    memory_bytes: int = 1 << 30
-    processes: int = 64
-    file_bytes: int = 256 << 20
+    cpu_s: int | None = None
+    session_memory_bytes: int = 2 * GiB
+    memory_bytes: int | None = None
+    session_processes: int = 128
+    tmp_bytes: int = 256 * MiB
+    workdir_bytes: int = GiB
+    file_bytes: int = 256 * MiB
     output_chars: int = 20_000
 
     def __post_init__(self):
-        for name, low in (("timeout_s", 0.1), ("cpu_s", 1), ("memory_bytes", 64 << 20), ("processes", 8), ("file_bytes", 1 << 20),
-                          ("output_chars", 100)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= low:
-                raise ValueError(f"{name}: {value!r} not allowed; a number of at least {low}")
+        for name, *_ in _RANGES:
+            if not (getattr(self, name) is None and name in _MAY_BE_NONE):
+                _check_range(name, getattr(self, name))
 
-    def describe(self) -> str:
-        """The limits in words (a tool's description states them)."""
-        return (f"{self.timeout_s:g} s wall clock, {self.cpu_s} s CPU, {self.memory_bytes / (1 << 30):g} GiB of memory, "
-                f"{self.processes} processes, files up to {self.file_bytes >> 20} MiB, output up to {self.output_chars:,} characters")
+    @property
+    def process_cpu_s(self) -> int:
+        """Each process's CPU seconds: ``cpu_s``, or twice ``timeout_s``."""
+        return self.cpu_s if self.cpu_s is not None else max(1, math.ceil(2 * self.timeout_s))
+
+    @property
+    def process_memory_bytes(self) -> int:
+        """Each process's address space: ``memory_bytes``, or ``session_memory_bytes``."""
+        return self.memory_bytes if self.memory_bytes is not None else self.session_memory_bytes
+
+    def memory_words(self, enforced: dict | None = None) -> str:
+        """The memory limit that holds, in words (``enforced``: :attr:`Sandbox.enforced`; None: all hold)."""
+        if enforced is None or enforced.get("session_memory"):
+            return (f"{size_words(self.session_memory_bytes)} for all the session's processes together, their /tmp "
+                    f"files included, and {size_words(self.process_memory_bytes)} for any one process")
+        return (f"{size_words(self.process_memory_bytes)} per process; this host offers no memory cgroup, so the "
+                f"session's processes together are not capped")
+
+    def describe(self, enforced: dict | None = None) -> str:
+        """The limits in words (a tool's description states them); ``enforced``:
+        what holds on this host (:attr:`Sandbox.enforced`), None: every limit."""
+        holds = (lambda key: True) if enforced is None else (lambda key: bool(enforced.get(key)))
+        processes = (f"{self.session_processes} processes and threads at once" if holds("session_processes") else
+                     f"{self.session_processes} processes of the sandbox's user, shared with every session on this "
+                     f"host (no pids cgroup here)")
+        workdir = (f"the working folder up to {size_words(self.workdir_bytes)}" if holds("workdir") else
+                   "the working folder without a quota (none can be mounted here)")
+        return (f"per block {self.timeout_s:g} s wall clock, {self.process_cpu_s} s CPU per process, /tmp up to "
+                f"{size_words(self.tmp_bytes)}, files up to {size_words(self.file_bytes)}, output up to "
+                f"{self.output_chars:,} characters; per session: memory {self.memory_words(enforced)}; {processes}; "
+                f"{workdir}")
+
+
+def parse_size(value, name: str = "size") -> int:
+    """Bytes of ``value``: an integer, or text such as ``512M``, ``2G``,
+    ``8G``, ``1.5GiB`` or ``1048576`` (K, M, G, T: powers of 1024; B, iB
+    optional). ValueError names ``name``, the value and the forms allowed."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    text = value.strip().lower() if isinstance(value, str) else None
+    if text:
+        for suffix in ("ib", "b"):
+            if text.endswith(suffix) and len(text) > len(suffix):
+                text = text[:-len(suffix)]
+                break
+        unit = text[-1] if text[-1] in _SIZE_UNITS else ""
+        try:
+            number = float(text[:len(text) - len(unit)])
+        except ValueError:
+            number = float("nan")
+        if math.isfinite(number) and number >= 0:
+            return int(number * _SIZE_UNITS[unit])
+    raise ValueError(f"{name}: {value!r} not allowed; a size such as 512M, 2G or 8G (K, M, G, T: powers of 1024), "
+                     "or an integer of bytes")
+
+
+def parse_seconds(value, name: str = "seconds") -> float:
+    """Seconds of ``value``: a number, or text such as ``60`` or ``90s``.
+    ValueError names ``name``, the value and what is allowed."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str):
+        text = value.strip().lower().removesuffix("s")
+        try:
+            seconds = float(text)
+        except ValueError:
+            seconds = float("nan")
+        if math.isfinite(seconds):
+            return seconds
+    raise ValueError(f"{name}: {value!r} not allowed; seconds, a number such as 60 or 90s")
+
+
+def sandbox_limits(limits: Limits | None = None, *, sandbox_memory=None, sandbox_time=None) -> Limits | None:
+    """``limits`` (default :class:`Limits`) with the session's memory
+    (``sandbox_memory``: a size, :func:`parse_size`) and each block's wall
+    clock (``sandbox_time``: seconds) set where given; None where nothing is.
+    ValueError names ``limits``, ``sandbox_memory`` or ``sandbox_time``."""
+    if limits is not None and not isinstance(limits, Limits):
+        raise ValueError(f"limits: {type(limits).__name__} not allowed; a Limits or None")
+    if sandbox_memory is None and sandbox_time is None:
+        return limits
+    changes = {}
+    if sandbox_memory is not None:
+        changes["session_memory_bytes"] = parse_size(sandbox_memory, "sandbox_memory")
+        _check_range("session_memory_bytes", changes["session_memory_bytes"], "sandbox_memory", sandbox_memory)
+    if sandbox_time is not None:
+        changes["timeout_s"] = parse_seconds(sandbox_time, "sandbox_time")
+        _check_range("timeout_s", changes["timeout_s"], "sandbox_time", sandbox_time)
+    return replace(limits or Limits(), **changes)
 
 
 # Runs inside: the working directory and the host's site-packages on the path, the block from stdin.
@@ -112,10 +276,10 @@ _PROBE = ("import importlib, os, sys\n"
 # (the command is not its last), so killing it (our process group) ends the namespace.
 _FALLBACK = r"""set -e
 root=$1; shift
-mount -t tmpfs -o mode=755 tmpfs "$root"
+mount -t tmpfs -o mode=755,size=4m tmpfs "$root"
 mkdir -p "$root/proc" "$root/dev" "$root/tmp"
 chmod 1777 "$root/tmp"
-mount -t tmpfs -o mode=1777 tmpfs "$root/tmp"
+mount -t tmpfs -o "mode=1777,nosuid,nodev,size=$TMP_BYTES" tmpfs "$root/tmp"
 for node in null zero urandom random; do touch "$root/dev/$node"; mount --bind "/dev/$node" "$root/dev/$node"; done
 while [ "$1" != "--" ]; do
   mkdir -p "$root$2"
@@ -133,6 +297,267 @@ exit $status
 """
 
 
+# The launcher joins the session's cgroups (each cgroup.procs file, then "--", then the command) before exec:
+# every process of the block is then born in them. A join that fails runs nothing.
+_JOIN = 'while [ "$1" != "--" ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"'
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def _cgroup_mounts() -> list[tuple[str, str, str, set[str]]]:
+    """(fs type, root of the hierarchy mounted, mount point, super options) of this process's cgroup mounts."""
+    mounts = []
+    for line in _read("/proc/self/mountinfo").splitlines():
+        left, _, right = line.partition(" - ")
+        fields, tail = left.split(), right.split()
+        if len(fields) >= 5 and len(tail) >= 3 and tail[0] in ("cgroup", "cgroup2"):
+            mounts.append((tail[0], fields[3], fields[4], set(tail[2].split(","))))
+    return mounts
+
+
+def _own_cgroups() -> dict[str, str]:
+    """{controller ("" for v2): this process's cgroup} from /proc/self/cgroup."""
+    own = {}
+    for line in _read("/proc/self/cgroup").splitlines():
+        _, controllers, path = line.split(":", 2)
+        for controller in controllers.split(",") if controllers else [""]:
+            own[controller] = path
+    return own
+
+
+def _folder_of(mount: tuple, path: str) -> str:
+    """The folder of cgroup ``path`` under ``mount`` (:func:`_cgroup_mounts`); the mount point where it is not there."""
+    _, root, point, _ = mount
+    if root != "/" and (path == root or path.startswith(root + "/")):
+        path = path[len(root):]
+    folder = os.path.normpath(os.path.join(point, path.lstrip("/")))
+    return folder if folder.startswith(point) and os.path.isdir(folder) else point
+
+
+class _SessionCgroup:
+    """The session's cgroup: memory (``session_memory_bytes``, swap none) and
+    pids (``session_processes``) capped, cgroup v2 where the unified hierarchy
+    offers both, else cgroup v1 (a folder a controller, each on its own). It
+    is made under this process's own cgroup, so the host's limits bind it too
+    (v2: beside it, under its parent, where its own holds processes and so
+    cannot enable controllers for children). :attr:`enforced` says which holds
+    (None: neither; :attr:`why` says why)."""
+
+    def __init__(self, name: str, limits: Limits):
+        self.folders: list[str] = []  # made here; release() removes them
+        self.procs: list[str] = []  # the cgroup.procs files a block's launcher joins
+        self.events: str | None = None  # the file counting the memory cgroup's OOM kills
+        self.counters: dict[str, str] = {}  # {"memory_peak_bytes" | "processes": the file that counts it}
+        self.enforced = {"session_memory": None, "session_processes": None}
+        self.why = None
+        if os.geteuid() != 0:
+            self.why = "cgroups need root"
+            return
+        try:
+            mounts, own = _cgroup_mounts(), _own_cgroups()
+        except (OSError, ValueError) as exc:
+            self.why = f"cgroups unreadable ({exc})"
+            return
+        if not self._v2(name, limits, mounts, own):
+            self._v1(name, limits, mounts, own)
+        if not self.procs:
+            self.why = "no writable cgroup (v2 with memory and pids, or v1 memory or pids) under this process's own"
+
+    def _v2(self, name: str, limits: Limits, mounts: list, own: dict) -> bool:
+        for mount in mounts:
+            if mount[0] != "cgroup2" or "" not in own:
+                continue
+            start = _folder_of(mount, own[""])
+            parents = [start] + ([os.path.dirname(start)] if start != mount[2] else [])
+            for i, parent in enumerate(parents):
+                folder = os.path.join(parent, name)
+                try:
+                    if not {"memory", "pids"} <= set(_read(f"{parent}/cgroup.controllers").split()):
+                        continue
+                    enabled = set(_read(f"{parent}/cgroup.subtree_control").split())
+                    if i > 0 and not {"memory", "pids"} <= enabled:
+                        continue  # another's cgroup: its configuration is not ours to change
+                    if not {"memory", "pids"} <= enabled:  # fails (EBUSY) where it holds processes
+                        missing = " ".join(f"+{c}" for c in ("memory", "pids") if c not in enabled)
+                        _write(f"{parent}/cgroup.subtree_control", missing)
+                    os.mkdir(folder)
+                    self.folders.append(folder)
+                    _write(f"{folder}/memory.max", str(limits.session_memory_bytes))
+                    if os.path.exists(f"{folder}/memory.swap.max"):
+                        _write(f"{folder}/memory.swap.max", "0")
+                    _write(f"{folder}/pids.max", str(limits.session_processes))
+                except OSError:
+                    self.release()
+                    continue
+                self.procs, self.events = [f"{folder}/cgroup.procs"], f"{folder}/memory.events"
+                self.counters = {"memory_peak_bytes": f"{folder}/memory.peak", "processes": f"{folder}/pids.current"}
+                self.enforced = dict.fromkeys(self.enforced, "cgroup v2")
+                return True
+        return False
+
+    def _v1(self, name: str, limits: Limits, mounts: list, own: dict) -> None:
+        for controller, key in (("memory", "session_memory"), ("pids", "session_processes")):
+            mount = next((m for m in mounts if m[0] == "cgroup" and controller in m[3]), None)
+            if mount is None or controller not in own:
+                continue
+            folder = os.path.join(_folder_of(mount, own[controller]), name)
+            try:
+                os.mkdir(folder)
+            except OSError:
+                continue
+            self.folders.append(folder)
+            try:
+                if controller == "memory":
+                    _write(f"{folder}/memory.limit_in_bytes", str(limits.session_memory_bytes))
+                    if os.path.exists(f"{folder}/memory.memsw.limit_in_bytes"):  # swap accounting: no swap either
+                        _write(f"{folder}/memory.memsw.limit_in_bytes", str(limits.session_memory_bytes))
+                    self.events = f"{folder}/memory.oom_control"
+                    self.counters["memory_peak_bytes"] = f"{folder}/memory.max_usage_in_bytes"
+                else:
+                    _write(f"{folder}/pids.max", str(limits.session_processes))
+                    self.counters["processes"] = f"{folder}/pids.current"
+            except OSError:
+                self.folders.remove(folder)
+                _remove_cgroup(folder)
+                continue
+            self.procs.append(f"{folder}/cgroup.procs")
+            self.enforced[key] = "cgroup v1"
+
+    def oom_kills(self) -> int:
+        """The OOM kills in the session's memory cgroup so far (0 without one)."""
+        try:
+            for line in _read(self.events).splitlines() if self.events else ():
+                key, _, value = line.partition(" ")
+                if key == "oom_kill":
+                    return int(value)
+        except (OSError, ValueError):
+            pass
+        return 0
+
+    def usage(self) -> dict:
+        """{"memory_peak_bytes", "processes"}: the most memory the session's processes held at once and its
+        processes now, as the cgroup counts them (None where it does not)."""
+        usage = dict.fromkeys(("memory_peak_bytes", "processes"))
+        for key, path in self.counters.items():
+            try:
+                usage[key] = int(_read(path))
+            except (OSError, ValueError):
+                pass
+        return usage
+
+    def kill(self) -> None:
+        """Kill every process still in the session's cgroups."""
+        for folder in self.folders:
+            _kill_cgroup(folder)
+
+    def release(self) -> None:
+        """Kill what is left in the session's cgroups and remove them."""
+        for folder in reversed(self.folders):
+            _remove_cgroup(folder)
+        self.folders, self.procs, self.events, self.counters = [], [], None, {}
+
+
+def _kill_cgroup(folder: str) -> None:
+    if os.path.exists(f"{folder}/cgroup.kill"):  # v2, Linux 5.14+
+        try:
+            _write(f"{folder}/cgroup.kill", "1")
+            return
+        except OSError:
+            pass
+    try:
+        pids = [int(p) for p in _read(f"{folder}/cgroup.procs").split()]
+    except (OSError, ValueError):
+        return
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _remove_cgroup(folder: str, wait_s: float = 5.0) -> None:
+    """Kill what is left in ``folder`` and remove it (a killed process leaves it a moment later)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        _kill_cgroup(folder)
+        try:
+            os.rmdir(folder)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.02)
+
+
+def _mount_workdir(folder: str, image: str, size: int) -> str | None:
+    """Mount a filesystem of ``size`` bytes, owned by uid 65534, on ``folder``
+    (root only): an ext4 image (``image``, sparse: the disk it takes grows
+    with what is written, up to ``size``) on a loop device, else a tmpfs (its
+    files in memory, charged to the session's memory cgroup as a block writes
+    them). Returns what was mounted, or None where neither could be."""
+    run = functools.partial(subprocess.run, check=True, capture_output=True, timeout=60,
+                            env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
+    try:
+        with open(image, "wb") as f:
+            f.truncate(size)
+        run([_MKFS, "-q", "-F", "-m", "0", "-O", "^has_journal", "-E", f"root_owner={UNPRIVILEGED}:{UNPRIVILEGED}", image])
+        run([_MOUNT, "-o", "loop,nosuid,nodev", image, folder])
+    except (OSError, subprocess.SubprocessError):
+        _remove_file(image)
+    else:
+        try:
+            os.rmdir(os.path.join(folder, "lost+found"))  # mkfs's: not the agent's to see
+        except OSError:
+            pass
+        return "ext4 image"
+    try:
+        run([_MOUNT, "-t", "tmpfs", "-o", f"size={size},mode=700,uid={UNPRIVILEGED},gid={UNPRIVILEGED},nosuid,nodev",
+             "tmpfs", folder])
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return "tmpfs"
+
+
+def _remove_file(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+
+
+class _Held:
+    """What a sandbox holds on the host, released once and in order by
+    :meth:`release` (``weakref.finalize``: at close, collection or exit):
+    the processes left in its cgroups, the working folder's mount, the
+    cgroups, the session's folder."""
+
+    def __init__(self, folder: str):
+        self.folder = folder
+        self.cgroup: _SessionCgroup | None = None
+        self.mount: str | None = None  # the working folder's mount point
+
+    def release(self) -> None:
+        if self.cgroup is not None:
+            self.cgroup.kill()
+        if self.mount is not None:
+            for lazy in ([], ["-l"]):  # lazily where something still holds it
+                if subprocess.run([_UMOUNT, *lazy, self.mount], capture_output=True, timeout=60).returncode == 0:
+                    break
+        if self.cgroup is not None:
+            self.cgroup.release()
+        shutil.rmtree(self.folder, True)
+
+
 def _system_links() -> list[tuple[str, str]]:
     """(path, what it is) of /bin, /lib, /lib64, /sbin: a symlink's target (merged /usr), or "dir"."""
     out = []
@@ -147,13 +572,21 @@ def _system_links() -> list[tuple[str, str]]:
 class Sandbox:
     """One session's sandbox: a working directory and a release folder on the
     host (:attr:`work_dir`, :attr:`release_dir`; the world writes its data
-    into the latter before the first block), and :meth:`run`.
+    into the latter before the first block), the session's cgroup and the
+    working folder's filesystem, and :meth:`run`.
 
     Arguments: ``limits`` (:class:`Limits`), ``isolation`` ("auto": bubblewrap,
     else unshare; or one of them), ``hidden`` (packages the code must not
     import; default the host package). Raises :class:`SandboxUnavailable`
     where the isolation does not work (the message says why), ValueError for
-    a bad argument. :meth:`close` (or garbage collection) removes the folders.
+    a bad argument. :meth:`close` (or garbage collection) kills what is left,
+    removes the cgroup, unmounts the working folder and removes the folders.
+
+    :attr:`enforced` says how each session limit holds on this host:
+    ``{"session_memory": "cgroup v2" | "cgroup v1" | None, "session_processes":
+    the same, "tmp": "tmpfs", "workdir": "ext4 image" | "tmpfs" | None}``
+    (None: it does not hold; :meth:`describe` says what holds instead, and
+    :attr:`unenforced_why` why).
     """
 
     def __init__(self, limits: Limits | None = None, isolation: str = "auto", hidden: tuple[str, ...] | None = None):
@@ -169,15 +602,26 @@ class Sandbox:
         self._root = os.geteuid() == 0
         self.isolation = self._choose(isolation)
         self._dir = tempfile.mkdtemp(prefix="luca-sandbox-")  # a random name: nothing of the session's seed
-        self._finalizer = weakref.finalize(self, shutil.rmtree, self._dir, True)
+        self._held = _Held(self._dir)
+        self._finalizer = weakref.finalize(self, self._held.release)
         os.chmod(self._dir, 0o711)  # uid 65534 may pass through, not list
         self.work_dir = os.path.join(self._dir, "work")
         self.release_dir = os.path.join(self._dir, RELEASE)
-        os.makedirs(os.path.join(self.work_dir, RELEASE))  # the release's mount point
-        os.makedirs(self.release_dir, mode=0o755)
+        os.makedirs(self.work_dir)
+        workdir = None
         if self._root:
+            workdir = _mount_workdir(self.work_dir, os.path.join(self._dir, "work.img"), self.limits.workdir_bytes)
+            if workdir is not None:
+                self._held.mount = self.work_dir
             os.chown(self.work_dir, UNPRIVILEGED, UNPRIVILEGED)
             os.chmod(self.work_dir, 0o700)
+        os.makedirs(os.path.join(self.work_dir, RELEASE))  # the release's mount point (root's: the code cannot remove it)
+        os.makedirs(self.release_dir, mode=0o755)
+        self._cgroup = self._held.cgroup = _SessionCgroup(os.path.basename(self._dir), self.limits)
+        self.enforced = {**self._cgroup.enforced, "tmp": "tmpfs", "workdir": workdir}
+        why = {"session_memory": self._cgroup.why, "session_processes": self._cgroup.why,
+               "workdir": "neither a loop device nor a tmpfs mount works" if self._root else "mounting a filesystem needs root"}
+        self.unenforced_why = {k: why[k] for k, v in self.enforced.items() if v is None}
         self._lock = threading.Lock()
         key = (self.isolation, self.interpreter, tuple(self.packages), self.hidden)
         if key not in _PROBED:
@@ -187,6 +631,20 @@ class Sandbox:
         if _PROBED[key] is not None:
             self.close()
             raise SandboxUnavailable(f"python sandbox: {_PROBED[key]}; the tool cannot start")
+
+    def describe(self) -> str:
+        """The limits in words as they hold on this host (:meth:`Limits.describe` of :attr:`enforced`)."""
+        return self.limits.describe(self.enforced)
+
+    def memory_words(self) -> str:
+        """The memory limit that holds here, in words (:meth:`Limits.memory_words`)."""
+        return self.limits.memory_words(self.enforced)
+
+    def usage(self) -> dict:
+        """``{"memory_peak_bytes", "processes"}``: the most memory the session's
+        processes held at once so far and how many run now, as its cgroup counts
+        them (None where no cgroup counts it)."""
+        return self._cgroup.usage()
 
     def _choose(self, isolation: str) -> str:
         """The isolation to use, or SandboxUnavailable saying why none works."""
@@ -208,12 +666,13 @@ class Sandbox:
                                  "and agent code is never run without one")
 
     def close(self) -> None:
-        """Remove the working directory and the release (the sandbox cannot run afterwards)."""
+        """Kill what is left of the session, remove its cgroup, unmount the working folder and remove it and
+        the release (the sandbox cannot run afterwards)."""
         self._finalizer()
 
     @property
     def closed(self) -> bool:
-        """Whether :meth:`close` has removed the folders."""
+        """Whether :meth:`close` has released the session."""
         return not self._finalizer.alive
 
     # -- the command --------------------------------------------------------------------
@@ -237,9 +696,11 @@ class Sandbox:
         python = [self.interpreter, "-I", "-S", "-c", _RUNNER.format(workdir=WORKDIR, packages=packages)]
         binds = self._binds()
         env = self._environment()
+        tmp = ["--size", str(self.limits.tmp_bytes), "--tmpfs"]  # each block's /tmp (and /dev/shm) a tmpfs of its size
         if self.isolation == "bwrap":
             staged, command = [], [_BWRAP, "--unshare-all", "--die-with-parent", "--new-session", "--uid", str(UNPRIVILEGED),
-                                   "--gid", str(UNPRIVILEGED), "--clearenv", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+                                   "--gid", str(UNPRIVILEGED), "--clearenv", "--proc", "/proc", "--dev", "/dev",
+                                   *tmp, "/tmp", *tmp, "/dev/shm", "--remount-ro", "/dev"]
             for key, value in env.items():
                 command += ["--setenv", key, value]
             for path, kind in _system_links():
@@ -264,22 +725,26 @@ class Sandbox:
         inside = [_SETPRIV, f"--reuid={UNPRIVILEGED}", f"--regid={UNPRIVILEGED}", "--clear-groups", "--no-new-privs",
                   "--inh-caps=-all", "--bounding-set=-all", "--", "/usr/bin/env", "-i", f"--chdir={WORKDIR}",
                   *[f"{k}={v}" for k, v in env.items()], *python]
-        return [_UNSHARE, "--mount", "--pid", "--net", "--ipc", "--uts", "--fork", "--kill-child", "--propagation", "private",
-                "--", "/usr/bin/env", f"CHROOT={_CHROOT}", "/bin/sh", "-c", _FALLBACK, "sh", root,
-                *[x for bind in binds for x in bind], "--", *inside]
+        return [_UNSHARE, "--mount", "--pid", "--net", "--ipc", "--uts", "--cgroup", "--fork", "--kill-child", "--propagation",
+                "private", "--", "/usr/bin/env", f"CHROOT={_CHROOT}", f"TMP_BYTES={self.limits.tmp_bytes}", "/bin/sh", "-c",
+                _FALLBACK, "sh", root, *[x for bind in binds for x in bind], "--", *inside]
 
-    @staticmethod
-    def _limited(command: list[str], limits: Limits) -> list[str]:
-        """``command`` under the limits (soft = hard, so the code cannot raise them), by ``prlimit``
-        (no Python runs between fork and exec: the host may be multithreaded)."""
-        return [_PRLIMIT, f"--as={int(limits.memory_bytes)}", f"--cpu={int(limits.cpu_s)}", f"--nproc={int(limits.processes)}",
-                f"--fsize={int(limits.file_bytes)}", "--core=0", "--", *command]
+    def _limited(self, command: list[str], limits: Limits) -> list[str]:
+        """``command`` under the limits, by ``prlimit`` (soft = hard, so the code cannot raise them; no
+        Python runs between fork and exec: the host may be multithreaded), in the session's cgroups. Where
+        the pids cgroup holds, RLIMIT_NPROC is left as it is: it counts uid 65534's processes host-wide,
+        every session's together."""
+        nproc = [] if self.enforced["session_processes"] else [f"--nproc={limits.session_processes}"]
+        limited = [_PRLIMIT, f"--as={limits.process_memory_bytes}", f"--cpu={limits.process_cpu_s}", *nproc,
+                   f"--fsize={limits.file_bytes}", "--core=0", "--", *command]
+        return ["/bin/sh", "-c", _JOIN, "sh", *self._cgroup.procs, "--", *limited] if self._cgroup.procs else limited
 
     # -- running ------------------------------------------------------------------------
     def run(self, code: str) -> dict:
         """Run one block. Returns ``{"output", "truncated", "exit_status",
         "timed_out", "limit"}``: ``limit`` names the limit that stopped the
-        block ("time", "cpu", "memory") or is None. ValueError: code not a
+        block ("time", "cpu", "memory": the session's cgroup killed a process,
+        or one ran out of its address space) or is None. ValueError: code not a
         string, or the sandbox closed."""
         if not isinstance(code, str):
             raise ValueError(f"code: expected a string, got {type(code).__name__}")
@@ -289,6 +754,7 @@ class Sandbox:
             return self._run(code, self.limits)
 
     def _run(self, code: str, limits: Limits) -> dict:
+        oom_kills = self._cgroup.oom_kills()
         process = subprocess.Popen(self._limited(self._command(), limits), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, start_new_session=True, close_fds=True, cwd="/",
                                    env={"PATH": "/usr/bin:/bin"})  # its own process group: a timeout kills it whole
@@ -323,7 +789,8 @@ class Sandbox:
                                                  f"{len(kept) + dropped[0]:,} bytes in all]")
         status = process.returncode
         signalled = -status if status < 0 else status - 128 if status > 128 else 0
-        limit = ("time" if timed_out else "cpu" if signalled in (signal.SIGXCPU, signal.SIGKILL) and not timed_out
+        limit = ("time" if timed_out else "memory" if self._cgroup.oom_kills() > oom_kills  # the cgroup killed one
+                 else "cpu" if signalled in (signal.SIGXCPU, signal.SIGKILL)
                  else "memory" if "MemoryError" in text[-2000:] else None)
         return {"output": text, "truncated": truncated, "exit_status": None if timed_out else status, "timed_out": timed_out,
                 "limit": limit}

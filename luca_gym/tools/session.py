@@ -22,10 +22,13 @@ The ``python`` tool (:mod:`luca_gym.tools.sandbox`) is generic too: a world
 whose session sets ``offers_python`` takes ``python=True`` and calls
 :meth:`ToolSessionBase.open_sandbox`, which adds the tool, runs its blocks
 (this class dispatches them, never the world) and bounds the session to
-:data:`PYTHON_TURNS` turns, as the DrugTargetWorld harness does. The harness,
-the tools Gymnasium env and the MCP server reach it through
-:func:`tool_options`, which refuses it, by name, for a world that does not
-offer it.
+:data:`PYTHON_TURNS` turns, as the DrugTargetWorld harness does. Such a
+session drops the world's structured analysis tools (its
+``analysis_tool_names``): the paper's code agents had the sandbox, the data
+and the world's actions only; ``analysis_tools=True`` keeps them. The
+harness, the tools Gymnasium env and the MCP server reach both options
+through :func:`tool_options`, which refuses them, by name, for a world that
+does not offer them.
 """
 
 from __future__ import annotations
@@ -42,22 +45,70 @@ PYTHON_TURNS = 30  # the turns of a session that runs code (the DrugTargetWorld 
 MAX_CODE = 32_000  # characters of one python block
 
 
-def tool_options(tools, *, python=False, sealed=None) -> dict:
+def tool_options(tools, *, python=False, sealed=None, analysis_tools=False) -> dict:
     """The tool-session options a harness, env or server passes on to a
     world's tool session (``tools``: the session's class, a world's
-    ``World.tools`` loaded): ``{"python": True}`` where asked, else nothing.
-    ValueError names a ``python`` that is not a bool, a world whose session
-    does not offer the python tool (``offers_python``), or python without a
-    seal (``sealed``: what the session will be given)."""
-    if not isinstance(python, bool):
-        raise ValueError(f"python: {python!r} not allowed; True or False")
+    ``World.tools`` loaded): ``{"python": True}`` where asked (with
+    ``"analysis_tools": True`` where asked too, and ``"limits"`` where
+    ``python`` is a :class:`~luca_gym.tools.sandbox.Limits`: the python tool
+    under those limits, :func:`python_with_limits`), else nothing. ValueError
+    names a ``python`` that is not a bool or Limits, a world whose session does not
+    offer the python tool (``offers_python``), python without a seal
+    (``sealed``: what the session will be given), or an ``analysis_tools``
+    :func:`check_analysis_tools` refuses."""
+    from luca_gym.tools.sandbox import Limits
+
+    limits = {"limits": python} if isinstance(python, Limits) else {}
+    if not isinstance(python, bool) and not limits:
+        raise ValueError(f"python: {python!r} not allowed; True or False (or a Limits: True, under those limits)")
     if not python:
+        check_analysis_tools(tools, python, analysis_tools)
         return {}
     if not getattr(tools, "offers_python", False):
-        name = getattr(tools, "world", None) or getattr(tools, "__name__", type(tools).__name__)
-        raise ValueError(f"python: world {name!r} does not offer the python tool; leave python off for this world")
+        raise ValueError(f"python: world {_world_name(tools)!r} does not offer the python tool; leave python off for this world")
     check_sealed_for_code(sealed)
-    return {"python": True}
+    check_analysis_tools(tools, python, analysis_tools)
+    return {"python": True, **limits, **({"analysis_tools": True} if analysis_tools else {})}
+
+
+def python_with_limits(python, limits=None, *, sandbox_memory=None, sandbox_time=None):
+    """``python`` (True or False) with its sandbox's limits where any is given:
+    ``limits`` (a :class:`~luca_gym.tools.sandbox.Limits`) with the session's
+    memory ``sandbox_memory`` (a size: ``8G``, ``512M`` or bytes) and each
+    block's wall clock ``sandbox_time`` (seconds) set
+    (:func:`~luca_gym.tools.sandbox.sandbox_limits`), which :func:`tool_options`
+    takes as ``python``; else ``python`` itself. ValueError names a bad value,
+    or one given without python."""
+    from luca_gym.tools.sandbox import sandbox_limits
+
+    given = {"limits": limits, "sandbox_memory": sandbox_memory, "sandbox_time": sandbox_time}
+    resolved = sandbox_limits(limits, sandbox_memory=sandbox_memory, sandbox_time=sandbox_time)
+    if resolved is None:
+        return python
+    if python is not True:
+        name = next(k for k, v in given.items() if v is not None)
+        raise ValueError(f"{name}: {given[name]!r} given without the python tool; the limits are its sandbox's "
+                         "(python=True, --python)")
+    return resolved
+
+
+def check_analysis_tools(tools, python: bool, analysis_tools) -> None:
+    """ValueError unless ``analysis_tools`` (keep the world's structured
+    analysis tools beside the python tool, which drops them by default) is a
+    bool, True only with ``python`` and for a world (``tools``: its tool
+    session's class) that has such tools (``analysis_tool_names``)."""
+    if not isinstance(analysis_tools, bool):
+        raise ValueError(f"analysis_tools: {analysis_tools!r} not allowed; True or False")
+    if analysis_tools and not python:
+        raise ValueError("analysis_tools: True only with the python tool (python=True, --python); a session without it "
+                         "has the world's analysis tools already")
+    if analysis_tools and not getattr(tools, "analysis_tool_names", ()):
+        raise ValueError(f"analysis_tools: world {_world_name(tools)!r} has no structured analysis tools to keep beside the "
+                         "python tool; leave analysis_tools (--python-analysis-tools) off for this world")
+
+
+def _world_name(tools) -> str:
+    return getattr(tools, "world", None) or getattr(tools, "__name__", type(tools).__name__)
 
 
 def check_sealed_for_code(sealed) -> None:
@@ -85,7 +136,9 @@ class ToolSessionBase:
     * ``world``: the world's registry name (a results line of a session
       driven from outside, :func:`luca_gym.harness.record_tool_session`);
     * ``offers_python``: whether the session takes ``python=True`` (and then
-      calls :meth:`open_sandbox`): :func:`tool_options` refuses it elsewhere.
+      calls :meth:`open_sandbox`): :func:`tool_options` refuses it elsewhere;
+    * ``analysis_tool_names``: the world's structured analysis tools, which
+      :meth:`open_sandbox` drops unless asked to keep them (``analysis_tools``).
 
     A session with a ``turn_limit`` (one that runs code: :data:`PYTHON_TURNS`)
     ends, truncated (``end_reason: "turn_limit"``, the scores of its end tool),
@@ -95,6 +148,7 @@ class ToolSessionBase:
 
     world: str | None = None
     offers_python = False
+    analysis_tool_names: tuple[str, ...] = ()
     opening = "Begin."
     end_tool = "end"
     status_keys: tuple[str, ...] = ()
@@ -113,6 +167,7 @@ class ToolSessionBase:
         self._specs: list[dict] = []
         self._schemas: dict[str, dict] = {}
         self.sandbox = None  # the python tool's Sandbox (open_sandbox), or None
+        self.analysis_tools = False  # whether a session with the python tool kept the analysis tools (open_sandbox)
         self.turn_limit: int | None = None  # calls that passed their check before the session ends; None: no limit
         self.turns = 0  # calls that passed their check so far
 
@@ -162,29 +217,34 @@ class ToolSessionBase:
         return None
 
     # -- the python tool ----------------------------------------------------------------
-    def open_sandbox(self, data: str, limits=None, isolation: str = "auto", turns: int | None = PYTHON_TURNS):
+    def open_sandbox(self, data: str, limits=None, isolation: str = "auto", turns: int | None = PYTHON_TURNS,
+                     analysis_tools: bool = False):
         """Offer the ``python`` tool: start a :class:`~luca_gym.tools.sandbox.Sandbox`
         (``limits``, ``isolation``: its own), add the tool to the specs (its
         description says ``data``, what the world puts in the read-only data
-        folder, which it writes into ``self.sandbox.release_dir`` next) and
+        folder, which it writes into ``self.sandbox.release_dir`` next), drop
+        the world's ``analysis_tool_names`` unless ``analysis_tools`` and
         bound the session to ``turns`` turns (None: no bound). Returns the
         sandbox. ValueError for an unsealed session (code that could reach the
-        package would regenerate its world) or a bad ``turns``;
-        SandboxUnavailable where no isolation works."""
+        package would regenerate its world), a bad ``turns`` or
+        ``analysis_tools``; SandboxUnavailable where no isolation works."""
         from luca_gym.tools.sandbox import RELEASE, WORKDIR, Sandbox
 
         check_sealed_for_code(self.seal)
+        check_analysis_tools(type(self), True, analysis_tools)
         if turns is not None and (isinstance(turns, bool) or not isinstance(turns, int) or turns < 1):
             raise ValueError(f"turns: {turns!r} not allowed; a positive integer, or None for no bound")
         self.sandbox = Sandbox(limits, isolation)
         self.turn_limit = turns
+        self.analysis_tools = analysis_tools
         bound = "" if turns is None else f" The session allows {turns} turns (calls of any tool), then ends."
-        self.set_specs(self.tool_specs() + [{
+        kept = [s for s in self.tool_specs() if analysis_tools or s["name"] not in self.analysis_tool_names]
+        self.set_specs(kept + [{
             "name": "python",
             "description": f"Free. Run a block of Python 3 code in a fresh process, working directory {WORKDIR} (its files "
                            f"are kept between blocks; variables are not). {data} (in {WORKDIR}/{RELEASE}, read-only). numpy, "
-                           f"pandas, pyarrow, scipy and statsmodels are installed; no network. Limits per block: "
-                           f"{self.sandbox.limits.describe()}; print what you need to see.{bound}",
+                           f"pandas, pyarrow, scipy and statsmodels are installed; no network. Limits: "
+                           f"{self.sandbox.describe()}; print what you need to see.{bound}",
             "input_schema": {"type": "object", "properties": {
                 "code": {"type": "string", "minLength": 1, "maxLength": MAX_CODE, "description": "the Python block"}},
                 "required": ["code"], "additionalProperties": False}}])
@@ -206,9 +266,9 @@ class ToolSessionBase:
             message = (f"python: the block ran past its {limits.timeout_s:g} s wall-clock limit and was stopped, with every "
                        "process it started; files written before then are kept")
         elif ran["limit"] == "cpu":
-            message = f"python: the block used its {limits.cpu_s} s of CPU time (or was killed) and was stopped"
+            message = f"python: the block used its {limits.process_cpu_s} s of CPU time (or was killed) and was stopped"
         elif ran["limit"] == "memory":
-            message = f"python: the block ran out of memory (at most {limits.memory_bytes / (1 << 30):g} GiB per process)"
+            message = f"python: the block ran out of memory (at most {self.sandbox.memory_words()})"
         elif ran["exit_status"] != 0:
             message = f"python: the block stopped with an error (exit status {ran['exit_status']}); its output ends with the traceback"
         else:

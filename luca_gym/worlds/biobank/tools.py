@@ -22,8 +22,15 @@ Tools (all free but ``experiment``):
   a named protein, paid from the session's budget (``budget`` setting), its
   delivery computed by the oracle (:meth:`~.oracle.Oracle.experiment`); every
   request and delivery is kept in the session's audit log, in its record;
-* ``submit``: the claims (ends the session with the scores); ``end``: leave
-  without claims (every score 0);
+* ``submit``: the claims (ends the session with the scores) and at most one
+  phenotype: ``phenotype`` (a name), ``phenotype_values`` (participant id ->
+  value, inline: the generic layer bounds a call's arguments to
+  :data:`~luca_gym.tools.session.MAX_PAYLOAD` characters, about 2,000
+  participants) or, in a session with the python tool, ``phenotype_file``
+  (a path relative to the working folder ``/analysis``: a Parquet or CSV
+  file with the columns ``participant_id`` and ``value``, the whole cohort
+  of any profile; :func:`read_phenotype_file` reads it on the host with
+  strict checks); ``end``: leave without claims (every score 0);
 * ``python`` (a session made with ``python=True``, sealed only): a block of
   the agent's own code, run in the generic sandbox
   (:class:`luca_gym.tools.sandbox.Sandbox`) in a working directory that
@@ -34,28 +41,40 @@ Tools (all free but ``experiment``):
   runs code is sealed, so that the public package cannot regenerate its
   world, and the folder's name and paths hold nothing of its seed. It
   allows the harness's 30 turns (calls of any tool; ``turns``), then ends
-  truncated; each block's output is cut to the sandbox's limit. The harness,
-  the tools env and the MCP server ask for it generically
-  (:func:`luca_gym.tools.session.tool_options`: ``luca-gym eval|mcp --python``,
+  truncated; each block's output is cut to the sandbox's limit. It is the
+  paper's setting: the python tool, the release, ``experiment``, ``submit``
+  and ``end``, without the structured analysis tools above
+  (:data:`ANALYSIS_TOOLS`), which ``analysis_tools=True`` keeps beside the
+  code. The harness, the tools env and the MCP server ask for both
+  generically (:func:`luca_gym.tools.session.tool_options`: ``luca-gym
+  eval|mcp --python [--python-analysis-tools]``,
   ``gym.make("luca_gym/BiobankTools-v0", python=True, sealed=...)``).
 
 A phenotype or column is named ``table.column`` (a participant-level numeric
 column), ``diagnoses.<ICD-10 code>`` (1 where the participant has the code)
 or by a name given to ``define_phenotype``. A call the schema refuses, or
-that names something the release does not hold, is refused: it costs
-nothing and changes nothing.
+that names something the release does not hold (or a phenotype file that is
+missing, malformed or outside the working folder), is refused: it costs
+nothing (though, in a session with a turn limit, a call that passed its
+schema is a turn all the same) and changes nothing.
 """
 
 from __future__ import annotations
 
+import collections
+import csv
+import errno
+import io
 import math
+import os
 import re
+import stat
 
 import numpy as np
 
 from luca_gym import seal as seal_mod
 from luca_gym.tools.sandbox import RELEASE, WORKDIR, Limits
-from luca_gym.tools.session import PYTHON_TURNS, ToolSessionBase, check_sealed_for_code
+from luca_gym.tools.session import PYTHON_TURNS, ToolSessionBase, check_analysis_tools, check_sealed_for_code
 from luca_gym.validate import check_keys, check_seed
 from luca_gym.worlds.biobank import analysis
 from luca_gym.worlds.biobank.config import BiobankConfig
@@ -69,6 +88,12 @@ MAX_TERMS = 32  # columns in one defined phenotype
 MAX_TOP = 5000  # rows a scan may return
 MAX_CONDITIONAL = 8  # proteins in one conditional analysis
 MAX_REFERENCE = 64  # characters of a column or phenotype reference
+MAX_PHENOTYPE_FILE = 64 << 20  # bytes of a phenotype file (the paper profile's 54,000 rows take under 2 MB as CSV)
+MAX_PATH = 256  # characters of a phenotype file's path
+PHENOTYPE_COLUMNS = ("participant_id", "value")
+# What a session with the python tool drops unless asked to keep them (the paper's code agents had none of them).
+ANALYSIS_TOOLS = ("describe_release", "column_summary", "define_phenotype", "validate_phenotype", "association_scan", "cis_mr",
+                  "conditional_analysis", "protein_qc")
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
 _PARTICIPANT = re.compile(r"P[0-9]{6}")
 _NO_ARGUMENTS = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
@@ -83,6 +108,7 @@ ANNOTATIONS = {
     "association_scan": {"title": "Protein association scan", "readOnlyHint": True, "idempotentHint": True},
     "cis_mr": {"title": "cis Mendelian randomisation", "readOnlyHint": True, "idempotentHint": True},
     "conditional_analysis": {"title": "Conditional analysis at a locus", "readOnlyHint": True, "idempotentHint": True},
+    "protein_qc": {"title": "Proteomics quality control", "readOnlyHint": True, "idempotentHint": True},
     "experiment": {"title": "Run a paid experiment", "readOnlyHint": False, "idempotentHint": False},
     "submit": {"title": "Submit the claims (ends the session)", "readOnlyHint": False, "destructiveHint": True,
                "idempotentHint": False},
@@ -105,18 +131,21 @@ class BiobankToolSession(ToolSessionBase):
     ``python=True`` offers the ``python`` tool (sealed sessions only; ``limits``
     a :class:`~luca_gym.tools.sandbox.Limits`, ``isolation`` the sandbox's,
     ``turns`` the session's bound, the paper harness's 30 by default:
-    :meth:`~luca_gym.tools.session.ToolSessionBase.open_sandbox`).
-    ValueError names a bad seed or setting; SandboxUnavailable says why no
-    sandbox can run code here."""
+    :meth:`~luca_gym.tools.session.ToolSessionBase.open_sandbox`) and
+    ``submit``'s ``phenotype_file``, and drops the structured analysis tools
+    (:data:`ANALYSIS_TOOLS`) unless ``analysis_tools=True``. ValueError names
+    a bad seed or setting; SandboxUnavailable says why no sandbox can run
+    code here."""
 
     world = "biobank"
     offers_python = True
+    analysis_tool_names = ANALYSIS_TOOLS
     opening = "The release is ready. Begin."
     status_keys = ("submissions_left", "budget_left")
     title = "luca-gym biobank"
 
     def __init__(self, seed: int = 0, *, sealed=None, python: bool = False, limits: Limits | None = None,
-                 isolation: str = "auto", turns: int | None = PYTHON_TURNS, **settings):
+                 isolation: str = "auto", turns: int | None = PYTHON_TURNS, analysis_tools: bool = False, **settings):
         super().__init__()
         check_keys(settings, "settings", ("profile", "tier", "budget"))
         self.config = BiobankConfig(**settings)
@@ -124,6 +153,7 @@ class BiobankToolSession(ToolSessionBase):
         self.seed = check_seed(seed)
         if not isinstance(python, bool):
             raise ValueError(f"python: {python!r} not allowed; True or False")
+        check_analysis_tools(type(self), python, analysis_tools)
         if python:  # before the world is generated
             check_sealed_for_code(self.seal)
         world = make_world(self.seed, self.config, self.seal)
@@ -196,6 +226,15 @@ class BiobankToolSession(ToolSessionBase):
                  "variant": {"type": "string", "maxLength": 16}, "phenotype": _REFERENCE,
                  "proteins": {**proteins, "maxItems": MAX_CONDITIONAL}, "adjust": _ADJUST},
                  "required": ["variant", "phenotype"], "additionalProperties": False}},
+            {"name": "protein_qc",
+             "description": "Free. Each protein's quality-control profile: connectivity (mean |r| with the other proteins), "
+                            "site_shift (the largest difference of one site's mean from the others', in SDs) and shift_site, "
+                            "bimodality (Sarle's coefficient; 1/3 normal, above 0.555 two modes), Pearson r with age, sex, BMI "
+                            "and exercise, and imaged_shift (the imaged participants' mean minus the others', in SDs). All "
+                            "proteins unless named; rows by sort_by, largest absolute value first (connectivity: smallest first).",
+             "input_schema": {"type": "object", "properties": {
+                 "proteins": proteins, "sort_by": {"type": "string", "enum": list(analysis.QC_FIELDS)}, "top": top},
+                 "required": [], "additionalProperties": False}},
             {"name": "experiment",
              "description": "Paid from your budget. Lower a protein by 1 SD against a control sharing everything else: "
                             "cell_perturbation ($150,000; n = 120, the first-visit effect, with assay noise) gives the effect on "
@@ -209,31 +248,58 @@ class BiobankToolSession(ToolSessionBase):
             {"name": "submit",
              "description": "Submit your claims once; the session ends with the scores. nominations: proteins you claim drive "
                             "the disease, with the direction to move each and your confidence; rejections: proteins you claim "
-                            "only look causal, with the mechanism; phenotype: a phenotype's name, or phenotype_values (participant "
-                            "id -> value), scored by how well it tracks the disease in the imaged participants.",
+                            "only look causal, with the mechanism; the phenotype, scored by how well it tracks the disease in "
+                            "the imaged participants: phenotype (a name), phenotype_values (participant id -> value)"
+                            + (f" or phenotype_file (a Parquet or CSV file you wrote in {WORKDIR}, columns participant_id and "
+                               "value; participants it leaves out count as missing)" if python else "")
+                            + ", one of them at most.",
              "input_schema": {"type": "object", "properties": {
                  "nominations": {"type": "array", "items": nomination, "maxItems": sizes.proteins},
                  "rejections": {"type": "array", "items": rejection, "maxItems": sizes.proteins},
-                 "phenotype": _REFERENCE,
+                 "phenotype": _REFERENCE if not python or analysis_tools else {
+                     **_REFERENCE, "description": "a column 'table.column' or 'diagnoses.<ICD-10 code>'"},
                  "phenotype_values": {"type": "object", "additionalProperties": {"type": "number"},
-                                      "maxProperties": sizes.participants}},
+                                      "maxProperties": sizes.participants},
+                 **({"phenotype_file": {
+                     "type": "string", "minLength": 1, "maxLength": MAX_PATH,
+                     "description": f"a path relative to {WORKDIR} (e.g. 'phenotype.parquet'): a .parquet or .csv file with "
+                                    "columns participant_id and value, one row a participant, at most "
+                                    f"{MAX_PHENOTYPE_FILE >> 20} MiB"}} if python else {})},
                  "required": ["nominations"], "additionalProperties": False}},
             {"name": "end", "description": "End the session without claims (every score 0).", "input_schema": _NO_ARGUMENTS},
         ])
         if python:  # the generic python tool (ToolSessionBase.open_sandbox): sealed only, PYTHON_TURNS turns
             sandbox = self.open_sandbox("The release: one Parquet file per table and data_dictionary.json / .md", limits,
-                                        isolation, turns)
+                                        isolation, turns, analysis_tools)
             self.release.write(sandbox.release_dir)
 
     # -- the generic surface ------------------------------------------------------------
     def system_prompt(self) -> str:
         """The world's rules for an agent: the cohort's sizes, the task, the
-        budget and the experiments' prices, how to name columns, the points
+        budget and the experiments' prices, the tools that analyse the data
+        (the structured tools, the python tool or both, as the session
+        offers them), how to name columns and submit a phenotype, the points
         (from the oracle's :data:`~.oracle.POINTS`) and, in a session that
-        runs code, the python tool and its turns. Nothing of the world's
-        design or seed."""
+        runs code, its turns. Nothing of the world's design or seed."""
         n = self.config.sizes
         points = ", ".join(f"{name.replace('_', ' ')} {p:g}" for name, p in POINTS.items())
+        structured = ("The structured tools analyse the released data for you; describe_release lists it. Name a column as "
+                      "table.column (e.g. imaging.lvef_pct), a diagnosis as diagnoses.<ICD-10 code> (e.g. diagnoses.I50.9), or "
+                      "a phenotype you defined with define_phenotype. Sentinel codes (-999 not recorded, -1 below the limit of "
+                      "detection) count as missing in every tool.")
+        code = f"The python tool runs your own code on the release's Parquet files in {WORKDIR}/{RELEASE}"
+        by_file = (f"Submit a phenotype computed there as a file: write its columns participant_id and value to a Parquet or "
+                   f"CSV file in {WORKDIR} (e.g. df[['participant_id', 'value']].to_parquet('phenotype.parquet', index=False)) "
+                   "and give submit phenotype_file='phenotype.parquet'; participants it leaves out count as missing.")
+        if self.sandbox is None:
+            analysis = structured
+        elif self.analysis_tools:
+            analysis = f"{structured} {code}; the structured tools do not see its files or variables. {by_file}"
+        else:
+            analysis = (f"{code} (data_dictionary.md describes the tables, their columns, units and missing-value codes: "
+                        "-999 not recorded, -1 below the limit of detection); there are no structured analysis tools. "
+                        f"{by_file} submit's phenotype also takes a released column by name (table.column, e.g. "
+                        "imaging.lvef_pct).")
         return (
             f"You are analysing a population biobank: {n.participants} participants with covariates, plasma proteomics "
             f"({n.proteins} proteins, PROT_0001 to PROT_{n.proteins:04d}), genotypes ({n.variants} variants), physiology, "
@@ -245,13 +311,7 @@ class BiobankToolSession(ToolSessionBase):
             f"Your experiment budget is ${self.config.dollars:,}: cell perturbation costs $150,000, knockdown $400,000. "
             "Observational genetic direction may fail under pleiotropy or reverse causation, and a marker can improve "
             "measurement while harming patients; experiments can resolve those cases.\n\n"
-            "The tools analyse the released data for you; describe_release lists it. Name a column as table.column "
-            "(e.g. imaging.lvef_pct), a diagnosis as diagnoses.<ICD-10 code> (e.g. diagnoses.I50.9), or a phenotype you "
-            "defined with define_phenotype. Sentinel codes (-999 not recorded, -1 below the limit of detection) count as "
-            "missing in every tool."
-            + (f" The python tool runs your own code on the release's Parquet files in {WORKDIR}/{RELEASE}; the structured "
-               "tools do not see its files or variables (submit phenotype_values to submit a phenotype computed there)."
-               if self.sandbox is not None else "")
+            + analysis
             + (f" The session allows {self.turn_limit} turns (calls of any tool); then it ends, and without a submission "
                "every score is 0." if self.turn_limit is not None else "")
             + "\n\n"
@@ -312,9 +372,10 @@ class BiobankToolSession(ToolSessionBase):
 
     # -- resolving names ----------------------------------------------------------------
     def _allowed_references(self) -> str:
-        defined = ", ".join(sorted(self.defined)) or "none yet"
-        return (f"a column 'table.column' of {', '.join(PARTICIPANT_TABLES)}, 'diagnoses.<ICD-10 code>' "
-                f"({', '.join(CODES)}) or a phenotype you defined ({defined})")
+        columns = f"a column 'table.column' of {', '.join(PARTICIPANT_TABLES)}, 'diagnoses.<ICD-10 code>' ({', '.join(CODES)})"
+        if "define_phenotype" not in self.tool_names:
+            return columns
+        return f"{columns} or a phenotype you defined ({', '.join(sorted(self.defined)) or 'none yet'})"
 
     def resolve(self, reference: str, what: str = "phenotype") -> np.ndarray:
         """float64 (N,) of a column, diagnosis indicator or defined phenotype; ValueError naming what is allowed."""
@@ -333,6 +394,23 @@ class BiobankToolSession(ToolSessionBase):
     def _row_of(self, ids) -> np.ndarray:
         """Participant rows of ids (every id of the release: 'P000001' is row 0)."""
         return np.array([int(i[1:]) - 1 for i in ids], np.int64)
+
+    def _participant_values(self, ids: list, values, what: str) -> np.ndarray:
+        """float64 (N,): ``values`` at the rows of participant ``ids`` (strings),
+        NaN (missing) for the participants left out; ValueError (``what``)
+        for ids the release does not hold or that appear twice."""
+        n = self.config.sizes.participants
+        unknown = [i for i in ids if not (isinstance(i, str) and _PARTICIPANT.fullmatch(i) and 1 <= int(i[1:]) <= n)]
+        if unknown:
+            raise ValueError(f"{what}: {_count(len(unknown), 'participant id')} {'is' if len(unknown) == 1 else 'are'} not "
+                             f"in the release (first: {str(unknown[0])[:16]!r}; its ids run P000001..P{n:06d})")
+        twice = [i for i, k in collections.Counter(ids).items() if k > 1]
+        if twice:
+            raise ValueError(f"{what}: {_count(len(twice), 'participant id')} appear{'s' if len(twice) == 1 else ''} more "
+                             f"than once (first: {twice[0]!r}); give each participant one value")
+        out = np.full(n, np.nan)
+        out[self._row_of(ids)] = np.asarray(values, np.float64)
+        return out
 
     def _protein_indices(self, names) -> np.ndarray:
         index = {p: i for i, p in enumerate(self.release.proteins)}
@@ -474,6 +552,15 @@ class BiobankToolSession(ToolSessionBase):
                           "instruments": [ids[i] for i in joint["variants"]]},
                 "n": joint["n"], "proteins": rows, **({"not_tested": left_out} if left_out else {}), **self.status()}
 
+    def _protein_qc(self, proteins: list | None = None, sort_by: str = "site_shift", top: int = 20) -> dict:
+        qc = analysis.protein_qc(self.release)
+        index = np.arange(len(self.release.proteins)) if proteins is None else self._protein_indices(proteins)
+        key = qc[sort_by][index]
+        order = np.argsort(np.where(np.isfinite(key), key if sort_by == "connectivity" else -np.abs(key), np.inf), kind="stable")
+        rows = [{"protein": self.release.proteins[i], **{f: _number(qc[f][i], 4) for f in analysis.QC_FIELDS},
+                 "shift_site": int(qc["shift_site"][i])} for i in index[order[:top]]]
+        return {"sort_by": sort_by, "tested": int(len(index)), "results": rows, **self.status()}
+
     def _experiment(self, protein: str, kind: str) -> dict:
         if not isinstance(kind, str) or kind not in EXPERIMENTS:
             raise ValueError(f"kind: {str(kind)[:32]!r} not allowed; allowed {', '.join(EXPERIMENTS)}")
@@ -488,20 +575,23 @@ class BiobankToolSession(ToolSessionBase):
         return {**delivery, "cost": cost, **self.status()}
 
     def _submit(self, nominations: list, rejections: list | None = None, phenotype: str | None = None,
-                phenotype_values: dict | None = None) -> dict:
+                phenotype_values: dict | None = None, phenotype_file: str | None = None) -> dict:
         claims = check_claims(nominations, rejections or [], self.release.proteins)
-        if phenotype is not None and phenotype_values is not None:
-            raise ValueError("phenotype and phenotype_values: give one of them")
+        given = [k for k, v in (("phenotype", phenotype), ("phenotype_values", phenotype_values),
+                                ("phenotype_file", phenotype_file)) if v is not None]
+        if len(given) > 1:
+            raise ValueError(f"{' and '.join(given)}: give one of them at most")
         values = None
         if phenotype is not None:
             values = self.resolve(phenotype)
         elif phenotype_values is not None:
-            n = self.config.sizes.participants
-            bad = next((k for k in phenotype_values if not (_PARTICIPANT.fullmatch(k) and 1 <= int(k[1:]) <= n)), None)
-            if bad is not None:
-                raise ValueError(f"phenotype_values: {bad[:16]!r} is not a participant id of the release (P000001..P{n:06d})")
-            values = np.full(n, np.nan)
-            values[self._row_of(list(phenotype_values))] = list(phenotype_values.values())
+            values = self._participant_values(list(phenotype_values), list(phenotype_values.values()), "phenotype_values")
+        elif phenotype_file is not None:  # only a session with the python tool offers it (its schema)
+            if self.sandbox.closed:
+                raise ValueError("phenotype_file: the sandbox was closed (its env or server closed the session); "
+                                 "its folder is gone")
+            ids, file_values = read_phenotype_file(self.sandbox.work_dir, phenotype_file, self.config.sizes.participants)
+            values = self._participant_values(ids, file_values, "phenotype_file")
         scored = claims if values is None else type(claims)(claims.nominations, claims.rejections,
                                                              values[self.release.rows["imaging"]])
         self.scores = self._oracle.score(scored)
@@ -520,3 +610,172 @@ class BiobankToolSession(ToolSessionBase):
 def _order(p) -> np.ndarray:
     """Indices by p, smallest first, untested (NaN) last."""
     return np.argsort(np.where(np.isfinite(p), p, np.inf), kind="stable")
+
+
+def _count(k: int, noun: str) -> str:
+    return f"{k} {noun}{'' if k == 1 else 's'}"
+
+
+def read_phenotype_file(folder: str, path: str, max_rows: int) -> tuple[list[str], np.ndarray]:
+    """The participant ids and values (float64; NaN for a missing value) of
+    the phenotype file at ``path``, relative to ``folder`` (the host side of
+    the sandbox's working folder, :data:`~luca_gym.tools.sandbox.WORKDIR`):
+    a ``.parquet`` or ``.csv`` file with the columns ``participant_id``
+    (text) and ``value`` (numbers; empty or NaN: missing), at most
+    ``max_rows`` rows and :data:`MAX_PHENOTYPE_FILE` bytes.
+
+    The agent's code wrote the folder, so nothing in it is trusted: an
+    absolute path, a ``..``, a symbolic link anywhere on the path (each
+    folder is opened without following links, relative to the one before),
+    anything but a regular file with one link, or a file too large is
+    refused, as is a file that is missing or malformed (wrong columns,
+    non-numeric or infinite values, too many rows). ValueError
+    (``phenotype_file: ...``) says which and what is allowed."""
+    parts = _relative_parts(path)
+    kind = os.path.splitext(parts[-1])[1].lower()
+    if kind not in (".parquet", ".csv"):
+        raise ValueError(f"phenotype_file: {path[:MAX_PATH]!r} is neither .parquet nor .csv; write the phenotype as "
+                         "one of them")
+    data = _read_inside(folder, parts, path)
+    ids, values = (_parquet_rows if kind == ".parquet" else _csv_rows)(data, path, max_rows)
+    infinite = np.flatnonzero(np.isinf(values))
+    if len(infinite):
+        raise ValueError(f"phenotype_file: {_count(len(infinite), 'value')} infinite (first: participant "
+                         f"{str(ids[infinite[0]])[:16]!r}); give a finite number, or leave the participant out (missing)")
+    return ids, values
+
+
+def _relative_parts(path: str) -> list[str]:
+    """The path's folder and file names, or ValueError for a path that is
+    empty, absolute, leaves the folder (``..``) or holds a NUL."""
+    if path.startswith("/"):
+        hint = f" ({path[len(WORKDIR) + 1:][:MAX_PATH]!r})" if path.startswith(WORKDIR + "/") else ""
+        raise ValueError(f"phenotype_file: {path[:MAX_PATH]!r} is an absolute path; give a path relative to the working "
+                         f"folder {WORKDIR}{hint}")
+    parts = [p for p in path.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise ValueError(f"phenotype_file: {path[:MAX_PATH]!r} leaves the working folder ('..' not allowed); give a path "
+                         f"inside {WORKDIR}")
+    if not parts or "\0" in path:
+        raise ValueError(f"phenotype_file: {path[:MAX_PATH]!r} names no file; give a path relative to {WORKDIR}, "
+                         "e.g. 'phenotype.parquet'")
+    return parts
+
+
+def _read_inside(folder: str, parts: list[str], path: str) -> bytes:
+    """The bytes of the regular file ``folder/parts...``, opened one name at
+    a time without following a symbolic link (so nothing resolves outside
+    ``folder``, whatever the agent's code made of it)."""
+    shown = path[:MAX_PATH]
+    linked = ValueError(f"phenotype_file: {shown!r} is or passes through a symbolic link, which is not allowed; write the "
+                        f"file itself inside {WORKDIR}")
+    directory = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(folder, directory)
+    try:
+        try:
+            for i, part in enumerate(parts):
+                if stat.S_ISLNK(os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode):
+                    raise linked
+                if i < len(parts) - 1:
+                    inner = os.open(part, directory, dir_fd=fd)
+                    os.close(fd)
+                    fd = inner
+            file = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
+        except OSError as exc:  # O_NOFOLLOW: a link made between the check and the open is refused too (ELOOP, ENOTDIR)
+            if exc.errno == errno.ENOENT:
+                raise ValueError(f"phenotype_file: {shown!r} not found in the working folder {WORKDIR}; write it there "
+                                 "first, with the python tool") from None
+            if exc.errno == errno.ELOOP:
+                raise linked from None
+            if exc.errno == errno.ENOTDIR:
+                raise ValueError(f"phenotype_file: {shown!r}: a part of the path is not a folder") from None
+            raise ValueError(f"phenotype_file: {shown!r} cannot be opened ({os.strerror(exc.errno or 0)})") from None
+    finally:
+        os.close(fd)
+    try:
+        info = os.fstat(file)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            what = "has other hard links" if stat.S_ISREG(info.st_mode) else "is not a regular file"
+            raise ValueError(f"phenotype_file: {shown!r} {what}; write the phenotype as a file of its own")
+        if info.st_size > MAX_PHENOTYPE_FILE:
+            raise ValueError(f"phenotype_file: {shown!r} holds {info.st_size:,} bytes; at most {MAX_PHENOTYPE_FILE:,}")
+        with os.fdopen(os.dup(file), "rb") as f:
+            data = f.read(MAX_PHENOTYPE_FILE + 1)
+    finally:
+        os.close(file)
+    if len(data) > MAX_PHENOTYPE_FILE:  # it grew after the check
+        raise ValueError(f"phenotype_file: {shown!r} holds over {MAX_PHENOTYPE_FILE:,} bytes; at most {MAX_PHENOTYPE_FILE:,}")
+    return data
+
+
+def _check_columns(columns: list, path: str) -> None:
+    if sorted(map(str, columns)) != sorted(PHENOTYPE_COLUMNS):
+        raise ValueError(f"phenotype_file: {path[:MAX_PATH]!r} has the columns {[str(c)[:32] for c in columns[:8]]}; "
+                         "it needs exactly participant_id and value (pandas: write it with index=False)")
+
+
+def _too_many_rows(rows: int, path: str, max_rows: int) -> ValueError:
+    return ValueError(f"phenotype_file: {path[:MAX_PATH]!r} has {rows:,} rows or more; at most {max_rows:,}, one a participant")
+
+
+def _parquet_rows(data: bytes, path: str, max_rows: int) -> tuple[list[str], np.ndarray]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        parquet = pq.ParquetFile(pa.BufferReader(data))
+        meta = parquet.metadata
+        # checked before anything is decompressed: a small file may unpack to a large table
+        unpacked = sum(meta.row_group(g).column(c).total_uncompressed_size
+                       for g in range(meta.num_row_groups) for c in range(meta.num_columns))
+        _check_columns(parquet.schema_arrow.names, path)
+        if meta.num_rows > max_rows:
+            raise _too_many_rows(meta.num_rows, path, max_rows)
+        if unpacked > MAX_PHENOTYPE_FILE:
+            raise ValueError(f"phenotype_file: {path[:MAX_PATH]!r} unpacks to {unpacked:,} bytes; "
+                             f"at most {MAX_PHENOTYPE_FILE:,}")
+        table = parquet.read()
+    except pa.ArrowException as exc:  # ArrowInvalid is a ValueError too: caught here first
+        raise ValueError(f"phenotype_file: {path[:MAX_PATH]!r} is not a readable Parquet file ({str(exc)[:160]})") from None
+    ids, value = table.column("participant_id"), table.column("value")
+    text = ids.type.value_type if pa.types.is_dictionary(ids.type) else ids.type
+    if not (pa.types.is_string(text) or pa.types.is_large_string(text)):
+        raise ValueError(f"phenotype_file: column participant_id is {ids.type}; it needs text ids such as 'P000001'")
+    if not (pa.types.is_integer(value.type) or pa.types.is_floating(value.type)):
+        raise ValueError(f"phenotype_file: column value is {value.type}; it needs numbers (integers or floats; null: missing)")
+    names = ids.to_pylist()
+    if None in names:
+        raise ValueError(f"phenotype_file: participant_id is empty in row {names.index(None) + 1}; every row needs its id")
+    return names, np.array(value.to_pylist(), np.float64)
+
+
+def _csv_rows(data: bytes, path: str, max_rows: int) -> tuple[list[str], np.ndarray]:
+    shown = path[:MAX_PATH]
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise ValueError(f"phenotype_file: {shown!r} is not UTF-8 text; write the CSV as UTF-8") from None
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader, [])
+        _check_columns(header, path)
+        at = header.index("participant_id")
+        ids, values = [], []
+        for line in reader:
+            if not line:
+                continue
+            if len(ids) >= max_rows:
+                raise _too_many_rows(len(ids) + 1, path, max_rows)
+            if len(line) != 2:
+                raise ValueError(f"phenotype_file: {shown!r} line {reader.line_num} has {len(line)} fields; it needs 2 "
+                                 "(participant_id,value)")
+            value = line[1 - at].strip()
+            try:
+                values.append(float(value) if value else math.nan)
+            except ValueError:
+                raise ValueError(f"phenotype_file: {shown!r} line {reader.line_num}: value {value[:32]!r} is not a number "
+                                 "(leave it empty for a missing value)") from None
+            ids.append(line[at].strip())
+    except csv.Error as exc:
+        raise ValueError(f"phenotype_file: {shown!r} is not a readable CSV file (line {reader.line_num}: {exc})") from None
+    return ids, np.array(values, np.float64)
