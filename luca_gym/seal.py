@@ -62,6 +62,11 @@ class Seal:
         digest = self._mac(b"organism", int(seed).to_bytes(8, "big"))
         return int.from_bytes(digest[:8], "big") >> (64 - _SEED_BITS)
 
+    def draw(self, purpose: str) -> int:
+        """A 64-bit value of the secret for ``purpose`` (a world's host-side
+        draw that must follow the secret, e.g. the order of a sealed panel)."""
+        return int.from_bytes(self._mac(b"draw", purpose.encode()), "big") >> 192
+
     def organism_seeds(self, seeds) -> np.ndarray:
         """:meth:`organism_seed` of many public seeds: int64 array."""
         return np.asarray([self.organism_seed(int(s)) for s in np.asarray(seeds).reshape(-1)], np.int64)

@@ -23,7 +23,7 @@ from luca_gym.seal import make_seal
 from luca_gym.testing import check_world
 from luca_gym.worlds.biobank import report
 from luca_gym.worlds.biobank.config import PROFILES, BiobankConfig
-from luca_gym.worlds.biobank.design import ARCHETYPES, MECHANISMS, PANEL, Design, design_of
+from luca_gym.worlds.biobank.design import ARCHETYPES, MECHANISMS, PANEL, Design, design_of, sealed_panel_order
 from luca_gym.worlds.biobank.envs import BiobankEnv
 from luca_gym.worlds.biobank.generator import cohort
 from luca_gym.worlds.biobank.oracle import Claims, Nomination, check_claims, zero_scores
@@ -59,7 +59,8 @@ def test_the_world_declares_its_keys_scores_and_gym_ids():
         "luca_gym/BiobankFlat-v0": ("luca_gym.worlds.biobank.flat:BiobankFlatEnv", {}),
         "luca_gym/BiobankTools-v0": ("luca_gym.envs.tools:ToolsEnv", {"world": "biobank"})}
     assert (WORLD.headline, WORLD.session_keys, WORLD.host_side) == ("total", ("profile", "tier", "budget", "seed"), ("tools",))
-    assert list(WORLD.baseline_policies()) == ["null", "correlation-screen", "cis-mr", "mr-experiments"]
+    assert list(WORLD.baseline_policies()) == ["null", "nominate-nothing", "nominate-all", "top-association", "cue-spotter",
+                                               "correlation-screen", "cis-mr", "mr-experiments", "causal-pipeline"]
     assert BiobankConfig() == BiobankConfig("small", "auto") and PROFILES["small"][:4] == (6000, 1200, 300, 1024)
 
 
@@ -83,8 +84,25 @@ def test_the_panel_mirrors_the_papers_and_other_seeds_draw_their_design():
     assert {d.n_drivers for d in drawn} <= set(range(7)) and {d.tier for d in drawn} == {"standard", "hard"}
     assert len({d.archetype for d in drawn}) == 4
     assert design_of(3, 3, "hard") == Design("ischemic", 2, "hard", PANEL[3].biases)
-    sealed = make_world(3, CONFIG, make_seal("a secret of the biobank tests"))
-    assert sealed.design == PANEL[3] and sealed.world_seed != 3
+    seal = make_seal("a secret of the biobank tests")
+    sealed = make_world(3, CONFIG, seal)
+    assert sealed.design == PANEL[int(sealed_panel_order(seal)[3])] and sealed.world_seed != 3
+
+
+def test_a_sealed_panel_keeps_its_designs_in_an_order_only_the_secret_knows():
+    """Sealed, seeds 0-19 take the panel's twenty designs in an order drawn from the secret: the public table does
+    not say which sealed seed is the null world, two secrets put it at different seeds, one secret always at the same."""
+    orders = [sealed_panel_order(make_seal(f"secret number {k} of the biobank tests")) for k in range(8)]
+    for k, order in enumerate(orders):
+        assert sorted(order) == list(range(20))
+        seal = make_seal(f"secret number {k} of the biobank tests")
+        assert [design_of(s, 0, seal=seal) for s in range(20)] == [PANEL[i] for i in order]  # the composition is kept
+    null_seats = [int(np.flatnonzero(order == 8)[0]) for order in orders]  # where the null world (panel seed 8) sits
+    assert null_seats[0] != 8 and null_seats[1] != 8 and len(set(null_seats)) > 1, null_seats
+    first, again = make_seal("secret number 0 of the biobank tests"), make_seal("secret number 0 of the biobank tests")
+    assert [design_of(s, 0, seal=first) for s in range(20)] == [design_of(s, 0, seal=again) for s in range(20)]
+    other = make_seal("secret number 1 of the biobank tests")
+    assert [design_of(s, 0, seal=first) for s in range(20)] != [design_of(s, 0, seal=other) for s in range(20)]
 
 
 def test_a_hard_world_records_its_interacting_drivers(driver_world, null_world):

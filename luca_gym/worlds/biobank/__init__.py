@@ -41,7 +41,8 @@ from luca_gym.protocol import World
 
 WORLD = World(
     name="biobank",
-    version="4",  # 2: the planted biases (issue 28, S2) and scorer version 2; 3: experiments and budgets (S3); 4: cine MRI in the release (S5)
+    version="5",  # 2: the planted biases and scorer version 2; 3: experiments and budgets; 4: cine MRI in the release;
+    # 5: no generator fingerprints (decoys made as every protein, ordinary proteins' artefacts), scorer version 3
     gym_stem="Biobank",
     summary="drug-target discovery in a synthetic biobank: build a phenotype, find the causal driver proteins and their direction",
     config="luca_gym.worlds.biobank.config:BiobankConfig",
@@ -49,7 +50,7 @@ WORLD = World(
     tools="luca_gym.worlds.biobank.tools:BiobankToolSession",
     env="luca_gym.worlds.biobank.envs:BiobankEnv",
     flat_env="luca_gym.worlds.biobank.flat:BiobankFlatEnv",
-    baselines="luca_gym.worlds.biobank.baselines:BASELINES",
+    baselines="luca_gym.worlds.biobank.pipeline:BASELINES",
     report="luca_gym.worlds.biobank.report:sections",
     host_side=("tools",),
     reference="DrugTargetWorld (shared/reference/drugtargetworld.txt), issue 28",

@@ -220,3 +220,51 @@ def correlation(a, b) -> tuple[float | None, int]:
     if n < 3 or a[rows].std() == 0 or b[rows].std() == 0:
         return None, n
     return float(np.corrcoef(a[rows], b[rows])[0, 1]), n
+
+
+QC_FIELDS = ("connectivity", "site_shift", "bimodality", "r_age", "r_sex", "r_bmi", "r_exercise", "imaged_shift")
+
+
+def protein_qc(release: Release) -> dict:
+    """Each protein's quality-control profile (cached on the release), arrays (P,):
+
+    * ``connectivity``: the mean |r| with every other protein;
+    * ``site_shift``, ``shift_site``: the largest difference of a site's mean
+      from the others' (in SDs of the protein) and that site (1-4);
+    * ``bimodality``: Sarle's bimodality coefficient (skewness^2 + 1) /
+      kurtosis (0.555 for a uniform distribution, 1/3 for a normal one;
+      higher: two modes);
+    * ``r_age``, ``r_sex``, ``r_bmi``, ``r_exercise``: Pearson r with the covariates;
+    * ``imaged_shift``: the imaged participants' mean minus the others' (SDs).
+
+    Missing values are left out of each statistic (the mean, for connectivity)."""
+    if "qc" not in release._cache:
+        x = release.matrix("proteins")
+        present = np.isfinite(x)
+        mean = np.nanmean(x, 0)
+        sd = np.nanstd(x, 0)
+        z = np.where(present, (x - mean) / np.where(sd > 0, sd, 1.0), 0.0)
+        n = present.sum(0)
+        corr = (z.T.astype(np.float32) @ z.astype(np.float32)) / np.maximum(n, 1)[:, None]
+        np.fill_diagonal(corr, np.nan)
+        site = np.asarray(release.tables["participants"]["site"])
+        shifts = np.stack([(z * (site == s)[:, None]).sum(0) / np.maximum((present & (site == s)[:, None]).sum(0), 1)
+                           - (z * (site != s)[:, None]).sum(0) / np.maximum((present & (site != s)[:, None]).sum(0), 1)
+                           for s in (1, 2, 3, 4)])
+        largest = np.abs(shifts).argmax(0)
+        skew = (z**3).sum(0) / np.maximum(n, 1)
+        kurtosis = (z**4).sum(0) / np.maximum(n, 1)
+        imaged = np.zeros(len(x), bool)
+        imaged[release.rows["imaging"]] = True
+        covariates = {"r_age": release.numeric("participants", "age_years"), "r_sex": release.numeric("participants", "sex"),
+                      "r_bmi": release.numeric("participants", "bmi_kg_m2"),
+                      "r_exercise": release.numeric("participants", "exercise_hours_per_week")}
+        out = {"connectivity": np.nanmean(np.abs(corr), 1).astype(np.float64),
+               "site_shift": shifts[largest, np.arange(x.shape[1])], "shift_site": largest + 1,
+               "bimodality": (skew**2 + 1) / np.where(kurtosis > 0, kurtosis, np.nan)}
+        for name, c in covariates.items():
+            out[name] = np.array([np.nan if r is None else r for r in (correlation(x[:, j], c)[0] for j in range(x.shape[1]))])
+        out["imaged_shift"] = (z * imaged[:, None]).sum(0) / np.maximum((present & imaged[:, None]).sum(0), 1) - (
+            z * ~imaged[:, None]).sum(0) / np.maximum((present & ~imaged[:, None]).sum(0), 1)
+        release._cache["qc"] = out
+    return release._cache["qc"]

@@ -35,6 +35,9 @@ usually the held-out baseline measure, so earns no phenotype points.
 
 from __future__ import annotations
 
+import json
+
+import numpy as np
 
 from luca_gym.tools.loop import AgentTurn, ToolCall, tool_results
 
@@ -175,4 +178,165 @@ class MRExperiments(CisMR):
         return _call("submit", submit, len(results))
 
 
-BASELINES = {"null": Null, "correlation-screen": CorrelationScreen, "cis-mr": CisMR, "mr-experiments": MRExperiments}
+class NominateNothing(_StandardPhenotype):
+    """The trivial answer: the standard phenotype, no nomination, no rejection (a null world's perfect claims)."""
+
+    analysis = "association_scan"
+
+    def keep(self, row):
+        """Nothing is nominated."""
+        return False
+
+    def sign(self, row):
+        """The observational beta (no nomination uses it)."""
+        return row["beta"]
+
+
+class NominateAll(CorrelationScreen):
+    """Every protein nominated, its direction from its association's sign, at confidence :data:`SCREEN_CONFIDENCE`."""
+
+    def keep(self, row):
+        """Every tested protein."""
+        return row["beta"] is not None
+
+
+class TopAssociation(CorrelationScreen):
+    """The single smallest-p covariate-adjusted association with the standard
+    phenotype, its sign as the direction, confidence :data:`MR_CONFIDENCE`."""
+
+    confidence = MR_CONFIDENCE
+
+    def keep(self, row):
+        """Only the first row of the scan (smallest p)."""
+        return row["protein"] == self._first
+
+    def __call__(self, messages, tools):
+        scans = [r for r in tool_results(messages) if "results" in r and r["results"]]
+        self._first = scans[-1]["results"][0]["protein"] if scans else None
+        return super().__call__(messages, tools)
+
+
+def last_answer(messages) -> dict:
+    """The newest tool message as a dict (a refusal as ``{"error": ...}``; {} when there is none)."""
+    for m in reversed(messages):
+        if m.get("role") == "tool":
+            try:
+                out = json.loads(m["content"])
+            except (TypeError, ValueError):
+                return {"error": str(m.get("content"))}
+            return out if isinstance(out, dict) else {"error": str(out)}
+    return {}
+
+
+class Scripted:
+    """A tool agent written as a generator: :meth:`script` yields ``(tool,
+    arguments)`` and receives each answer (a refusal as ``{"error": ...}``);
+    it must end with ``submit``. New for each session."""
+
+    def __init__(self):
+        self._script = None
+
+    def __call__(self, messages, tools) -> AgentTurn:
+        if self._script is None:
+            self._script = self.script()
+            name, arguments = next(self._script)
+        else:
+            name, arguments = self._script.send(last_answer(messages))
+        return _call(name, arguments, sum(m.get("role") == "tool" for m in messages))
+
+    def script(self):
+        """The session as a generator of ``(tool, arguments)`` that receives each answer; it ends with ``submit``."""
+        raise NotImplementedError
+
+
+def find_standard_phenotype():
+    """A script fragment (``yield from``): the standard imaging phenotype and its orientation (:func:`standard_phenotype`)."""
+    imaging = yield "describe_release", {"table": "imaging"}
+    checked = {}
+    for column in (c for c in imaging["columns"] if c != "participant_id"):
+        answer = yield "validate_phenotype", {"phenotype": f"imaging.{column}"}
+        checked[f"imaging.{column}"] = answer["endpoints"]
+    return standard_phenotype(checked)
+
+
+def robust_z(values) -> np.ndarray:
+    """(x - median) / (1.4826 MAD) of float values (NaN stays NaN; a zero MAD gives 0)."""
+    x = np.asarray(values, np.float64)
+    median = np.nanmedian(x)
+    mad = 1.4826 * np.nanmedian(np.abs(x - median))
+    return np.where(np.isfinite(x), (x - median) / mad if mad > 0 else 0.0, np.nan)
+
+
+CUE_Z = 4.0  # how far out (robust z) a protein must sit on a cue for cue-spotter to reject it
+
+
+class CueSpotter(Scripted):
+    """The shortcut audit: rejects, with the mechanism each suggests, the
+    outliers of the cue families a generator can leave behind, and runs no
+    causal check at all; nominates nothing (the standard phenotype as its
+    phenotype). One protein per family, the most extreme, if it sits beyond
+    :data:`CUE_Z` robust SDs (families that pick a protein already picked
+    are skipped):
+
+    * confounding: the strongest correlation with BMI; exercise_remodelling:
+      with exercise; site_batch: the largest site shift among unimodal
+      proteins; assay_units: the most bimodal; selection: the largest shift
+      among the imaged (all from ``protein_qc``);
+    * reverse_causation: the strongest (unadjusted) association with
+      NT-proBNP among proteins whose cis-MR is null (p > 0.05);
+    * harmful_surrogate: the strongest association with the five-year event
+      among the less connected half of the proteome;
+    * pleiotropy: the least connected protein with a significant cis-MR (q < 0.05);
+    * shared_instrument: of proteins sharing a significant cis instrument, the one with the weaker instrument.
+
+    A generator whose decoys are the only proteins with these traits gives it
+    the bias points; a benchmark must not.
+    """
+
+    def script(self):
+        """The standard phenotype, ``protein_qc``, the NT-proBNP and event scans and cis-MR; then one rejection per cue."""
+        phenotype, _ = yield from find_standard_phenotype()
+        qc = (yield "protein_qc", {"top": ALL})["results"]
+        bnp = (yield "association_scan", {"phenotype": "physiology.ntprobnp_pg_ml", "adjust": False, "top": ALL})["results"]
+        event = (yield "association_scan", {"phenotype": "outcomes.cv_event", "top": ALL})["results"]
+        mr = (yield "cis_mr", {"phenotype": phenotype, "top": ALL})["results"]
+        names = [r["protein"] for r in qc]
+        field = {f: robust_z([np.nan if r[f] is None else abs(r[f]) for r in qc]) for f in
+                 ("r_bmi", "r_exercise", "site_shift", "bimodality", "imaged_shift")}
+        connectivity = {r["protein"]: r["connectivity"] or 0.0 for r in qc}
+        mr_p = {r["protein"]: r["p"] for r in mr}
+        picks: list[tuple[str | None, str]] = []
+
+        def outlier(z, allowed=None):
+            z = np.where([allowed is None or allowed(n) for n in names], z, np.nan)
+            i = int(np.nanargmax(z)) if np.isfinite(z).any() else -1
+            return names[i] if i >= 0 and z[i] > CUE_Z else None
+
+        unimodal = {r["protein"] for r in qc if (r["bimodality"] or 0) < 0.555}
+        picks += [(outlier(field["r_bmi"]), "confounding"), (outlier(field["r_exercise"]), "exercise_remodelling"),
+                  (outlier(field["site_shift"], unimodal.__contains__), "site_batch"),
+                  (outlier(field["bimodality"]), "assay_units"), (outlier(field["imaged_shift"]), "selection")]
+        null_mr = [r for r in bnp if (mr_p.get(r["protein"]) or 0) > 0.05 and r["p"] is not None]
+        picks.append((null_mr[0]["protein"] if null_mr else None, "reverse_causation"))
+        median = float(np.median(list(connectivity.values())))
+        loose = [r for r in event if connectivity.get(r["protein"], 1.0) < median and r["p"] is not None]
+        picks.append((loose[0]["protein"] if loose else None, "harmful_surrogate"))
+        significant = [r for r in mr if r["q"] is not None and r["q"] < Q]
+        if significant:
+            picks.append((min(significant, key=lambda r: connectivity.get(r["protein"], 1.0))["protein"], "pleiotropy"))
+        by_instrument: dict = {}
+        for r in significant:
+            by_instrument.setdefault(r["instrument"], []).append(r)
+        pairs = [group for group in by_instrument.values() if len(group) > 1]
+        if pairs:
+            picks.append((min(pairs[0], key=lambda r: r["instrument_f"] or 0.0)["protein"], "shared_instrument"))
+        rejections, taken = [], set()
+        for protein, mechanism in picks:
+            if protein is not None and protein not in taken:
+                taken.add(protein)
+                rejections.append({"protein": protein, "mechanism": mechanism})
+        yield "submit", {"nominations": [], "rejections": rejections, "phenotype": phenotype}
+
+
+BASELINES = {"null": Null, "nominate-nothing": NominateNothing, "nominate-all": NominateAll, "top-association": TopAssociation,
+             "cue-spotter": CueSpotter, "correlation-screen": CorrelationScreen, "cis-mr": CisMR, "mr-experiments": MRExperiments}

@@ -43,9 +43,11 @@ design from the seed: the archetype uniformly, a null world with probability
 :data:`NULL_PROBABILITY`, else 1 to 6 drivers uniformly, hard with
 probability :data:`HARD_PROBABILITY`, and each bias with probability
 :data:`BIAS_PROBABILITY` (T4, a driver's shared instrument, only with a
-driver). A sealed world of a panel seed keeps the panel's design (so a
-sealed panel is still the panel) with every parameter drawn from the sealed
-seed. The biases a world carries are in its design and oracle, never in the
+driver). Sealed, the panel keeps its twenty designs but not their seeds:
+seeds 0-19 take them in an order drawn from the secret
+(:func:`sealed_panel_order`), so the public table tells nothing of which
+sealed seed is, say, the null world; every other sealed seed draws its
+design from its sealed seed. The biases a world carries are in its design and oracle, never in the
 release or a tool's answer.
 """
 
@@ -138,12 +140,21 @@ def drawn_design(world_seed: int) -> Design:
     return Design(archetype, n_drivers, tier, biases)
 
 
-def design_of(public_seed: int, world_seed: int, tier: str = "auto") -> Design:
+def sealed_panel_order(seal) -> np.ndarray:
+    """int (PANEL_SIZE,): the panel design each public seed 0-19 takes under ``seal`` (a permutation drawn from its secret)."""
+    return np.random.default_rng(seal.draw("biobank panel order")).permutation(PANEL_SIZE)
+
+
+def design_of(public_seed: int, world_seed: int, tier: str = "auto", seal=None) -> Design:
     """The design of the world of ``public_seed`` generated from ``world_seed``
-    (the same seed unsealed; the sealed seed when sealed): the panel's for a
-    public seed below :data:`PANEL_SIZE`, else drawn from ``world_seed``;
-    ``tier`` "standard" or "hard" overrides the tier ("auto" keeps it)."""
-    design = PANEL[public_seed] if public_seed < PANEL_SIZE else drawn_design(world_seed)
+    (the same seed unsealed; the sealed seed when sealed under ``seal``): the
+    panel's for a public seed below :data:`PANEL_SIZE` (sealed: in the
+    secret's order), else drawn from ``world_seed``; ``tier`` "standard" or
+    "hard" overrides the tier ("auto" keeps it)."""
+    if public_seed < PANEL_SIZE:
+        design = PANEL[public_seed if seal is None else int(sealed_panel_order(seal)[public_seed])]
+    else:
+        design = drawn_design(world_seed)
     if tier != "auto":
         design = Design(design.archetype, design.n_drivers, tier, design.biases)
     return design

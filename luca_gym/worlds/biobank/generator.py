@@ -40,39 +40,58 @@ design choice, not an estimate):
 
 The imaged and transcript subsets are random, unless the world carries T3.
 
+Artefacts of ordinary proteins (:data:`ARTEFACTS`; non-drivers, not a
+decoy): a pre-analytical shift of the measured level at one site (8%, 0.5-1.5
+SD), a strong BMI dependence (6%, 0.5-0.9 per SD of BMI, either sign), a
+strong exercise dependence (6%), and a second unit at one site (4%; never
+at a site related to disease). They make no ordinary protein look causal
+under the tools' default covariate adjustment, and they mean that no planted
+bias is "the only protein with X": a decoy's own trait is drawn from the
+same ranges as the artefacts' (the oracle lists each protein's artefacts;
+rejecting a protein under one it carries is neutral).
+
 Planted biases (DrugTargetWorld S1.4; ``biases`` bool (9,) in the order of
 :data:`~.design.MECHANISMS`). Each carried bias makes one decoy protein, a
 non-driver that looks causal to one kind of analysis: the protein of rank
 MAX_DRIVERS + j in the draw that ranks the drivers first (so never a
-driver). A decoy's true level is rebuilt from its cis instrument (variance
-explained U(0.15, 0.3), for the power to show a null or a false signal) and a
-residual, plus its mechanism (:data:`BIAS_STRENGTH` holds every coefficient):
+driver). A decoy is made by the process that makes every protein (cis and
+trans genetics, the latent factors, covariates, residual, assay noise; its
+instrument's strength from the drivers' range U(0.06, 0.3)), with its
+mechanism on top (:data:`BIAS_STRENGTH` holds every coefficient). Two
+things keep the mechanism its one path to looking causal: its loadings on
+the two latent factors that also shape disease are folded onto two others
+(so it is as connected as any protein), and it carries no artefact but its
+own.
 
-* T1 confounding: the decoy rises with BMI (0.8 per SD, linear in kg/m2, as
-  the tools adjust for it), and BMI's effect on severity is raised from 0.25
-  to 0.45: associated unless adjusted for BMI;
-  its cis-MR is null.
-* T2 reverse causation: the decoy reacts to disease (0.6 per SD of severity):
-  associated in every analysis but cis-MR.
+* T1 confounding: the decoy depends on BMI (0.5-0.9 per SD, either sign;
+  linear in kg/m2, as the tools adjust for it), and BMI's effect on severity
+  is raised from 0.25 to 0.45: associated unless adjusted for BMI; its
+  cis-MR is null.
+* T2 reverse causation: the decoy reacts to disease (0.35-0.6 per SD of
+  severity): associated in every analysis but cis-MR; the drivers'
+  instruments move it (reverse-direction MR).
 * T3 imaging selection: the imaged are the top NI of a selection score
-  (severity + the decoy + noise; the top 20% in the small and paper
-  profiles, the top half in ``tiny``): among the imaged, the decoy and
-  severity are anticorrelated (a collider); in the whole cohort, nothing.
+  (severity + 0.7 x the decoy + health-conscious volunteering: exercise,
+  age, BMI and a latent factor many proteins load on + noise; the top 20%
+  in the small and paper profiles, the top half in ``tiny``): among the
+  imaged, the decoy and severity are anticorrelated (a collider); in the
+  whole cohort, nothing.
 * T4 shared instrument: the decoy's gene lies at the first driver's locus
-  and takes the driver's cis variant as its own, and the decoy is
-  co-regulated with the driver (0.8 x the driver's true level plus its own
-  residual; nothing else of it touches disease): its cis-MR is as
-  significant as the driver's, its observational association as strong as
-  a driver's would be, and the locus cannot tell the two apart (an
-  experiment can: stage S3). Only in worlds with a driver; that driver's
-  instrument and effect are strong (U(0.2, 0.3) and U(0.45, 0.6)).
+  and the driver's cis variant is its only cis genetics, acting on it
+  directly and through its co-regulation with the driver (0.3-0.6 x the
+  driver's true level): its instrument is 0.8-1.6 times the driver's (either
+  member may be the stronger), its cis-MR as significant as the driver's,
+  its observational association like a driver's, and the locus cannot tell
+  the two apart (an experiment can). Only in worlds with a driver; that
+  driver's instrument and effect are strong (U(0.2, 0.3) and U(0.45, 0.6)).
 * T5 imaging-site batch effect: site 4's scanner distorts every MRI measure
-  along the archetype's disease pattern (1 SD) and site 4's samples raise
-  the decoy (1.5, pre-analytical handling): the decoy predicts imaging
-  disease unless adjusted for site; no non-imaging endpoint agrees.
+  along the archetype's disease pattern (1.5 SD) and site 4's samples of the
+  decoy are shifted (0.8-1.5 SD, pre-analytical handling, as the ordinary
+  site artefacts): the decoy predicts imaging disease unless adjusted for
+  site; no non-imaging endpoint agrees.
 * T6 benign exercise remodelling: exercise remodels the heart along the
   archetype's imaging pattern (0.6 per SD of log exercise) while lowering
-  severity, and the decoy rises with exercise (0.7): associated with
+  severity, and the decoy rises with exercise (0.5-0.9): associated with
   imaging disease, against (or not with) the clinical endpoints; cis-MR null.
 * T7 pleiotropic instrument: the decoy's cis variant also acts on severity
   directly (0.25 per SD of genotype): its cis-MR is significant, its
@@ -86,7 +105,8 @@ residual, plus its mechanism (:data:`BIAS_STRENGTH` holds every coefficient):
   another unit (log2 of a concentration: 6 above the NPX of the same
   sample), and site 3 recruits sicker participants (severity 0.6 up before
   standardising): the decoy predicts disease unless analysed within sites,
-  and its distribution is a mixture of two.
+  and its distribution is a mixture of two (as the ordinary unit mixtures',
+  which sit at sites unrelated to disease).
 """
 
 from __future__ import annotations
@@ -104,6 +124,7 @@ from luca_gym.worlds.biobank.imaging import cine
 ROOT_KEY = 0xB10B  # the root of every world key
 N_FACTORS = 6  # shared latent factors of the proteome
 N_COVARIATES = 4  # age, sex, BMI, exercise (standardised) as effects see them
+BIOLOGY = 2  # the first latent factors also act on disease (unmeasured biology)
 # Released MRI measures (clinic-reported), in order; their loadings on severity by archetype (rows: ARCHETYPES).
 IMAGING = ("lvef_pct", "lvedv_ml", "max_wall_thickness_mm", "lv_mass_g", "native_t1_ms", "wall_motion_score_index")
 IMAGING_LOADINGS = np.array([
@@ -137,12 +158,22 @@ POLYGENIC_VARIANCE = 0.15  # hard tier
 N_BIASES = len(MECHANISMS)
 T1, T2, T3, T4, T5, T6, T7, T8, T9 = range(N_BIASES)
 BATCH_SITE, UNIT_SITE = 3, 2  # T5's scanner and T9's unit site (0-based; released as sites 4 and 3)
-BIAS_STRENGTH = {  # the planted biases' coefficients (see the module's docstring)
-    "confounding_bmi": 0.8, "confounding_severity": 0.2, "reactive": 0.6, "selection_noise": 0.5,
-    "site_imaging": 1.0, "site_protein": 1.5, "remodelling_imaging": 0.6, "remodelling_protein": 0.7,
-    "pleiotropy": 0.25, "surrogate_imaging": 0.35, "surrogate_hazard": 0.4, "unit_site_severity": 0.6, "unit_offset": 6.0,
-    "coregulation": 0.8,
+BIAS_STRENGTH = {  # the planted biases' coefficients (see the module's docstring); pairs are uniform ranges
+    "confounding_bmi": (0.5, 0.9), "confounding_severity": 0.2, "reactive": (0.35, 0.6), "selection_decoy": 0.7,
+    "selection_noise": 0.5, "site_imaging": 1.5, "site_protein": (0.8, 1.5), "remodelling_imaging": 0.6,
+    "remodelling_protein": (0.5, 0.9), "pleiotropy": 0.25, "surrogate_imaging": 0.35, "surrogate_hazard": 0.4,
+    "unit_site_severity": 0.6, "unit_offset": 6.0, "coregulation": (0.3, 0.6), "shared_strength": (0.8, 1.6),
 }
+# Artefacts of ordinary proteins (any protein, at these rates), so that no planted bias is "the only protein with X":
+# a pre-analytical shift of the measured level at one site, a strong dependence on BMI or on exercise (true level),
+# and a second unit at one site (measured level; never at a site related to disease). A protein whose total BMI or
+# exercise loading (artefact and ordinary covariate effect together) reaches "carrier" carries that artefact.
+ARTEFACTS = {"site_rate": 0.08, "site_shift": (0.5, 1.5), "bmi_rate": 0.06, "bmi": (0.5, 0.9), "exercise_rate": 0.06,
+             "exercise": (0.5, 0.9), "unit_rate": 0.04, "carrier": 0.25}
+# Who is imaged in a world carrying T3: health-conscious participants volunteer (exercise up, age and BMI down, and a
+# latent factor of the proteome that many proteins load on: so many proteins shift among the imaged), with the severity
+# and the decoy (BIAS_STRENGTH["selection_decoy"]).
+SELECTION_COVARIATES = {"exercise": 0.6, "age": -0.4, "bmi": -0.5, "factor": 0.9}
 
 
 def world_key(seed_words) -> jax.Array:
@@ -188,7 +219,7 @@ def draw(seed_words, archetype, n_drivers, hard, biases, *, sizes: Sizes) -> dic
     blocks = v // BLOCK
     key = world_key(seed_words)
     k = iter(jax.random.split(key, 64))
-    kb = iter(jax.random.split(jax.random.fold_in(key, 0xB1A5), 16))  # the planted biases' own draws
+    kb = iter(jax.random.split(jax.random.fold_in(key, 0xB1A5), 32))  # the planted biases' own draws
     f32 = jnp.float32
     bs = BIAS_STRENGTH
 
@@ -235,25 +266,58 @@ def draw(seed_words, archetype, n_drivers, hard, biases, *, sizes: Sizes) -> dic
     effect = effect.at[first_driver].set(jnp.where(  # T4: a driver whose shared locus shows
         carried[T4], sign[first_driver] * jax.random.uniform(next(kb), (), f32, 0.45, 0.6), effect[first_driver]))
 
-    # -- proteins
+    # -- proteins: every protein, the decoys included, made by one process (cis and trans genetics, the latent
+    # factors, covariates, artefacts, residual); a decoy's mechanism goes on top (below)
+    ka = iter(jax.random.split(jax.random.fold_in(key, 0xA27E), 32))  # the artefacts' own draws
+
+    def uniform(keys, bounds, shape=()):
+        return jax.random.uniform(next(keys), shape, f32, *bounds)
+
+    def random_sign(keys, shape=()):
+        return jnp.where(jax.random.bernoulli(next(keys), 0.5, shape), 1.0, -1.0).astype(f32)
+
     cis_variant = jax.random.permutation(next(k), v)[:p].astype(jnp.int32)
     cis_variant = cis_variant.at[decoy[T4]].set(jnp.where(carried[T4], cis_variant[first_driver], cis_variant[decoy[T4]]))
-    cis_r2 = jnp.where(driver, jax.random.uniform(next(k), (p,), f32, 0.06, 0.3), jax.random.uniform(next(k), (p,), f32, 0.02, 0.25))
-    cis_r2 = cis_r2.at[decoy].set(jnp.where(carried, jax.random.uniform(next(kb), (N_BIASES,), f32, 0.15, 0.3), cis_r2[decoy]))
-    cis_r2 = cis_r2.at[first_driver].set(
-        jnp.where(carried[T4], jax.random.uniform(next(kb), (), f32, 0.2, 0.3), cis_r2[first_driver]))
+    driver_r2 = jax.random.uniform(next(k), (p,), f32, 0.06, 0.3)
+    cis_r2 = jnp.where(driver, driver_r2, jax.random.uniform(next(k), (p,), f32, 0.02, 0.25))
+    cis_r2 = cis_r2.at[decoy].set(jnp.where(carried, driver_r2[decoy], cis_r2[decoy]))  # a decoy's instrument: a driver's range
+    cis_r2 = cis_r2.at[first_driver].set(jnp.where(carried[T4], uniform(kb, (0.2, 0.3)), cis_r2[first_driver]))
     cis_sign = jnp.where(jax.random.bernoulli(next(k), 0.5, (p,)), 1.0, -1.0).astype(f32)
+    # T4: the shared variant acts on the decoy directly too, so that with the co-regulation on top its instrument is
+    # `shared_strength` times the driver's: either member of the pair may have the stronger instrument
+    coregulation = uniform(kb, bs["coregulation"])
+    shared_loading = (uniform(kb, bs["shared_strength"]) - coregulation) * jnp.sqrt(cis_r2[first_driver])
+    cis_sign = cis_sign.at[decoy[T4]].set(jnp.where(carried[T4], cis_sign[first_driver], cis_sign[decoy[T4]]))
+    cis_r2 = cis_r2.at[decoy[T4]].set(jnp.where(carried[T4], shared_loading**2, cis_r2[decoy[T4]]))
     has_trans = jax.random.bernoulli(next(k), 0.2, (p,))
     trans_variant = jax.random.randint(next(k), (p,), 0, v, jnp.int32)
     trans_r2 = jnp.where(has_trans, jax.random.uniform(next(k), (p,), f32, 0.005, 0.03), 0.0)
     factors = jax.random.normal(next(k), (n, N_FACTORS), f32)
     loadings = 0.35 * jax.random.normal(next(k), (N_FACTORS, p), f32) * jax.random.bernoulli(next(k), 0.3, (N_FACTORS, p))
+    # a decoy is as connected as any protein, but its loadings on the factors that also shape disease (BIOLOGY) are
+    # folded onto the next ones: its planted mechanism is then its one path to looking causal
+    folded = loadings[:, decoy].at[BIOLOGY:2 * BIOLOGY].add(loadings[:BIOLOGY, decoy]).at[:BIOLOGY].set(0.0)
+    loadings = loadings.at[:, decoy].set(jnp.where(carried, folded, loadings[:, decoy]))
     covariate_effects = 0.12 * jax.random.normal(next(k), (N_COVARIATES, p), f32)
-    explained = cis_r2 + trans_r2 + (loadings**2).sum(0) + (covariate_effects**2).sum(0)
+    # Covariate-driven proteins (BMI linear in kg/m2, as the tools adjust for it; exercise): ordinary ones at
+    # ARTEFACTS' rates, and T1's and T6's decoys (their mechanism), from overlapping ranges.
+    art = ARTEFACTS
+    # artefacts are ordinary proteins' (a decoy carries only its own mechanism's, so that it is its one path)
+    ordinary = ~driver & ~jnp.zeros(p, bool).at[decoy].set(carried)
+    bmi_coef = jnp.where(ordinary & jax.random.bernoulli(next(ka), art["bmi_rate"], (p,)), random_sign(ka, (p,)) * uniform(ka, art["bmi"], (p,)), 0.0)
+    bmi_coef = bmi_coef.at[decoy[T1]].set(
+        jnp.where(carried[T1], random_sign(ka) * uniform(ka, bs["confounding_bmi"]), bmi_coef[decoy[T1]]))
+    exercise_coef = jnp.where(ordinary & jax.random.bernoulli(next(ka), art["exercise_rate"], (p,)),
+                              random_sign(ka, (p,)) * uniform(ka, art["exercise"], (p,)), 0.0)
+    exercise_coef = exercise_coef.at[decoy[T6]].set(
+        jnp.where(carried[T6], uniform(ka, bs["remodelling_protein"]), exercise_coef[decoy[T6]]))
+    bmi_linear = _standardise(bmi)
+    explained = cis_r2 + trans_r2 + (loadings**2).sum(0) + (covariate_effects**2).sum(0) + bmi_coef**2 + exercise_coef**2
     residual_sd = jnp.sqrt(jnp.maximum(1.0 - explained, 0.15))
     protein = (cis_sign * jnp.sqrt(cis_r2) * standard_genotype(cis_variant)
                + jnp.sqrt(trans_r2) * standard_genotype(trans_variant)
                + factors @ loadings + covariates @ covariate_effects
+               + bmi_linear[:, None] * bmi_coef + exercise_z[:, None] * exercise_coef
                + residual_sd * jax.random.normal(next(k), (n, p), f32))
     protein_true = _standardise(protein)
     assay_sd = jax.random.uniform(next(k), (p,), f32, 0.15, 0.45)
@@ -275,7 +339,7 @@ def draw(seed_words, archetype, n_drivers, hard, biases, *, sizes: Sizes) -> dic
     polygenic = jnp.where(hard, standard_genotype(poly_variants) @ poly_weights, 0.0)
     biology_weights = jax.random.uniform(next(k), (2,), f32, 0.25, 0.4) * jnp.where(
         jax.random.bernoulli(next(k), 0.5, (2,)), 1.0, -1.0)
-    biology = factors[:, :2] @ biology_weights
+    biology = factors[:, :BIOLOGY] @ biology_weights
     risk = 0.35 * age_z + 0.15 * sex_pm + (0.25 + on[T1] * bs["confounding_severity"]) * bmi_z - 0.15 * exercise_z
     pleiotropy_sign = jnp.where(jax.random.bernoulli(next(kb), 0.5), 1.0, -1.0).astype(f32)
     planted = (on[T7] * bs["pleiotropy"] * pleiotropy_sign * standard_genotype(cis_variant[decoy[T7]])
@@ -286,19 +350,31 @@ def draw(seed_words, archetype, n_drivers, hard, biases, *, sizes: Sizes) -> dic
     scale = raw.std() + 1e-6
     severity = (raw - raw.mean()) / scale
 
-    # -- the decoys: rebuilt from their cis instrument, a residual and their mechanism (T1, T2, T4, T5, T6)
-    zero = jnp.zeros(n, f32)
-    coregulated = bs["coregulation"] * protein_true[:, first_driver]
-    mechanism = jnp.stack([bs["confounding_bmi"] * _standardise(bmi), bs["reactive"] * severity, zero, coregulated,
-                           bs["site_protein"] * (site == BATCH_SITE), bs["remodelling_protein"] * exercise_z, zero, zero, zero], 1)
-    own_cis = jnp.ones(N_BIASES, f32).at[T4].set(0.0)  # T4's genetics is the driver's
-    decoy_r2 = jnp.where(own_cis > 0, cis_r2[decoy], bs["coregulation"] ** 2)
-    decoy_level = (own_cis * cis_sign[decoy] * jnp.sqrt(decoy_r2) * standard_genotype(cis_variant[decoy]) + mechanism
-                   + jnp.sqrt(1.0 - decoy_r2) * jax.random.normal(next(kb), (n, N_BIASES), f32))
-    protein_true = protein_true.at[:, decoy].set(jnp.where(carried, _standardise(decoy_level), protein_true[:, decoy]))
-    protein_npx = npx_mean + npx_scale * (protein_true + assay_noise)
-    unit_mixed = on[T9] * (site == UNIT_SITE)  # T9: that site's samples of the decoy in another unit
-    protein_npx = protein_npx.at[:, decoy[T9]].add(bs["unit_offset"] * unit_mixed)
+    # -- the planted mechanisms that act on a decoy's true level: T2 reacts to disease, T4 is co-regulated with the driver
+    reactive = protein_true[:, decoy[T2]] + uniform(kb, bs["reactive"]) * severity
+    coregulated = protein_true[:, decoy[T4]] + coregulation * protein_true[:, first_driver]
+    protein_true = protein_true.at[:, decoy[T2]].set(jnp.where(carried[T2], _standardise(reactive), protein_true[:, decoy[T2]]))
+    protein_true = protein_true.at[:, decoy[T4]].set(jnp.where(carried[T4], _standardise(coregulated), protein_true[:, decoy[T4]]))
+
+    # -- measurement artefacts (ordinary proteins at ARTEFACTS' rates; T5's and T9's decoys as their mechanism): a
+    # pre-analytical shift at one site, and a second unit at one site (never the site that T9 makes sicker)
+    site_shifted = (ordinary & jax.random.bernoulli(next(ka), art["site_rate"], (p,))).at[decoy[T5]].set(
+        carried[T5] | jax.random.bernoulli(next(ka), art["site_rate"]))
+    shift_site = jax.random.randint(next(ka), (p,), 0, 4, jnp.int32)
+    shift_site = shift_site.at[decoy[T5]].set(jnp.where(carried[T5], BATCH_SITE, shift_site[decoy[T5]]))
+    shift = random_sign(ka, (p,)) * uniform(ka, art["site_shift"], (p,))
+    shift = shift.at[decoy[T5]].set(jnp.where(carried[T5], uniform(kb, bs["site_protein"]), shift[decoy[T5]]))
+    site_effect = jnp.where(site_shifted, shift, 0.0) * (site[:, None] == shift_site[None, :])
+    unit_mixed = (ordinary & jax.random.bernoulli(next(ka), art["unit_rate"], (p,))).at[decoy[T9]].set(
+        carried[T9] | jax.random.bernoulli(next(ka), art["unit_rate"]))
+    other_site = jax.random.randint(next(ka), (p,), 0, 3, jnp.int32)
+    unit_site = jnp.where(carried[T9], other_site + (other_site >= UNIT_SITE), jax.random.randint(next(ka), (p,), 0, 4, jnp.int32))
+    unit_site = unit_site.at[decoy[T9]].set(jnp.where(carried[T9], UNIT_SITE, unit_site[decoy[T9]]))
+    units = bs["unit_offset"] * (unit_mixed & (site[:, None] == unit_site[None, :]))
+    protein_npx = npx_mean + npx_scale * (protein_true + assay_noise + site_effect) + units
+    artefacts = (jnp.zeros((p, N_BIASES), bool).at[:, T1].set(jnp.abs(bmi_coef + covariate_effects[2]) >= art["carrier"])
+                 .at[:, T5].set(site_shifted).at[:, T6].set(jnp.abs(exercise_coef + covariate_effects[3]) >= art["carrier"])
+                 .at[:, T9].set(unit_mixed)) & ordinary[:, None]
     surrogate_sign = jnp.where(jax.random.bernoulli(next(kb), 0.5), 1.0, -1.0).astype(f32)
     surrogate = on[T8] * surrogate_sign * protein_true[:, decoy[T8]]  # T8: moving it this way improves imaging, harms patients
 
@@ -310,7 +386,9 @@ def draw(seed_words, archetype, n_drivers, hard, biases, *, sizes: Sizes) -> dic
     imaging = heart + IMAGING_NOISE * jax.random.normal(next(k), (n, len(IMAGING)), f32)  # as the clinic reads it
     imaging_missing = jax.random.bernoulli(next(k), 0.02, (n, len(IMAGING)))
     random_imaged = jax.random.permutation(next(k), n)[:n_img]
-    selection = severity + protein_true[:, decoy[T3]] + bs["selection_noise"] * jax.random.normal(next(kb), (n,), f32)
+    selection = (severity + bs["selection_decoy"] * protein_true[:, decoy[T3]] + SELECTION_COVARIATES["exercise"] * exercise_z
+                 + SELECTION_COVARIATES["age"] * age_z + SELECTION_COVARIATES["bmi"] * bmi_z
+                 + SELECTION_COVARIATES["factor"] * factors[:, BIOLOGY] + bs["selection_noise"] * jax.random.normal(next(kb), (n,), f32))
     _, selected = jax.lax.top_k(selection, n_img)  # T3: the top NI of the selection score are imaged
     imaged = jnp.sort(jnp.where(carried[T3], selected, random_imaged)).astype(jnp.int32)
 
@@ -354,7 +432,7 @@ def draw(seed_words, archetype, n_drivers, hard, biases, *, sizes: Sizes) -> dic
         "metabolites": metabolites, "metabolite_missing": metabolite_missing, "transcripts": transcripts, "rna": rna,
         "diagnosis_noise": diagnosis_noise, "diagnosis_draw": diagnosis_draw,
         "event": event_time < censor, "event_time": jnp.minimum(event_time, censor),
-        "decoy": decoy, "carried": carried, "surrogate_sign": surrogate_sign,
+        "decoy": decoy, "carried": carried, "surrogate_sign": surrogate_sign, "artefacts": artefacts,
     }
 
 

@@ -42,8 +42,14 @@ confidence together more than half and leaves the split open: 35 and 20 here):
   paper's human-guided episode got 0 of 15 for a decoy rejected under the
   wrong mechanism); recall is the right rejections, less one for each
   rejection of a driver (floored at 0), over the decoys; precision is the
-  right rejections over all the rejections, so that rejecting every protein
-  under some mechanism earns almost nothing. Earned only against decoys: a
+  right rejections over the counted rejections, so that rejecting every
+  protein under some mechanism earns almost nothing. Ordinary proteins carry
+  artefacts too (a strong BMI or exercise dependence, a site shift, a unit
+  mixture: :data:`~.generator.ARTEFACTS`), so that no bias is "the only
+  protein with X"; a rejection of a non-driver that names an artefact it
+  really carries (and is not its planted mechanism) is neutral: neither
+  right nor counted (``rejections_neutral``). ``bias_by_mechanism`` says
+  which planted decoys were found. Earned only against decoys: a
   world that plants no bias gives 0 to every claimant (free points there
   would lift a submission of nothing above zero; the paper reports such
   episodes at zero).
@@ -63,14 +69,15 @@ target identification 35, causal confidence 20 and direction 20 then, and 0
 for each of the three once anything is nominated; bias and phenotype as
 anywhere. Leaving without a submission (the ``end`` tool) scores 0 in every part.
 
-Version 2 (issue 28, S2): the causal-confidence rule above (version 1: the
-class-balanced Brier score), bias identification as recall x precision, the
-surrogate penalty only in the harmful direction.
+Version 2: the causal-confidence rule above (version 1: the class-balanced
+Brier score), bias identification as recall x precision, the surrogate
+penalty only in the harmful direction. Version 3: neutral rejections of
+ordinary proteins' real artefacts.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -86,7 +93,7 @@ EXPERIMENTS = {
 }
 HAZARD_PER_SEVERITY = 0.85  # the generator's log hazard per SD of severity (in its outcome model)
 
-SCORER_VERSION = "2"
+SCORER_VERSION = "3"
 POINTS = {"target_identification": 35.0, "causal_confidence": 20.0, "direction": 20.0, "bias_identification": 15.0,
           "phenotype": 10.0}
 SURROGATE_PENALTY = -30.0
@@ -173,6 +180,10 @@ class Oracle:
         baseline_name: the release column the baseline is.
         interaction: the hard tier's interacting driver pair, or ().
         surrogate_harm: the surrogate's harmful direction ("up" or "down"), or None.
+        artefacts: protein -> the mechanisms whose artefact it carries as an
+            ordinary protein (a strong BMI or exercise dependence, a site
+            shift, a unit mixture: :data:`~.generator.ARTEFACTS`); rejecting
+            a protein under one of them is neutral.
     """
 
     design: Design
@@ -184,6 +195,7 @@ class Oracle:
     baseline_name: str
     interaction: tuple = ()
     surrogate_harm: str | None = None
+    artefacts: dict = field(default_factory=dict)
 
     def direction(self, protein: str) -> str:
         """A driver's therapeutic direction: ``down`` when more of it worsens disease."""
@@ -225,7 +237,7 @@ class Oracle:
         return {"design": self.design.as_dict(), "scorer_version": SCORER_VERSION,
                 "drivers": {p: {"effect": round(float(e), 6), "direction": self.direction(p)} for p, e in sorted(self.drivers.items())},
                 "decoys": dict(self.decoys), "surrogate": self.surrogate, "surrogate_harm": self.surrogate_harm,
-                "interaction": list(self.interaction),
+                "interaction": list(self.interaction), "artefacts": {p: list(m) for p, m in sorted(self.artefacts.items())},
                 "phenotype_baseline": self.baseline_name}
 
     def score(self, claims: Claims) -> dict:
@@ -251,8 +263,12 @@ class Oracle:
 
         rejected = dict(claims.rejections)
         wrong = sum(p in drivers for p in rejected)
-        right = sum(rejected.get(p) == m for p, m in self.decoys.items())
-        bias = max(0, right - wrong) / len(self.decoys) * right / len(rejected) if self.decoys and rejected else 0.0
+        right = {m: rejected.get(p) == m for p, m in self.decoys.items()}
+        neutral = sum(p not in drivers and self.decoys.get(p) != m and m in self.artefacts.get(p, ())
+                      for p, m in rejected.items())
+        counted = len(rejected) - neutral
+        found = sum(right.values())
+        bias = max(0, found - wrong) / len(self.decoys) * found / counted if self.decoys and counted else 0.0
 
         r0 = self.baseline_r
         r = None if claims.phenotype is None else abs_correlation(claims.phenotype, self.severity)
@@ -266,10 +282,13 @@ class Oracle:
         scores["surrogate_penalty"] = penalty
         total = max(0.0, sum(scores.values()))
         return {"total": round(total, 6), **scores, "recall": round(recall, 6), "precision": round(precision, 6),
-                "nominated": len(nominated), "phenotype_r": None if r is None else round(r, 6), "phenotype_baseline_r": round(r0, 6)}
+                "nominated": len(nominated), "rejections_neutral": neutral,
+                "bias_by_mechanism": {m: float(ok) for m, ok in sorted(right.items())},
+                "phenotype_r": None if r is None else round(r, 6), "phenotype_baseline_r": round(r0, 6)}
 
 
 def zero_scores(oracle: Oracle) -> dict:
     """The scores of a session left without a submission: 0 in every part."""
     return {"total": 0.0, **{name: 0.0 for name in PARTS}, "recall": 0.0, "precision": 0.0, "nominated": 0,
-            "phenotype_r": None, "phenotype_baseline_r": round(oracle.baseline_r, 6)}
+            "rejections_neutral": 0, "bias_by_mechanism": {m: 0.0 for m in sorted(oracle.decoys.values())}, "phenotype_r": None,
+            "phenotype_baseline_r": round(oracle.baseline_r, 6)}

@@ -44,7 +44,7 @@ def make_world(seed, config: BiobankConfig | None = None, seal=None, design: Des
     seed = check_seed(seed)
     world_seed = seed if seal is None else seal.organism_seed(seed)
     if design is None:
-        design = design_of(seed, world_seed, config.tier)
+        design = design_of(seed, world_seed, config.tier, seal)
     elif (not isinstance(design, Design) or design.archetype not in ARCHETYPES or design.tier not in ("standard", "hard")
           or not 0 <= design.n_drivers <= MAX_DRIVERS or set(design.biases) - set(MECHANISMS)
           or (design.n_drivers == 0 and "shared_instrument" in design.biases)):
@@ -66,7 +66,10 @@ def _world(world_seed: int, design: Design, profile: str) -> BiobankWorld:
     pair = tuple(release.proteins[i] for i in c["interaction"]) if design.tier == "hard" and design.n_drivers >= 2 else ()
     decoys = {release.proteins[c["decoy"][j]]: m for j, m in enumerate(MECHANISMS) if c["carried"][j]}
     surrogate = release.proteins[c["decoy"][MECHANISMS.index("harmful_surrogate")]] if "harmful_surrogate" in decoys.values() else None
+    artefacts = {release.proteins[i]: tuple(m for j, m in enumerate(MECHANISMS) if c["artefacts"][i, j])
+                 for i in np.flatnonzero(c["artefacts"].any(1))}
     oracle = Oracle(design=design, drivers=drivers, decoys=decoys, surrogate=surrogate,
                     severity=c["severity"][imaged].astype(np.float64), baseline=baseline, baseline_name=f"imaging.{baseline_name}",
-                    interaction=pair, surrogate_harm=None if surrogate is None else ("up" if c["surrogate_sign"] > 0 else "down"))
+                    interaction=pair, surrogate_harm=None if surrogate is None else ("up" if c["surrogate_sign"] > 0 else "down"),
+                    artefacts=artefacts)
     return BiobankWorld(release, oracle, design, world_seed)
