@@ -1,6 +1,7 @@
-"""The biobank world's part of ``luca-gym report``: the paper's score table
+"""The biobank world's part of ``luca-gym report``: the floor (each agent's
+role beside the paper's best agent), the paper's score table
 (the mean total out of 100 and its parts, by agent, profile, tier and
-budget), the mean total by world design and budget (null, two-driver,
+budget), bias identification by mechanism, the mean total by world design and budget (null, two-driver,
 three-to-six, hard; DrugTargetWorld S3.2), experiment use (S3.5: sessions
 that received an experiment, deliveries by kind, refused requests, dollars
 spent) and paired statistics across worlds, as for LUCA's ablations: each
@@ -15,22 +16,36 @@ from __future__ import annotations
 from luca_gym.paired import RESAMPLES, difference, format_ci, format_p
 from luca_gym.summaries import agents_in, cell, group, stats
 from luca_gym.worlds.biobank.config import BUDGETS
+from luca_gym.worlds.biobank.design import MECHANISMS
 from luca_gym.worlds.biobank.oracle import EXPERIMENTS, PARTS
 
 KINDS = ("null", "one-driver", "two-driver", "three-to-six", "hard")
+# What each shipped agent is for a reader of the tables: the floor a benchmark must defeat (trivial answers and
+# shortcuts that reason about nothing), the baselines, and the reference pipeline.
+ROLES = {"null": "floor: nothing at all", "nominate-nothing": "floor: the trivial answer",
+         "nominate-all": "floor: every protein", "top-association": "floor: the strongest association",
+         "cue-spotter": "floor: generator cues, no causal check", "correlation-screen": "baseline",
+         "cis-mr": "baseline", "mr-experiments": "baseline", "causal-pipeline": "reference pipeline"}
+FLOOR = tuple(a for a, role in ROLES.items() if role.startswith("floor"))
+# The paper's best agent (DrugTargetWorld 4.1: Opus 5, mean composite over 20 worlds x 3 budgets) and its best
+# bias identification (4.3: no agent averaged above 2.87 of 15).
+PAPER_BEST = ("Opus 5 (DrugTargetWorld 4.1, 20 worlds x 3 budgets)", 39.98, 2.87)
+
+
+def _in_agent_order(records, *keys):
+    """``(key, sessions)`` of the records grouped by agent and ``keys`` (budget as :func:`_with_budget` reads it), the
+    agents in :func:`~luca_gym.summaries.agents_in`'s order."""
+    cells = group([_with_budget(r) for r in records], "agent", *keys)
+    return [(key, rs) for agent in agents_in(records) for key, rs in cells.items() if key[0] == agent]
 
 
 def score_table(records) -> str:
     """Markdown: per agent, profile, tier and budget, sessions, the total and each part (mean ± std)."""
     lines = ["| agent | profile | tier | budget | sessions | total | " + " | ".join(p.replace("_", " ") for p in PARTS) + " |",
              "| --- " * (6 + len(PARTS)) + "|"]
-    cells = group([_with_budget(r) for r in records], "agent", "profile", "tier", "budget")
-    for agent in agents_in(records):
-        for (a, profile, tier, budget), rs in cells.items():
-            if a != agent:
-                continue
-            parts = [cell(stats([r["scores"][p] for r in rs])) for p in ("total", *PARTS)]
-            lines.append(f"| {agent} | {profile} | {tier} | {budget} | {len(rs)} | " + " | ".join(parts) + " |")
+    for (agent, profile, tier, budget), rs in _in_agent_order(records, "profile", "tier", "budget"):
+        parts = [cell(stats([r["scores"][p] for r in rs])) for p in ("total", *PARTS)]
+        lines.append(f"| {agent} | {profile} | {tier} | {budget} | {len(rs)} | " + " | ".join(parts) + " |")
     return "\n".join(lines)
 
 
@@ -38,16 +53,47 @@ def design_table(records) -> str:
     """Markdown: per agent and budget, the mean total in each design class present (sessions)."""
     kinds = [k for k in KINDS if any(r["design"]["kind"] == k for r in records)]
     lines = ["| agent | budget | " + " | ".join(kinds) + " |", "| --- " * (2 + len(kinds)) + "|"]
-    cells = group([_with_budget(r) for r in records], "agent", "budget")
-    for agent in agents_in(records):
-        for (a, budget), rs in cells.items():
-            if a != agent:
-                continue
-            row = []
-            for kind in kinds:
-                mine = [r["scores"]["total"] for r in rs if r["design"]["kind"] == kind]
-                row.append(f"{cell(stats(mine))} ({len(mine)})" if mine else "-")
-            lines.append(f"| {agent} | {budget} | " + " | ".join(row) + " |")
+    for (agent, budget), rs in _in_agent_order(records, "budget"):
+        row = []
+        for kind in kinds:
+            mine = [r["scores"]["total"] for r in rs if r["design"]["kind"] == kind]
+            row.append(f"{cell(stats(mine))} ({len(mine)})" if mine else "-")
+        lines.append(f"| {agent} | {budget} | " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def floor_table(records) -> str:
+    """Markdown: per budget, each agent's role (floor, baseline, reference), sessions, mean total and bias
+    identification, with the paper's best agent beside them; and a line naming floor agents the folder lacks."""
+    lines = ["| agent | role | budget | sessions | total | bias identification (15) |", "| --- " * 6 + "|"]
+    for (agent, budget), rs in _in_agent_order(records, "budget"):
+        lines.append(f"| {agent} | {ROLES.get(agent, 'agent')} | {budget} | {len(rs)} | "
+                     f"{cell(stats([r['scores']['total'] for r in rs]))} | "
+                     f"{cell(stats([r['scores']['bias_identification'] for r in rs]))} |")
+    name, total, bias = PAPER_BEST
+    lines.append(f"| {name} | the paper's best agent | all three | 60 | {total:.2f} | at most {bias:.2f} |")
+    missing = [a for a in FLOOR if a not in agents_in(records)]
+    if missing:
+        lines += ["", f"Floor agents not in this folder: {', '.join(missing)} (run them on the same seeds: "
+                      f"`luca-gym eval --world biobank --agents {','.join(missing)}`)."]
+    return "\n".join(lines)
+
+
+def mechanism_table(records) -> str:
+    """Markdown: per agent and budget, for each planted mechanism, the decoys found (rejected under their own
+    mechanism) over the sessions whose world carried one; from ``scores.bias_by_mechanism``."""
+    carried = [m for m in MECHANISMS if any(m in (r["scores"].get("bias_by_mechanism") or {}) for r in records)]
+    if not carried:
+        return ""
+    lines = ["| agent | budget | " + " | ".join(m.replace("_", " ") for m in carried) + " | rejections neutral |",
+             "| --- " * (3 + len(carried)) + "|"]
+    for (agent, budget), rs in _in_agent_order(records, "budget"):
+        row = []
+        for m in carried:
+            seen = [r["scores"]["bias_by_mechanism"][m] for r in rs if m in (r["scores"].get("bias_by_mechanism") or {})]
+            row.append(f"{sum(seen):g}/{len(seen)}" if seen else "-")
+        neutral = stats([r["scores"].get("rejections_neutral", 0) for r in rs])
+        lines.append(f"| {agent} | {budget} | " + " | ".join(row) + f" | {cell(neutral)} |")
     return "\n".join(lines)
 
 
@@ -60,17 +106,13 @@ def experiment_table(records) -> str:
     kinds = list(EXPERIMENTS)
     lines = ["| agent | budget | sessions | with an experiment | delivered | " + " | ".join(k.replace("_", " ") for k in kinds)
              + " | refused | spent per session ($) |", "| --- " * (7 + len(kinds)) + "|"]
-    cells = group([_with_budget(r) for r in records], "agent", "budget")
-    for agent in agents_in(records):
-        for (a, budget), rs in cells.items():
-            if a != agent:
-                continue
-            delivered = [e for r in rs for e in r.get("experiments") or ()]
-            refused = sum(1 for r in rs for c in r.get("calls") or () if c.get("call") == "experiment" and "error" in c.get("result", {}))
-            used = sum(1 for r in rs if r.get("experiments"))
-            spent = sum(e["cost"] for e in delivered) / len(rs)
-            lines.append(f"| {agent} | {budget} | {len(rs)} | {used} | {len(delivered)} | "
-                         + " | ".join(str(sum(e["kind"] == k for e in delivered)) for k in kinds) + f" | {refused} | {spent:,.0f} |")
+    for (agent, budget), rs in _in_agent_order(records, "budget"):
+        delivered = [e for r in rs for e in r.get("experiments") or ()]
+        refused = sum(1 for r in rs for c in r.get("calls") or () if c.get("call") == "experiment" and "error" in c.get("result", {}))
+        used = sum(1 for r in rs if r.get("experiments"))
+        spent = sum(e["cost"] for e in delivered) / len(rs)
+        lines.append(f"| {agent} | {budget} | {len(rs)} | {used} | {len(delivered)} | "
+                     + " | ".join(str(sum(e["kind"] == k for e in delivered)) for k in kinds) + f" | {refused} | {spent:,.0f} |")
     return "\n".join(lines)
 
 
@@ -157,7 +199,15 @@ def sections(records, out_dir, *, source=None, notes=()) -> list[str]:
             "against the planted decoys (one per planted bias, T1-T9), by rejecting them under their own mechanism. "
             "Budget: the experiments' regime (none $0, limited $450,000, expanded $2,000,000).",
             *(f"Note: {note}" for note in (notes or ())),
+            "### The floor, the baselines and the reference",
+            "Floor agents reason about nothing (the trivial answer, every protein, the strongest association, the "
+            "generator's outliers); a score means something only above them. causal-pipeline is the scripted "
+            "reference (the checks each bias calls for, experiments on what observation cannot separate).",
+            floor_table(records),
             "### Scores by agent", score_table(records),
             "### Total by world design", design_table(records),
+            *(["### Bias identification by mechanism",
+               "Decoys found / worlds carrying the mechanism; a rejection of an ordinary protein under an artefact it "
+               "really carries is neutral (mean per session).", mechanism_table(records)] if mechanism_table(records) else []),
             "### Experiment use", experiment_table(records),
             *(["### Paired across worlds", paired] if paired else [])]
