@@ -1,18 +1,23 @@
-"""Biobank, drug-target discovery in a synthetic biobank after DrugTargetWorld
-(``shared/reference/drugtargetworld.txt``; issue 28): a cohort whose latent
-cardiac disease severity is driven by 0-6 concealed proteins; the agent
-builds a phenotype from raw measurements, finds the driver proteins and the
-direction to move each, and submits claims scored against the truth.
+"""Biobank, drug-target discovery in a synthetic biobank after
+*DrugTargetWorld: A Synthetic Biobank for Training and Benchmarking AI
+Scientists* (arXiv:2610.09558): a cohort whose latent cardiac disease
+severity is driven by 0-6 concealed proteins; the agent builds a phenotype
+from raw measurements, finds the driver proteins and the direction to move
+each, and submits claims scored against the truth.
 
-Stages S1-S3 of issue 28 stand: the world model, release and oracle,
-the structured tools, the scorer, the planted biases T1-T9 (each a decoy
-protein in the oracle; :mod:`~.generator` says what each plants), the
-experiments (cell perturbation and knockdown, computed by the oracle) under
-a ``budget`` regime (none, limited, expanded; a session key), and the
-``null``, ``correlation-screen``, ``cis-mr`` and ``mr-experiments``
-baselines, the sandboxed ``python`` tool (S4; sealed sessions with
-``python=True``), synthetic cine MRI of the imaged participants (S5,
-:mod:`~.imaging`; the ``cine_mri`` table) and the paper-size profile (S6).
+Built: the world model, release and oracle, the structured tools, the
+scorer, the planted biases T1-T9 (each a decoy protein made as every
+protein is, its mechanism on top; ordinary proteins carry the same
+artefacts; :mod:`~.generator` says what each plants), the experiments (cell
+perturbation and knockdown, computed by the oracle) under a ``budget``
+regime (none, limited, expanded; a session key), the floor (``null``,
+``nominate-nothing``, ``nominate-all``, ``top-association``,
+``cue-spotter``), the baselines (``correlation-screen``, ``cis-mr``,
+``mr-experiments``) and the reference ``causal-pipeline``
+(:mod:`~.pipeline`), the sandboxed ``python`` tool (sealed sessions with
+``python=True``; limits per session), synthetic cine MRI of the imaged
+participants (:mod:`~.imaging`; the ``cine_mri`` table) and the paper-size
+profile.
 
 Profiles (:mod:`~.config`): ``small``, the default (6,000 participants,
 1,200 with clinic MRI measures, 300 proteins, 1,024 variants, 2,000 with
@@ -31,7 +36,8 @@ statistics the tools run), :mod:`~.tools` (the tool session),
 :mod:`~.envs` (``luca_gym/Biobank-v0``, one step), :mod:`~.flat`
 (``luca_gym/BiobankFlat-v0``: the tools as one ``Discrete`` action with a
 mask, for learners; host-side, so no jittable codec, ``World.flat``),
-:mod:`~.baselines` and :mod:`~.report`.
+:mod:`~.baselines` (the floor and the baselines), :mod:`~.pipeline` (``causal-pipeline``)
+and :mod:`~.report`.
 
 :data:`WORLD` is what the registry holds; importing this package imports none
 of the parts.
@@ -53,7 +59,7 @@ WORLD = World(
     baselines="luca_gym.worlds.biobank.pipeline:BASELINES",
     report="luca_gym.worlds.biobank.report:sections",
     host_side=("tools",),
-    reference="DrugTargetWorld (shared/reference/drugtargetworld.txt), issue 28",
+    reference="DrugTargetWorld: A Synthetic Biobank for Training and Benchmarking AI Scientists (arXiv:2610.09558)",
     session_keys=("profile", "tier", "budget", "seed"),
     required_scores=("total", "target_identification", "causal_confidence", "direction", "bias_identification", "phenotype",
                      "surrogate_penalty"),
