@@ -31,6 +31,7 @@ from luca_gym.cli_common import (  # noqa: F401  (parse_seeds and UsageError: th
     CommandParser,
     HelpFormatter,
     UsageError,
+    bool_setting as _bool_setting,
     names as _names,
     parse_seeds,
     price as _price,
@@ -122,9 +123,10 @@ def _config_flags(p, world, many: bool) -> None:
         if f.name in GENERIC_SETTINGS:
             continue  # the command's own option (--budget) sets it
         default = "" if f.default is MISSING else f" (default {f.default})"
+        kind = "; True or False" if f.type in (bool, "bool") else ""
         p.add_argument(f"--{f.name.replace('_', '-')}", dest=f"setting__{f.name}", default=None,
                        metavar="VALUES" if many else "VALUE",
-                       help=f"{world.name}: {f.name}{default}" + ("; a comma list sweeps" if many else ""))
+                       help=f"{world.name}: {f.name}{default}{kind}" + ("; a comma list sweeps" if many else ""))
         names.append(f.name)
     p.set_defaults(_config_flags=names)
 
@@ -146,19 +148,37 @@ def _flag_world(argv):
     return world if world.cli is None else None
 
 
-def _settings(args, hook, method: str, one: bool = False) -> dict:
+def _bool_fields(world) -> set[str]:
+    """The names of the world's bool settings (its config's fields typed ``bool``)."""
+    from dataclasses import fields
+
+    from luca_gym.protocol import load
+
+    return {f.name for f in fields(load(world.config)) if f.type in (bool, "bool")}
+
+
+def _settings(args, world, hook, method: str, one: bool = False) -> dict:
     """The world's settings: its hook's options (``method``) or its config
-    fields' options, then ``--set`` (which wins)."""
+    fields' options, then ``--set`` (which wins). A bool setting takes
+    ``True``/``False`` as the config does (``true``/``false``, ``1``/``0``
+    too: :func:`~luca_gym.cli_common.bool_setting`)."""
     settings = getattr(hook, method)(args) if hook is not None and hasattr(hook, method) else {}
+    bools = _bool_fields(world)
+
+    def read(key: str, text: str) -> list:
+        values = _setting_values(text)[1]
+        return [_bool_setting(v, key) for v in values] if key in bools else values
+
     for name in getattr(args, "_config_flags", ()):
         text = getattr(args, f"setting__{name}")
         if text is not None:
-            values = _setting_values(f"{name}={text}")[1]
+            values = read(name, f"{name}={text}")
             if one and len(values) != 1:
                 raise UsageError(f"{name}: takes one value here, got {len(values)}")
             settings[name] = values[0] if one else values
     for text in args.set:
-        key, values = _setting_values(text)
+        key = _setting_values(text)[0]
+        values = read(key, text)
         if one and len(values) != 1:
             raise UsageError(f"set: {key} takes one value here, got {len(values)}")
         settings[key] = values[0] if one else values
@@ -271,7 +291,7 @@ def cmd_eval(args) -> int:
             raise UsageError(f"agents: world {world.name!r} has no baselines; give --agents openai:MODEL or anthropic:MODEL")
     else:
         agents = _names(args.agents, "agent", ev.agents_allowed(world))
-    settings = with_budget(args, world, _settings(args, hook, "eval_settings"))
+    settings = with_budget(args, world, _settings(args, world, hook, "eval_settings"))
     specs = ev.plan_world(world, agents, seeds, **ablation_arms(args, world, hook, settings))
     for agent in agents:
         if ev.is_llm_agent(agent):  # its SDK and key, before a file is made (a runner is made again for each session)
@@ -419,7 +439,7 @@ def cmd_train(args) -> int:
     if args.algo not in TRAIN_ALGOS:
         raise UsageError(f"algo: {args.algo!r} unknown; allowed {', '.join(TRAIN_ALGOS)}")
     world, hook = _world_of(args)
-    settings = with_budget(args, world, _settings(args, hook, "train_settings", one=True))
+    settings = with_budget(args, world, _settings(args, world, hook, "train_settings", one=True))
     if "budget" in settings:  # the world's config checks it (and the settings beside it) before anything runs
         fields = world.config_fields()
         world.make_config(**{k: v for k, v in settings.items() if k in fields})
@@ -635,7 +655,7 @@ def cmd_show(args) -> int:
     """Draw one recorded session with its world's viewer and print the path (one
     line); when several sessions match, a note on stderr names the one drawn."""
     from luca_gym import harness as ev
-    from luca_gym import report
+    from luca_gym import report, worlds
 
     with _results_notes():
         records = ev.load_sessions(args.results)
@@ -643,8 +663,12 @@ def cmd_show(args) -> int:
     for name, hook in _hooks().items():
         if hasattr(hook, "show_filters"):
             filters.update({k: v for k, v in hook.show_filters(args).items() if v is not None})
+    # A record is of any world: a key read as a bool where each world that has it types it bool.
+    every = [worlds.get(name) for name in worlds.names()]
+    bools = set().union(*map(_bool_fields, every)) - {f for w in every for f in set(w.config_fields()) - _bool_fields(w)}
     for text in args.set:
         key, values = _setting_values(text)
+        values = [_bool_setting(v, key) for v in values] if key in bools else values
         filters[key] = values[0] if len(values) == 1 else values
     record, viewer, out, note = report.session_to_draw(records, args.results, args.seed, args.agent, args.out, **filters)
     _writable_dir(os.path.dirname(os.path.abspath(out)), "out")
@@ -698,7 +722,7 @@ def cmd_mcp(args) -> int:
     if not args.agent.strip():
         raise UsageError("agent: an empty name; give the name the session is recorded under, e.g. mcp-client")
     seed = check_seed(args.seed)
-    settings = _settings(args, hook, "session_settings", one=True)
+    settings = _settings(args, world, hook, "session_settings", one=True)
     for option, flag in (("python", "--python"), ("analysis_tools", "--python-analysis-tools")):
         if option in settings:
             raise UsageError(f"set: {option} is not a setting of the world; give {flag}")

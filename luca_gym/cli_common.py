@@ -1,7 +1,8 @@
 """What every command line of luca-gym shares, the generic ``luca-gym``
 command (:mod:`luca_gym.cli`) and a world's own options and commands (its
 ``World.cli`` hook, e.g. :mod:`luca_gym.worlds.luca.cli`) alike: the usage
-error (one line, exit code 2), seed ranges, comma lists, ``--set`` values,
+error (one line, exit code 2), seed ranges, comma lists, ``--set`` values
+and bool settings,
 writable folders, the seal options, the python sandbox's limits, the help
 formatter and the parser whose arguments may wait until its command is used
 (:class:`CommandParser`)."""
@@ -122,6 +123,22 @@ def setting_values(text: str) -> tuple[str, list]:
             return v
 
     return key.strip(), [value(v.strip()) for v in values.split(",") if v.strip()]
+
+
+def bool_setting(value, name: str) -> bool:
+    """A bool setting's value as :func:`setting_values` read it from the
+    command line: ``True``/``False`` as the config writes them, in any case
+    (so ``true``/``false`` too), or ``1``/``0``. UsageError naming ``name``
+    for anything else: the config's own check takes Python bools only, and a
+    word that is not one must not reach it as a string."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+    raise UsageError(f"{name}: {shown} is not a bool; allowed True or False (also true/false, 1/0)")
 
 
 def sealed_arguments(p, eval_: bool = False) -> None:

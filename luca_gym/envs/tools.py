@@ -88,14 +88,19 @@ class ToolsEnv(gym.Env):
             factory at every reset.
 
     ``reset(seed=...)`` seeds the draw of instance seeds; ``options={
-    SEED_OPTION: k}`` pins instance k. ``info`` holds the last call's
+    "instance_seed": k}`` pins instance k, as in the world's Gymnasium env
+    (:attr:`seed_option`; ``"seed"`` is kept as its alias,
+    :attr:`seed_aliases`: both given with different values is a
+    ValueError). Reset's ``info`` carries ``instance_seed`` and
+    ``instance_id``. ``info`` holds the last call's
     ``result`` (a dict), the conversation as chat ``messages`` and, once the
     session has ended, ``scores`` and ``end_reason`` (as the agent is shown
     them); reset's ``info`` also holds ``messages`` and ``tools``.
     """
 
     metadata = {"render_modes": ["ansi"]}
-    seed_option = "seed"
+    seed_option = "instance_seed"  # the reset option that pins an instance, and its key in reset's info
+    seed_aliases: tuple[str, ...] = ("seed",)  # older names of seed_option, still accepted
 
     def __init__(self, world="luca", render_mode=None, sealed=None, python=False, analysis_tools=False, **settings):
         check_render_mode(render_mode)
@@ -121,10 +126,13 @@ class ToolsEnv(gym.Env):
         return self._open_tools(seed, sealed=self.sealed, **self._tool_options, **self.settings)
 
     def _seed_of(self, options) -> int:
-        options = reset_options(options, (self.seed_option,))
-        if self.seed_option in options:
-            return check_seed(options[self.seed_option], f"options[{self.seed_option!r}]")
-        return int(self.np_random.integers(0, DRAWN_SEED_LIMIT))
+        names = (self.seed_option, *self.seed_aliases)
+        options = reset_options(options, names)
+        given = {name: check_seed(options[name], f"options[{name!r}]") for name in names if name in options}
+        if len(set(given.values())) > 1:
+            raise ValueError(f"options: {' and '.join(f'{k!r} ({v})' for k, v in given.items())} name different "
+                             f"instances; give {self.seed_option!r} only ({' and '.join(map(repr, self.seed_aliases))}: its alias)")
+        return next(iter(given.values())) if given else int(self.np_random.integers(0, DRAWN_SEED_LIMIT))
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)

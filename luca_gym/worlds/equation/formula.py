@@ -14,11 +14,17 @@ nodes pass:
 The text is ASCII of at most :data:`MAX_CHARS` characters, with at most
 :data:`MAX_NODES` nodes and depth :data:`MAX_DEPTH` (checked iteratively,
 before anything recursive runs).
+
+A refusal names what the user typed: ``x^2`` is "'^' is not a power; write
+x**2" (Python's ``^`` is a bitwise operator), and a character outside ASCII
+is named with its code point, with the ASCII to write for the common ones
+(``×`` and ``·``: ``*``; ``²``: ``**2``; ``−``: ``-``).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import string
 
 import numpy as np
@@ -33,6 +39,16 @@ MAX_CONSTANT = 1e6
 _CHARACTERS = frozenset(string.printable)  # ASCII letters, digits, punctuation and whitespace
 _BINARY = {ast.Add: ADD, ast.Sub: SUB, ast.Mult: MUL, ast.Div: DIV}
 _FUNCTIONS = ", ".join(FUNCTION_OPS)
+_SYMBOLS = {  # what the user typed, for the operators refused
+    ast.BitXor: "^", ast.Mod: "%", ast.FloorDiv: "//", ast.MatMult: "@", ast.BitAnd: "&", ast.BitOr: "|",
+    ast.LShift: "<<", ast.RShift: ">>", ast.Invert: "~", ast.Not: "not",
+}
+_SUPERSCRIPTS = dict(zip("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789"))
+_ASCII_FOR = {  # the non-ASCII characters people paste into formulas, and what to write instead
+    **dict.fromkeys("×·⋅∙∗✕", "write * for multiplication"), **dict.fromkeys("÷∕", "write / for division"),
+    **dict.fromkeys("−–—", "write - for minus"), "√": "write sqrt(x) for a square root",
+}
+_SHOWN = 60  # characters of the user's formula quoted back in a hint
 _WHAT = {  # clear words for the constructs people try
     ast.Attribute: "attribute access (a.b)", ast.Subscript: "indexing (a[i])", ast.Lambda: "lambda",
     ast.ListComp: "a comprehension", ast.SetComp: "a comprehension", ast.DictComp: "a comprehension",
@@ -91,9 +107,10 @@ def _read(text, variables) -> ast.Expression:
     if not text.strip():
         raise FormulaError("formula: empty; write an expression such as 3*mass*velocity**2")
     if not set(text) <= _CHARACTERS:
-        raise FormulaError("formula: only printable ASCII characters and spaces are allowed")
+        raise FormulaError(_not_ascii(text))
+    source = text.strip()
     try:
-        tree = ast.parse(text.strip(), mode="eval")
+        tree = ast.parse(source, mode="eval")
     except SyntaxError as exc:
         raise FormulaError(f"formula: not a single Python expression ({exc.msg}); write e.g. 2*mass*exp(time/length)") from None
     except (ValueError, RecursionError, MemoryError, OverflowError) as exc:
@@ -108,7 +125,7 @@ def _read(text, variables) -> ast.Expression:
             raise FormulaError(f"formula: nested more than {MAX_DEPTH} levels deep")
         if count > 4 * MAX_NODES:
             raise FormulaError(f"formula: more than {MAX_NODES} operations and operands")
-        _check_node(node, allowed, variables)
+        _check_node(node, allowed, variables, source)
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
             children = [node.left]  # the exponent is read by _exponent
         elif isinstance(node, ast.Call):
@@ -119,7 +136,36 @@ def _read(text, variables) -> ast.Expression:
     return tree.body
 
 
-def _check_node(node, allowed: set, variables) -> None:
+def _not_ascii(text: str) -> str:
+    """The refusal of ``text`` with a character outside printable ASCII: the
+    first such character by name and code point, and what to write instead."""
+    at, character = next((i, c) for i, c in enumerate(text) if c not in _CHARACTERS)
+    message = f"formula: character {character!r} (U+{ord(character):04X}) is not allowed: only printable ASCII"
+    if character in _SUPERSCRIPTS:  # x² or x⁻¹: the run of superscripts is the exponent
+        power = re.match(f"[{''.join(_SUPERSCRIPTS)}]+", text[at:]).group()
+        base = re.search(r"[A-Za-z_0-9.)]+$", text[:at])
+        base = base.group() if base and len(base.group()) <= _SHOWN else ""
+        return message + f"; write {base}**{''.join(map(_SUPERSCRIPTS.get, power))} for a power"
+    if character in _ASCII_FOR:
+        return message + "; " + _ASCII_FOR[character]
+    return message + " characters and spaces are allowed"
+
+
+def _write_as_power(node: ast.BinOp, source: str) -> str:
+    """The user's ``a^b`` as ``a**b``: their text with each ``^`` a ``**``
+    (what ``x^2 + 1`` means to them, though Python reads ``x ^ (2 + 1)``),
+    or, where that is long, the operands around the first ``^``."""
+    segment = " ".join((ast.get_source_segment(source, node) or "").split())
+    written = segment.replace("^", "**")
+    if written and len(written) <= _SHOWN:
+        return written
+    operands = re.search(r"([A-Za-z_0-9.]+)\s*\^\s*([-+]?[A-Za-z_0-9.]+)", segment)
+    if operands and len(operands.group()) <= _SHOWN:
+        return f"{operands.group(1)}**{operands.group(2)}"
+    return "base**exponent"
+
+
+def _check_node(node, allowed: set, variables, source: str) -> None:
     if isinstance(node, ast.Constant):
         _constant(node.value)
     elif isinstance(node, ast.Name):
@@ -129,10 +175,12 @@ def _check_node(node, allowed: set, variables) -> None:
             raise FormulaError(f"formula: {what}; allowed variables {', '.join(variables)}")
     elif isinstance(node, ast.UnaryOp):
         if not isinstance(node.op, (ast.USub, ast.UAdd)):
-            raise FormulaError(f"formula: operator {type(node.op).__name__} not allowed; allowed + - * / ** and unary -")
+            raise FormulaError(f"formula: operator {_operator(node.op)} not allowed; allowed + - * / ** and unary -")
     elif isinstance(node, ast.BinOp):
+        if isinstance(node.op, ast.BitXor):
+            raise FormulaError(f"formula: '^' is not a power; write {_write_as_power(node, source)}")
         if not isinstance(node.op, (ast.Pow, *_BINARY)):
-            raise FormulaError(f"formula: operator {type(node.op).__name__} not allowed; allowed + - * / **")
+            raise FormulaError(f"formula: operator {_operator(node.op)} not allowed; allowed + - * / **")
         if isinstance(node.op, ast.Pow):
             _exponent(node.right)
     elif isinstance(node, ast.Call):
@@ -147,6 +195,12 @@ def _check_node(node, allowed: set, variables) -> None:
     else:
         what = _WHAT.get(type(node), type(node).__name__)
         raise FormulaError(f"formula: {what} not allowed; allowed numbers, the variables, + - * / **, and {_FUNCTIONS}")
+
+
+def _operator(op) -> str:
+    """A refused operator as typed, with Python's name for it: ``'//' (FloorDiv)``."""
+    name = type(op).__name__
+    return f"{_SYMBOLS[type(op)]!r} ({name})" if type(op) in _SYMBOLS else name
 
 
 def _constant(value) -> float:

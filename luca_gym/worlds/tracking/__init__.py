@@ -1,7 +1,7 @@
-"""Tracking, the long-trajectory state-tracking probe of Auto-Discovery-Bench
-(``shared/reference/auto-discovery-bench.txt``, "long trajectory"): the agent
-is shown an observation matrix X in {0..C-1}^(M x N), the colours of N nodes
-over M steps, and submits once the change-indicator matrix
+"""Tracking, the long-trajectory state-tracking probe of *Auto-Discovery-Bench:
+Diagnosing Structured State Tracking in Oracle-Guided Discovery* ("long
+trajectory"): the agent is shown an observation matrix X in {0..C-1}^(M x N),
+the colours of N nodes over M steps, and submits once the change-indicator matrix
 Y in {0,1}^((M-1) x N), Y[i, j] = 1 iff node j changes colour between steps i
 and i+1. Scored by exact match (OA-Acc is its mean over sessions), by the
 fraction of rows right (AT-Acc) and by correctness per position (Figure 5).
@@ -30,7 +30,7 @@ WORLD = World(
     env="luca_gym.worlds.tracking.envs:TrackingEnv",
     baselines="luca_gym.worlds.tracking.baselines:BASELINES",
     report="luca_gym.worlds.tracking.report:sections",
-    reference="Auto-Discovery-Bench, long trajectory (shared/reference/auto-discovery-bench.txt)",
+    reference="Auto-Discovery-Bench: Diagnosing Structured State Tracking in Oracle-Guided Discovery, long trajectory",
     session_keys=("length", "n_nodes", "n_colors", "change_prob", "cot", "seed"),
     required_scores=("exact", "trajectory_accuracy", "cell_accuracy", "position_correct"),
 )

@@ -36,7 +36,7 @@ def _submit(changes, reason: str, tools, turn: int) -> AgentTurn:
     """Submit ``changes`` (0/1, (M-1, N)), with ``reason`` where the tool takes one (the CoT condition)."""
     arguments = {"changes": np.asarray(changes, int).tolist()}
     if "reason" in next(t for t in tools if t["name"] == "submit_changes")["input_schema"]["properties"]:
-        arguments["reason"] = reason
+        arguments = {"reason": reason, **arguments}  # in the schema's order: the reason first
     return AgentTurn(tool_calls=[ToolCall("submit_changes", arguments, f"call_{turn}")])
 
 

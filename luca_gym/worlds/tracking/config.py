@@ -41,9 +41,11 @@ class TrackingConfig:
             consecutive steps, in [0, 1]; a change picks one of the other
             C-1 colours uniformly. At the defaults a cell of Y is 1 with
             probability 0.3 and a row of Y is all zeros with 0.7**5 = 0.17.
-        cot: the paper's chain-of-thought condition: the prompt adds "Please
-            also include the reason for your answer" and ``submit_changes``
-            takes a ``reason``.
+        cot: the paper's chain-of-thought condition: the prompt says
+            "Please also include the reason for your answer" before the
+            trajectory and the request for Y (the paper prepends it before
+            the prediction), and ``submit_changes`` takes a ``reason``, the
+            first property of its schema (before ``changes``).
 
     Checked and normalised on construction (ValueError naming the field, the
     value and what is allowed), so a config that exists is a valid one.

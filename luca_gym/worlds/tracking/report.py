@@ -8,6 +8,14 @@ fraction of rows of Y right); the accuracy at position i (1..M-1, the
 transition from step i-1 to step i) the mean of ``position_correct[i-1]``.
 :func:`figure_session` draws one session: the trajectory as shown and the
 change matrix submitted.
+
+The paper's own figures for language models are in its Table 2 and Figure 5,
+which its text does not reproduce; its prose quotes a few of them
+(:data:`PROSE_TABLE2`, :data:`PROSE_FIGURE5`). They are shown as "prose
+figures", labelled with the paper's protocol (:data:`PAPER_PROTOCOL`), and
+only beside runs of that protocol: a Table 2 figure under the table whose
+runs include its trajectory length M and CoT condition, a Figure 5 figure
+where the figure is drawn at its M with runs of its CoT condition.
 """
 
 from __future__ import annotations
@@ -21,6 +29,27 @@ from luca_gym.summaries import agents_in, group
 
 CONDITION = ("n_nodes", "n_colors", "change_prob")  # what Table 2 holds fixed (one table each)
 FIGURE = "tracking_positions.png"
+# What the paper's text says of its protocol for these figures (Auto-Discovery-Bench, "long trajectory"); its N,
+# colours and change probability are not stated in the text, so the figures sit beside every such condition.
+PAPER_PROTOCOL = ("the paper's protocol: one structured zero-shot prompt, a JSON answer of Y only, R=100 rounds per "
+                  "trajectory length M; CoT prepends \"Please also include the reason for your answer\" before the "
+                  "prediction; N, colours and change probability not stated in its text")
+# The paper's prose figures (Auto-Discovery-Bench, "Overall accuracy vs. trajectory length"): (model, cot, M,
+# OA-Acc as the text gives it, the text's words). Claude's sentence names no prompt condition; read as without CoT,
+# since the next sentence introduces CoT's gains.
+_CLAUDE = "Claude falls from 69% at length 3 to near-zero accuracy by length 10"
+_GPT4O = "CoT generally helps on short sequences (e.g., GPT-4o: 13% → 100% at length 5; Qwen2.5 shows similar gains)"
+PROSE_TABLE2 = (
+    ("Claude", False, 3, "69%", _CLAUDE),
+    ("Claude", False, 10, "near 0", _CLAUDE),
+    ("GPT-4o", False, 5, "13%", _GPT4O),
+    ("GPT-4o", True, 5, "100%", _GPT4O),
+)
+# ("Average trajectory accuracy across positions", length fixed at 20, 100 trials): (model, cot, M, position,
+# accuracy as the text gives it, the text's words). "CoT partially mitigates this for GPT-4o and Qwen2.5, yet
+# performance at late steps (e.g., Qwen2.5 at position 19 <70%) remains weak": read as Qwen2.5 with CoT.
+PROSE_FIGURE5 = (("Qwen2.5", True, 20, 19, "below 70%", "performance at late steps (e.g., Qwen2.5 at position 19 <70%) "
+                  "remains weak"),)
 
 
 def _condition_text(condition) -> str:
@@ -56,6 +85,31 @@ def table2(records) -> str:
                 row.append("-")
         lines.append(f"| {agent} | {'yes' if cot else 'no'} | " + " | ".join(row) + " |")
     return "\n".join(lines)
+
+
+def prose_table2(records) -> str | None:
+    """Markdown: the paper's :data:`PROSE_TABLE2` figures whose M and CoT
+    condition ``records`` (one condition of CONDITION) hold runs of, labelled
+    as prose figures under the paper's protocol; None where none matches."""
+    present = {(r["cot"], r["length"]) for r in records}
+    rows = [f"| {model} | {'yes' if cot else 'no'} | M={m} | {value} | \"{words}\" |"
+            for model, cot, m, value, words in PROSE_TABLE2 if (cot, m) in present]
+    if not rows:
+        return None
+    return "\n".join([f"Prose figures, OA-Acc, read from the paper's text beside the runs of the same M and CoT condition "
+                      f"({PAPER_PROTOCOL}):", "", "| model (paper) | CoT | M | OA-Acc (prose figure) | the paper's words |",
+                      "|" + " --- |" * 5, *rows])
+
+
+def prose_figure5(records, length: int) -> str | None:
+    """The paper's :data:`PROSE_FIGURE5` figures at ``length`` where
+    ``records`` hold runs of their CoT condition there (a markdown line
+    each), labelled as prose figures; None where none matches."""
+    present = {r["cot"] for r in records if r["length"] == length}
+    lines = [f"Prose figure, read from the paper's text ({PAPER_PROTOCOL}): {model}{' + CoT' if cot else ''} at position "
+             f"{position} of M={m}: accuracy {value} (\"{words}\")."
+             for model, cot, m, position, value, words in PROSE_FIGURE5 if m == length and cot in present]
+    return "\n\n".join(lines) or None
 
 
 def position_accuracy(records) -> np.ndarray:
@@ -158,7 +212,9 @@ def sections(records: list, out_dir: str, *, source: str, notes=()) -> list[str]
     ]
     for condition, rs in sorted(group(records, *CONDITION).items()):
         parts += [f"## Table 2: accuracy by trajectory length ({_condition_text(condition)})", table2(rs)]
+        parts += [text for text in (prose_table2(rs),) if text]
     longest = max(r["length"] for r in records)
     figure_positions(records, os.path.join(out_dir, FIGURE), longest)
     parts += [f"## Figure 5: accuracy by trajectory position (M={longest})", f"![accuracy by position]({FIGURE})"]
+    parts += [text for text in (prose_figure5(records, longest),) if text]
     return parts

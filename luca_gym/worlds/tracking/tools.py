@@ -55,9 +55,10 @@ class TrackingToolSession(ToolSessionBase):
         row = {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 1}, "minItems": n, "maxItems": n}
         changes = {"type": "array", "items": row, "minItems": rows, "maxItems": rows,
                    "description": f"Y: {rows} rows (steps 0->1 ... {rows - 1}->{rows}) of {n} values; 1 where the node changes colour."}
-        submit = {"changes": changes}
-        if self.config.cot:
-            submit["reason"] = {"type": "string", "maxLength": MAX_REASON, "description": "the reason for your answer"}
+        # Under cot the reason comes first, as the paper asks for it before the prediction: a model that
+        # writes its arguments in the schema's order reasons before it answers.
+        reason = {"type": "string", "maxLength": MAX_REASON, "description": "the reason for your answer"}
+        submit = {"reason": reason, "changes": changes} if self.config.cot else {"changes": changes}
         self.set_specs([
             {"name": "get_observations", "description": "Free. The observation matrix X: one row per step, one colour per node.",
              "input_schema": NO_ARGUMENTS},
@@ -76,17 +77,19 @@ class TrackingToolSession(ToolSessionBase):
         """The rules for an agent: the trajectory's shape, the change matrix to submit and how it is scored."""
         c = self.config
         rows = "\n".join(json.dumps(r) for r in self.observations())
-        prompt = (
+        # The paper prepends its CoT instruction before the prediction: here, before X and the request for Y.
+        cot = f"{COT_INSTRUCTION} (the reason argument of submit_changes, written before the changes).\n\n" if c.cot else ""
+        return (
             f"You are shown the trajectory of {c.n_nodes} nodes over {c.length} time steps: the observation matrix X "
             f"({c.length} rows, one per step 0..{c.length - 1}; {c.n_nodes} columns, one per node 0..{c.n_nodes - 1}). "
             f"Each entry is the colour of a node at a step, one of 0..{c.n_colors - 1}.\n\n"
+            f"{cot}"
             f"X =\n{rows}\n\n"
             f"Your goal is the change-indicator matrix Y ({c.length - 1} rows, {c.n_nodes} columns): Y[i][j] = 1 if node j "
             f"changes colour between step i and step i+1 (X[i][j] != X[i+1][j]), else 0. Submit Y once with "
             f"submit_changes, as {c.length - 1} lists of {c.n_nodes} integers 0 or 1; the session ends with your "
             f"submission, scored by exact match. get_observations returns X again at no cost."
         )
-        return prompt + (f"\n\n{COT_INSTRUCTION} (the reason argument of submit_changes)." if c.cot else "")
 
     def status(self) -> dict:
         return {"submissions_left": int(not bool(self.state.ended))}
@@ -116,7 +119,6 @@ class TrackingToolSession(ToolSessionBase):
     def demo_calls(self) -> list[tuple[str, dict]]:
         """Read X, then submit "no change" everywhere (with a reason under cot)."""
         rows, n = self.config.shape
-        submit = {"changes": [[0] * n for _ in range(rows)]}
-        if self.config.cot:
-            submit["reason"] = "a guess: no node changes"
+        changes = [[0] * n for _ in range(rows)]
+        submit = {"reason": "a guess: no node changes", "changes": changes} if self.config.cot else {"changes": changes}
         return [("get_observations", {}), ("submit_changes", submit)]

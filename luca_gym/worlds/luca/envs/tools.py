@@ -27,6 +27,7 @@ class LucaToolsEnv(ToolsEnv):
     """
 
     seed_option = "organism_seed"
+    seed_aliases = ()  # as LucaEnv: organism_seed only
 
     def __init__(self, tier="medium", mode="healthy", n_genes=20, backwards=False, budget=None, max_steps=None,
                  sealed=None, render_mode=None, vocabulary="invented", stance="suppress", python=False):
