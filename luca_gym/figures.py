@@ -34,7 +34,7 @@ AGENT_PALETTE = {
     "null": "#7f7f7f", "random": "#bcbd22", "heuristic": "#1f77b4", "causal-sweep": "#2ca02c",
     "task-directed": "#d62728", "model-fit": "#9467bd", "causal-sweep-flat": "#98df8a",
     "systematic": "#1f77b4", "forgetful": "#ff7f0e", "correlation-screen": "#ff7f0e", "cis-mr": "#9467bd",
-    "mr-experiments": "#2ca02c", "oracle": "#000000", "causal-pipeline": "#637939", "cue-spotter": "#393b79",
+    "mr-experiments": "#2ca02c", "oracle": "#000000", "causal-pipeline": "#e6550d", "cue-spotter": "#636363",
 }
 # none of the palette's colours, so a learned or LLM agent never looks like a baseline
 _FALLBACK = ("#8c564b", "#e377c2", "#17becf", "#aec7e8", "#ffbb78", "#ff9896", "#c5b0d5",
