@@ -11,7 +11,9 @@ Policies:
     depends on every intervention's redraws (checked: it must be 1.0);
   * ``masked_random`` reads only the mask, printed beside it.
 
-``dag`` at N=10, S=5 and ``relational`` at N=10 houses.
+``dag`` at N=10, S=5 and ``relational`` at N=10 houses, under the default
+protocol (the paper's loop: the implied matrix stated with every
+intervention, a session ended the first time it is right).
 
 Then ``equation`` (3 variables, complex, float64): the oracle batched, each
 of 10 queries' inputs chosen from the previous query's output (a policy that
@@ -82,8 +84,8 @@ def equation_rate(config: EquationConfig, num: int, repeats: int, queries: int =
             states, last = carry
             # the next inputs read the last outputs: nothing the scan returns is independent of a query
             inputs = INPUT_LOW + (INPUT_HIGH - INPUT_LOW) * jnp.abs(jnp.sin(last[:, None] + jnp.arange(m)))
-            states, _, error, out = jax.vmap(equation_core._step, (0, None, 0, None))(
-                states, equation_core.QUERY, inputs, equation_core.NO_SUBMISSION)
+            states, _, error, out = jax.vmap(equation_core._step, (0, None, 0, None, None))(
+                states, equation_core.QUERY, inputs, equation_core.NO_SUBMISSION, False)  # a query stating no formula
             return (states, out), jnp.sum(out)
         (_, last), sums = jax.lax.scan(body, (states, jnp.zeros(num)), None, length=queries)
         return sums.sum() + last.sum()

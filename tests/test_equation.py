@@ -1,5 +1,7 @@
 """The equation world: the API test, the grammar and its generator, the
-parser of hostile formula text, the scorer and the baselines."""
+parser of hostile formula text, the scorer, the paper's loop (a formula
+stated with every query, the default) and its iterations, the baselines and
+the report with its floors."""
 
 from __future__ import annotations
 
@@ -52,7 +54,8 @@ def test_check_world(world):
 
 def test_the_world_declares_its_keys_scores_and_baselines(world):
     assert world.name == "equation" and world.headline == "success"
-    assert world.session_keys == ("complexity", "n_variables", "n_distractors", "seed")
+    assert world.session_keys == ("complexity", "n_variables", "n_distractors", "proposals", "seed")
+    assert world.version == "2" and dict(world.key_defaults) == {"proposals": "final"}  # version 1's lines: one submission
     assert set(world.baseline_policies()) == {"random", "systematic"}
     assert "luca_gym/EquationDiscoveryTools-v0" in world.gym_ids()
 
@@ -64,6 +67,7 @@ def test_the_world_declares_its_keys_scores_and_baselines(world):
     ("n_distractors", 5, r"n_distractors: 5 not allowed; an integer in 0\.\.4"),
     ("budget", 0, "budget: 0 not allowed"),
     ("budget", True, "budget: True not allowed"),
+    ("proposals", "each", "proposals: 'each' not allowed; allowed 'every', 'final'"),
 ])
 def test_the_config_names_a_bad_field(field, value, match):
     with pytest.raises(ValueError, match=match):
@@ -174,8 +178,8 @@ HOSTILE = [
     ("True", "constant True not allowed"),
     ("1e400", "finite number"),
     ("1e7 * mass", "at most 1e+06"),
-    ("mass // 2", "FloorDiv not allowed"),
-    ("~mass", "Invert not allowed"),
+    ("mass // 2", "operator '//' (FloorDiv) not allowed"),
+    ("~mass", "operator '~' (Invert) not allowed"),
     ("mass; velocity", "not a single Python expression"),
     ("sin(mass, velocity)", "exactly one argument"),
     ("sin(x=mass)", "exactly one argument"),
@@ -280,7 +284,7 @@ def test_a_known_good_formula_evaluates_as_numpy_does(formula, evaluate):
 def test_a_refused_submission_costs_nothing_and_changes_nothing(text, queries):
     s = session(3)
     for _ in range(queries):
-        s.call("query", {"inputs": {v: 2.0 for v in s.variables}})
+        assert "output" in s.call("query", {"inputs": {v: 2.0 for v in s.variables}, "formula": "1"})
     before, calls = s.status(), len(s.transcript)
     answer = s.call("submit_formula", {"formula": text})
     assert "error" in answer and s.status() == before and not s.ended and s.scores is None
@@ -301,11 +305,11 @@ def test_the_true_formula_succeeds_and_a_constant_factor_fails(complexity, n, d)
         for name, text in [("truth", truth), ("double", f"2*({truth})"), ("shifted", f"({truth}) + 1"),
                            ("nearly", f"({truth})*1.0000001"), ("off", f"({truth})*1.00001")]:
             s = session(seed, complexity=complexity, n_variables=n, n_distractors=d)
-            s.call("query", {"inputs": {v: 2.5 for v in s.variables}})
+            assert "output" in s.call("query", {"inputs": {v: 2.5 for v in s.variables}, "formula": "1"})
             answer = s.call("submit_formula", {"formula": text})
             assert answer["ended"] and s.total_reward == answer["scores"]["success"]
             scores[name] = answer["scores"]
-        assert scores["truth"] == {"success": 1.0, "iterations": 2}
+        assert scores["truth"] == {"success": 1.0, "iterations": 1}  # one query, then the right formula
         assert scores["double"]["success"] == scores["shifted"]["success"] == scores["off"]["success"] == 0.0
         assert scores["nearly"]["success"] == 1.0  # within the relative 1e-6
 
@@ -346,17 +350,56 @@ def test_a_formula_with_nan_or_inf_on_the_held_out_inputs_fails():
 
 # -- the tools -------------------------------------------------------------------------------
 def test_queries_spend_the_budget_and_then_only_a_submission_remains():
-    s = session(2, budget=3)
+    s = session(2, budget=3, proposals="final")
     point = {v: 2.0 for v in s.variables}
     outputs = [s.call("query", {"inputs": point}) for _ in range(3)]
     assert [o["budget_remaining"] for o in outputs] == [2, 1, 0] and len({o["output"] for o in outputs}) == 1
     refused = s.call("query", {"inputs": point})
     assert "budget is spent" in refused["error"] and refused["budget_remaining"] == 0
     answer = s.call("submit_formula", {"formula": _truth(s)})
-    assert answer["scores"] == {"success": 1.0, "iterations": 4}
+    assert answer["scores"] == {"success": 1.0, "iterations": 3}  # the cycles: three queries, the last one's formula
     for name, args in [("query", {"inputs": point}), ("submit_formula", {"formula": "mass"}), ("end", {})]:
         assert "has ended" in s.call(name, args)["error"]
     assert s.total_reward == 1.0
+
+
+def test_one_query_then_the_right_formula_is_one_iteration():
+    """The paper's loop (the default): a formula stated with every query, the
+    session ended the first time it is right; iterations are the queries
+    before it, at least 1, as the paper counts cycles."""
+    s = session(7, complexity="medium", n_distractors=1)
+    truth, point = _truth(s), {v: 2.0 for v in s.variables}
+    answer = s.call("query", {"inputs": point, "formula": "1"})
+    assert answer["formula_correct"] is False and "output" in answer and answer["budget_remaining"] == 9
+    answer = s.call("query", {"inputs": point, "formula": truth})
+    assert answer["ended"] and answer["scores"] == {"success": 1.0, "iterations": 1} and s.total_reward == 1.0
+    assert answer["budget_remaining"] == 9 and int(s.state.queries) == 1  # the right formula's query was not made
+    s = session(7, complexity="medium", n_distractors=1)
+    assert s.call("query", {"inputs": point, "formula": truth})["scores"] == {"success": 1.0, "iterations": 1}
+    s = session(7, complexity="medium", n_distractors=1)
+    refused = s.call("query", {"inputs": point, "formula": "__import__('os')"})
+    assert "nothing was spent" in refused["error"] and refused["budget_remaining"] == 10
+    for _ in range(2):
+        s.call("query", {"inputs": point, "formula": "1"})
+    assert s.call("end", {})["scores"] == {"success": 0.0, "iterations": 2}
+    final = session(7, complexity="medium", n_distractors=1, proposals="final")
+    assert "unknown field 'formula'" in final.call("query", {"inputs": point, "formula": truth})["error"]
+    final.call("query", {"inputs": point})
+    assert final.call("submit_formula", {"formula": truth})["scores"] == {"success": 1.0, "iterations": 1}
+
+
+def test_the_step_compiles_once_whatever_the_protocol():
+    from luca_gym.testing import count_traces
+
+    for proposals in ("every", "final"):  # warm both: the step's argument for the protocol is traced, not static
+        s = session(1, proposals=proposals)
+        s.call("query", {"inputs": {v: 2.0 for v in s.variables}, **({"formula": "1"} if proposals == "every" else {})})
+    with count_traces() as traced:
+        for proposals in ("every", "final"):
+            s = session(2, proposals=proposals)
+            s.call("query", {"inputs": {v: 3.0 for v in s.variables}, **({"formula": "1"} if proposals == "every" else {})})
+            s.call("submit_formula", {"formula": _truth(s)})
+    assert not [name for name in traced if "step" in name]
 
 
 @pytest.mark.parametrize("change, match", [
@@ -372,7 +415,7 @@ def test_a_bad_query_is_refused_and_costs_nothing(change, match):
     s = session(5, n_distractors=2)
     point = {v: 2.0 for v in s.variables}
     change(point, s.variables)
-    answer = s.call("query", {"inputs": point})
+    answer = s.call("query", {"inputs": point, "formula": "1"})
     assert match in answer["error"] and answer["budget_remaining"] == 10 and int(s.state.queries) == 0
 
 
@@ -389,14 +432,15 @@ def test_nothing_an_agent_sees_reveals_the_formula_or_the_distractors():
     truth = _truth(s)
     relevant = [v for v, r in zip(s.variables, np.asarray(core.instance(6, s.config).relevant)) if r]
     s.call("describe", {})
-    s.call("query", {"inputs": {v: 3.0 for v in s.variables}})
+    s.call("query", {"inputs": {v: 3.0 for v in s.variables}, "formula": "1"})
     s.call("submit_formula", {"formula": "mass + (("})
     s.call("end", {})
     seen = json.dumps([s.system_prompt(), s.tool_specs(), s.record(), s.record_fields()])
     assert truth not in seen and "relevant" not in seen and set(relevant) < set(s.variables)
     assert "heldout" not in seen and "program" not in seen
-    assert all(set(c["result"]) <= {"variables", "input_range", "complexity", "n_distractors", "budget", "grammar",
-                                     "inputs", "output", "error", "ended", "end_reason", "scores", "budget_remaining"}
+    assert all(set(c["result"]) <= {"variables", "input_range", "complexity", "n_distractors", "budget", "proposals",
+                                     "grammar", "inputs", "output", "formula_correct", "error", "ended", "end_reason",
+                                     "scores", "budget_remaining"}
                for c in s.transcript)
 
 
@@ -407,14 +451,17 @@ def test_a_sealed_instance_is_another_formula():
 
 
 # -- the baselines ---------------------------------------------------------------------------
-def test_the_systematic_baseline_solves_every_instance_in_one_query():
-    """Measured on seeds 0-19 at every complexity, with (3, 0) and (5, 2): success 1.0, 2 iterations (complex
-    with (5, 2): 2.05, one session needed a second query)."""
+@pytest.mark.parametrize("proposals", ["every", "final"])
+def test_the_systematic_baseline_solves_every_instance_in_one_query(proposals):
+    """Measured on seeds 0-19 at every complexity, with (3, 0) and (5, 2): success 1.0 in 1 iteration (one query,
+    then the formula) under the paper's loop."""
     for complexity, n, d in [("simple", 3, 0), ("medium", 3, 2), ("complex", 5, 2)]:
         for seed in range(4):
-            s = session(seed, complexity=complexity, n_variables=n, n_distractors=d)
+            s = session(seed, complexity=complexity, n_variables=n, n_distractors=d, proposals=proposals)
             run_agent(baselines.Systematic(), s, retries=0)
-            assert s.scores == {"success": 1.0, "iterations": 2}, (complexity, seed)
+            assert s.scores == {"success": 1.0, "iterations": 1}, (complexity, seed)
+            queries = [c for c in s.transcript if c["call"] == "query"]
+            assert all(("formula" in c["arguments"]) == (proposals == "every") for c in queries)
 
 
 def test_the_systematic_search_lists_every_formula_that_fits_one_measurement():
@@ -434,7 +481,8 @@ def test_the_random_baseline_rarely_succeeds():
     for seed in range(4):
         s = session(seed, complexity="medium", n_variables=3, n_distractors=0)
         run_agent(baselines.RandomBaseline(), s, retries=0)
-        assert s.ended and s.scores["success"] == 0.0 and 2 <= s.scores["iterations"] <= 11
+        assert s.ended and s.scores["success"] == 0.0 and 1 <= s.scores["iterations"] == int(s.state.queries) <= 10
+        assert all("formula" in c["arguments"] for c in s.transcript if c["call"] == "query")  # a guess every cycle
 
 
 def test_a_baseline_runs_through_the_harness(world):
@@ -443,7 +491,7 @@ def test_a_baseline_runs_through_the_harness(world):
 
     spec = SessionSpec("systematic", 3, "equation", (("complexity", "medium"), ("n_variables", 3), ("n_distractors", 2)))
     record = run_tool_session(world.baseline_policies()["systematic"](), spec, retries=0)
-    assert record["scores"] == {"success": 1.0, "iterations": 2} and record["world"] == "equation"
+    assert record["scores"] == {"success": 1.0, "iterations": 1} and record["world"] == "equation"
 
 
 def test_the_report_averages_iterations_over_successful_sessions_only():
@@ -454,6 +502,42 @@ def test_the_report_averages_iterations_over_successful_sessions_only():
     records.append({"agent": "b", **key, "scores": {"success": 0.0, "iterations": 5}})
     text = table(records)
     assert "| a | simple | 3 | 0 | 3 | 67% | 3.00 | 5.67 |" in text and "| b | simple | 3 | 0 | 1 | 0% | ∞ | 5.00 |" in text
+
+
+def test_the_report_names_the_protocol_and_computes_the_floors(tmp_path):
+    """Both protocols swept: a table each, named; the computed random floor is
+    the random agent's own numbers; the paper's figure stands only beside the
+    paper's loop."""
+    from luca_gym.cli import main
+
+    out = tmp_path / "equation"
+    assert main(["eval", "--world", "equation", "--complexity", "simple", "--n-variables", "3", "--proposals", "every,final",
+                 "--agents", "systematic,random", "--seeds", "0-5", "--out", str(out), "--quiet"]) == 0
+    lines = [json.loads(line) for line in (out / "sessions.jsonl").read_text().splitlines()]
+    assert {r["proposals"] for r in lines} == {"every", "final"} and {r["world_version"] for r in lines} == {"2"}
+    assert main(["report", str(out)]) == 0
+    every, final = (out / "report.md").read_text().split("### Table 1 (protocol: proposals=final")
+    assert "### Table 1 (protocol: proposals=every, the paper's loop" in every and "not the paper's protocol" in final
+    assert "| *paper's best (Grok-4, range over the 3 complexities)* | simple | 3 | 0 | - | 100% | 1.00-1.30 | - |" in every
+    assert "paper's best" not in final
+    for table in (every, final):
+        rows = {line.split(" | ")[0]: line.split(" | ")[1:] for line in table.splitlines() if line.startswith("| ")}
+        assert rows["| *floor: random (computed)*"] == rows["| random"]
+        assert rows["| systematic"][4:6] == ["100%", "1.00"]
+        assert rows["| *floor: commonest formula at once*"][4:] == ["0%", "∞", "1.00 |"]
+
+
+def test_the_commonest_formula_floor_never_counts_an_instance_s_own_formula():
+    from luca_gym.worlds.equation.report import floor_scores
+
+    config = EquationConfig("simple", 1, 0)  # few formulas (36): some seeds share one
+    fixed = floor_scores(config, range(20))["fixed"]
+    structures = [grammar.render(core.instance(seed, config).structure, ["x"]) for seed in range(20)]
+    shared = np.array([structures.count(text) > 1 for text in structures])
+    assert shared.any() and not fixed["success"][~shared].any()
+    assert floor_scores(config, [3])["fixed"]["success"].tolist() == [0.0]
+    # A formula three seeds share is the others' commonest for each of them, and wrong for the fourth seed.
+    assert floor_scores(config, [3, 3, 3, 5])["fixed"]["success"].tolist() == [1.0, 1.0, 1.0, 0.0]
 
 
 def test_the_gymnasium_env_is_the_tool_session_in_dict_actions():
@@ -467,12 +551,14 @@ def test_the_gymnasium_env_is_the_tool_session_in_dict_actions():
     assert info["variables"] == list(session.variables)
     point = np.array([1.5, 2.0, 3.5])
     obs, reward, ended, _, info = env.step({"kind": 0, "inputs": point, "formula": ""})
-    expected = session.call("query", {"inputs": dict(zip(session.variables, map(float, point)))})["output"]
+    assert "formula" in info["error"] and obs["queries"] == 0 and not ended  # the paper's loop: a query states a formula
+    obs, reward, ended, _, info = env.step({"kind": 0, "inputs": point, "formula": "1"})
+    expected = session.call("query", {"inputs": dict(zip(session.variables, map(float, point))), "formula": "1"})["output"]
     assert obs["outputs"][0] == expected and obs["queries"] == 1 and obs["budget_left"] == 9 and not ended
     obs, reward, ended, _, info = env.step({"kind": 1, "inputs": point, "formula": "().__class__"})
     assert "not allowed" in info["error"] and reward == 0.0 and not ended and obs["budget_left"] == 9
-    obs, reward, ended, _, info = env.step({"kind": 1, "inputs": point, "formula": _truth(session)})
-    assert ended and reward == 1.0 and info["scores"] == {"success": 1.0, "iterations": 2}
+    obs, reward, ended, _, info = env.step({"kind": 0, "inputs": point, "formula": _truth(session)})
+    assert ended and reward == 1.0 and info["scores"] == {"success": 1.0, "iterations": 1} and obs["queries"] == 1
 
 
 @pytest.mark.parametrize("kind, inputs, match", [
@@ -513,7 +599,7 @@ def test_a_session_is_read_back_from_its_messages_and_drawn_from_what_the_agent_
     assert sum("error" in json.loads(m["content"]) for m in record["messages"] if m["role"] == "tool") == 2
     seen = session_of(record["messages"])
     assert seen["variables"] == list(s.variables) and seen["scores"] == s.scores
-    assert len(seen["queries"]) == s.scores["iterations"] - 1 == int(s.state.queries)
+    assert len(seen["queries"]) == s.scores["iterations"] == int(s.state.queries)
     submitted = [c["arguments"]["formula"] for m in record["messages"] if m["role"] == "assistant"
                  for c in m.get("tool_calls") or () if c["name"] == "submit_formula"]
     assert seen["formula"] == submitted[-1]

@@ -1,8 +1,9 @@
 """The graph discovery worlds (``dag``, ``relational``): the world API check,
-the rules against a numpy reading of the hidden graph, the scores, the
-systematic baseline held equal between the harness and the batched form,
-the paper's "every cycle" proposals, hostile tool input, the command line and
-the report."""
+the rules against a numpy reading of the hidden graph, the worlds' own
+instance streams, the scores, the baselines held equal between the harness
+and the batched form, the paper's loop (a proposal every cycle, the default)
+and its iterations, hostile tool input, the command line and the report with
+its floors."""
 
 from __future__ import annotations
 
@@ -17,9 +18,9 @@ from hypothesis import strategies as st
 from luca_gym import harness as ev
 from luca_gym.testing import check_world
 from luca_gym.worlds.graphs import core
-from luca_gym.worlds.graphs.baselines import systematic_policy
+from luca_gym.worlds.graphs.baselines import random_policy, systematic_policy
 from luca_gym.worlds.graphs.config import DagConfig, RelationalConfig
-from luca_gym.worlds.graphs.flat import GraphFlat, play_batch
+from luca_gym.worlds.graphs.flat import GraphFlat, play_batch, session_keys
 from luca_gym.worlds.graphs.tools import DagToolSession, RelationalToolSession
 
 ALL_CHECKS = ["registry", "return-equals-headline", "refusals", "schemas", "replay", "sealed", "no-retrace", "text-env",
@@ -33,8 +34,8 @@ def test_check_world_passes(world, settings_):
     assert check_world(world, settings=settings_) == ALL_CHECKS
 
 
-def test_check_world_passes_on_the_papers_loop_with_repeats():
-    assert check_world("dag", settings={"n_nodes": 3, "n_states": 3, "proposals": "every", "redraw_may_repeat": True},
+def test_check_world_passes_with_one_final_matrix_and_repeats():
+    assert check_world("dag", settings={"n_nodes": 3, "n_states": 3, "proposals": "final", "redraw_may_repeat": True},
                        gym_ids=False, mcp=False)[:8] == ALL_CHECKS[:8]
 
 
@@ -62,6 +63,16 @@ def test_instances_are_pure_functions_of_seed_and_config():
     assert not np.array_equal(high.adjacency[0], high.adjacency[1])
     rel = np.asarray(core.instances(range(20), REL).adjacency)
     assert (rel == rel.transpose(0, 2, 1)).all() and not rel[:, range(6), range(6)].any()
+
+
+def test_dag_and_relational_of_one_seed_are_unrelated_graphs():
+    """Each world draws from a stream of its own: the same seed's DAG, taken
+    undirected, and alliances differ in degree sequence on nearly every seed
+    (they were equal on 30 of 30 when the two shared a stream)."""
+    dag = np.asarray(core.instances(range(30), DagConfig(n_nodes=10)).adjacency)
+    rel = np.asarray(core.instances(range(30), RelationalConfig(n_houses=10)).adjacency)
+    degrees = lambda a: np.sort((a | a.transpose(0, 2, 1)).sum(axis=2), axis=1)  # noqa: E731
+    assert (degrees(dag) != degrees(rel)).any(axis=1).sum() >= 25
 
 
 @pytest.mark.parametrize("config", [DAG, DagConfig(n_nodes=6, n_states=3, redraw_may_repeat=True), REL])
@@ -130,40 +141,68 @@ def test_edge_f1_and_shd_match_a_numpy_count():
 
 @pytest.fixture(scope="module")
 def dag10_harness():
-    specs = ev.plan_world("dag", ["systematic"], range(12), n_nodes=[10], n_states=[5])
-    return [ev.run_session(ev.make_runner("systematic", world="dag"), s) for s in specs]
+    """The harness's sessions of both baselines on dag (10, 5), seeds 0-11, under the default protocol."""
+    specs = ev.plan_world("dag", ["systematic", "random"], range(12), n_nodes=[10], n_states=[5])
+    records = [ev.run_session(ev.make_runner(s.agent, world="dag"), s) for s in specs]
+    return {agent: [r for r in records if r["agent"] == agent] for agent in ("systematic", "random")}
 
 
 def test_systematic_solves_every_instance_within_the_budget(dag10_harness):
-    for record in dag10_harness:
+    for record in dag10_harness["systematic"]:
+        assert record["proposals"] == "every"  # the paper's loop is the default
         assert record["scores"]["success"] == 1.0 and record["return"] == 1.0
-        assert record["scores"]["iterations"] <= 2 * 10 + 1 and record["scores"]["wasted"] == 0
+        assert 1 <= record["scores"]["iterations"] <= 10 and record["scores"]["wasted"] == 0
         assert record["scores"]["edge_f1"] == 1.0 and record["scores"]["shd"] == 0
 
 
-def test_the_batched_systematic_takes_the_harness_sessions_calls(dag10_harness):
+@pytest.mark.parametrize("agent, policy", [("systematic", systematic_policy), ("random", random_policy)])
+def test_the_batched_baselines_take_the_harness_sessions_calls(dag10_harness, agent, policy):
+    """Each batched session draws from its seed's key as the harness's does: the
+    same calls, ``random``'s draws included, so the report's computed floor is the agent's run."""
     codec = GraphFlat(DagConfig(n_nodes=10, n_states=5))
-    out = jax.device_get(play_batch(systematic_policy(codec), None, jax.random.PRNGKey(0), codec,
-                                    codec.instances(range(12)), 2 * 10 + 1))
-    for i, record in enumerate(dag10_harness):
+    out = jax.device_get(play_batch(policy(codec), None, session_keys(range(12)), codec, codec.instances(range(12)),
+                                    2 * 10 + 1))
+    for i, record in enumerate(dag10_harness[agent]):
         for key in ("success", "iterations", "interventions", "wasted", "edge_f1", "shd"):
             assert float(out[key][i]) == record["scores"][key], (i, key)
         assert float(out["return"][i]) == record["return"]
 
 
-def test_the_papers_loop_ends_on_the_first_right_matrix():
-    session = DagToolSession(3, n_nodes=4, n_states=3, proposals="every")
+def _truth_and_wrong(session):
     truth = np.asarray(session.state.adjacency).astype(int).tolist()
-    wrong = np.zeros((4, 4), int).tolist() if any(map(any, truth)) else [[0, 1, 0, 0]] + [[0] * 4] * 3
+    n = len(truth)
+    wrong = np.zeros((n, n), int).tolist() if any(map(any, truth)) else [[0, 1] + [0] * (n - 2)] + [[0] * n] * (n - 1)
+    return truth, wrong
+
+
+def test_the_papers_loop_ends_on_the_first_right_matrix_and_counts_cycles():
+    """The default protocol: one intervention and then the right matrix is 1
+    iteration (the paper's count), whether the matrix comes with the next
+    intervention or as the final submission; the right matrix before any
+    intervention is 1 too."""
+    session = DagToolSession(3, n_nodes=4, n_states=3)
+    assert session.config.proposals == "every"
+    truth, wrong = _truth_and_wrong(session)
     answer = session.call("intervene", {"molecule": 0, "adjacency": wrong})
     assert answer["adjacency_correct"] is False and "states" in answer and not session.ended
     answer = session.call("intervene", {"molecule": 1, "adjacency": truth})
-    assert answer["ended"] and answer["scores"]["success"] == 1.0 and answer["scores"]["iterations"] == 2
+    assert answer["ended"] and answer["end_reason"] == "end" and answer["scores"]["success"] == 1.0
+    assert answer["scores"]["iterations"] == 1
     assert session.total_reward == 1.0 and int(session.state.interventions) == 1  # the right matrix ran no intervention
+    session = DagToolSession(3, n_nodes=4, n_states=3)
+    session.call("intervene", {"molecule": 0, "adjacency": wrong})
+    assert session.call("submit_graph", {"adjacency": truth})["scores"]["iterations"] == 1
+    session = DagToolSession(3, n_nodes=4, n_states=3)
+    assert session.call("intervene", {"molecule": 0, "adjacency": truth})["scores"] == {
+        "edge_f1": 1.0, "interventions": 0, "iterations": 1, "shd": 0, "success": 1.0, "wasted": 0}
+    session = DagToolSession(3, n_nodes=4, n_states=3, proposals="final")  # one matrix: N interventions, then it
+    for node in range(4):
+        session.call("intervene", {"molecule": node})
+    assert session.call("submit_graph", {"adjacency": truth})["scores"]["iterations"] == 4
 
 
 def test_the_budget_ends_interventions_not_the_submission():
-    session = RelationalToolSession(0, n_houses=3)
+    session = RelationalToolSession(0, n_houses=3, proposals="final")
     for i in range(6):
         assert "error" not in session.call("attack", {"house": i % 3})
     refused = session.call("attack", {"house": 0})
@@ -183,7 +222,7 @@ def test_the_budget_ends_interventions_not_the_submission():
     ("submit_graph", "x" * 10_000_000, "characters"),
 ])
 def test_malformed_calls_are_refused_for_free(name, arguments, fragment):
-    session = RelationalToolSession(2, n_houses=3)
+    session = RelationalToolSession(2, n_houses=3, proposals="final")
     before = jax.device_get(session.state)
     answer = session.call(name, arguments)
     assert fragment in answer["error"] and set(answer) == {"error", "budget_remaining"}
@@ -213,19 +252,51 @@ def test_hostile_calls_cost_nothing_and_reveal_nothing(name, arguments):
         assert answers[0] == answers[1]
 
 
-def test_the_command_line_sweeps_config_fields_and_the_report_has_table_1(tmp_path, capsys):
+def test_the_command_line_runs_the_papers_loop_and_the_report_shows_the_floors(tmp_path):
+    """``luca-gym eval --world dag --agents systematic --n-nodes 10 --n-states
+    5 --seeds 0-49`` and nothing else runs the paper's loop; the report names
+    the protocol, puts the floors (computed, no agent run) and the paper's
+    best model beside it."""
     from luca_gym.cli import main
 
     out = tmp_path / "dag"
-    assert main(["eval", "--world", "dag", "--n-nodes", "3,4", "--n-states", "3", "--agents", "systematic,random",
-                 "--seeds", "0-3", "--out", str(out), "--quiet"]) == 0
+    assert main(["eval", "--world", "dag", "--agents", "systematic", "--n-nodes", "10", "--n-states", "5",
+                 "--seeds", "0-49", "--out", str(out), "--quiet"]) == 0
     lines = [json.loads(line) for line in (out / "sessions.jsonl").read_text().splitlines()]
-    assert sorted({(r["n_nodes"], r["n_states"], r["agent"]) for r in lines}) == [
-        (3, 3, "random"), (3, 3, "systematic"), (4, 3, "random"), (4, 3, "systematic")]
+    assert len(lines) == 50 and {(r["proposals"], r["world_version"]) for r in lines} == {("every", "2")}
     assert main(["report", str(out)]) == 0
     report = (out / "report.md").read_text()
-    assert "| systematic | 100% / 4.00 (4) | 100% / 5.00 (4) |" in report  # 3 or 4 interventions and the submission
-    assert "| *paper's best* | *100% / 4.15 (GPT-4o)* | - |" in report  # (3 nodes, 3 states) is a setting of the paper's
+    assert "## Table 1: success rate and iterations (protocol: proposals=every, the paper's loop" in report
+    mean = np.mean([r["scores"]["iterations"] for r in lines])
+    assert f"| systematic | 100% / {mean:.2f} (50) |" in report
+    empty = np.mean([not np.asarray(a).any() for a in core.instances(range(50), DagConfig(n_nodes=10)).adjacency])
+    assert f"| *floor: empty matrix at once* | *{100 * empty:.0f}% / " in report
+    assert "| *floor: random (computed)* | *" in report and "| *paper's best* | *100% / 11.00 (Grok-4)* |" in report
+
+
+def test_the_report_puts_the_floors_beside_every_setting_and_the_paper_beside_its_own_protocol(tmp_path, capsys):
+    """A sweep of both protocols: each table names its protocol, the floors are
+    the agents' own numbers where they were run (``random``) and the share of
+    empty graphs, and the paper's figures stand only beside the paper's loop."""
+    from luca_gym.cli import main
+    from luca_gym.worlds.graphs.report import floor_scores
+
+    out = tmp_path / "dag"
+    assert main(["eval", "--world", "dag", "--n-nodes", "3,4", "--n-states", "3", "--proposals", "every,final",
+                 "--agents", "systematic,random", "--seeds", "0-5", "--out", str(out), "--quiet"]) == 0
+    assert main(["report", str(out)]) == 0
+    report = (out / "report.md").read_text()
+    every, final = report.split("(protocol: proposals=final")[0], report.split("(protocol: proposals=final")[1]
+    assert "proposals=every, the paper's loop" in every and "not the paper's protocol" in final
+    assert "| *paper's best* | *100% / 4.15 (GPT-4o)* | - |" in every and "paper's best" not in final
+    for table in (every, final):
+        random_row = next(line for line in table.splitlines() if line.startswith("| random |"))
+        floor_row = next(line for line in table.splitlines() if line.startswith("| *floor: random (computed)* |"))
+        assert floor_row.replace("*", "").split("|")[2:] == random_row.split("|")[2:]
+    empty = floor_scores(DagConfig(n_nodes=3, n_states=3), range(6))["empty"]
+    truth = core.instances(range(6), DagConfig(n_nodes=3, n_states=3)).adjacency
+    assert list(empty["success"]) == [float(not np.asarray(a).any()) for a in truth]
+    assert set(empty["iterations"]) == {1}
     capsys.readouterr()
     assert main(["eval", "--world", "dag", "--n-nodes", "99", "--seeds", "0", "--out", str(tmp_path / "bad")]) == 2
     assert "--n-nodes: 99 not allowed; an integer from 2 to 64" in capsys.readouterr().err
@@ -233,9 +304,21 @@ def test_the_command_line_sweeps_config_fields_and_the_report_has_table_1(tmp_pa
         main(["eval", "--n-nodes", "5", "--seeds", "0", "--out", str(tmp_path / "luca")])  # not an option of LUCA's
 
 
+def test_the_floors_compile_once_per_setting():
+    from luca_gym.testing import count_traces
+    from luca_gym.worlds.graphs.report import floor_scores
+
+    config = RelationalConfig(n_houses=4)
+    floor_scores(config, range(5))
+    with count_traces() as traced:
+        floor_scores(config, range(100, 105))
+    assert not traced
+
+
 def _sweeping_model(messages, tools):
-    """A mock model's strategy: attack each house in turn, then submit the allies it saw (read from the
-    tool results in the OpenAI-format messages alone)."""
+    """A mock model's strategy: attack each house in turn, stating with each
+    attack the alliances it has seen (the paper's loop), then submit them
+    (read from the tool results in the OpenAI-format messages alone)."""
     results = []
     for m in messages:
         if m.get("role") == "tool":
@@ -246,16 +329,17 @@ def _sweeping_model(messages, tools):
     accepted = [r for r in results if isinstance(r, dict) and "error" not in r]
     if any(r.get("ended") for r in accepted):
         return None
-    n = next(t for t in tools if t["function"]["name"] == "attack")["function"]["parameters"]["properties"]["house"]["maximum"] + 1
+    attack = next(t for t in tools if t["function"]["name"] == "attack")["function"]["parameters"]["properties"]
+    n = attack["house"]["maximum"] + 1
     attacks = [r for r in accepted if "house" in r]
-    if len(attacks) < n - 1:
-        return [("attack", {"house": len(attacks)})]
     adjacency = np.zeros((n, n), int)
     matrix = attacks[-1]["observation_matrix"] if attacks else [[0] * n]
     for i, (before, after) in enumerate(zip(matrix, matrix[1:])):
         for j in range(n):
             if j != i and after[j] > before[j]:
                 adjacency[i, j] = adjacency[j, i] = 1
+    if len(attacks) < n - 1:
+        return [("attack", {"house": len(attacks), **({"adjacency": adjacency.tolist()} if "adjacency" in attack else {})})]
     return [("submit_graph", {"adjacency": adjacency.tolist()})]
 
 
@@ -270,12 +354,14 @@ def test_a_language_model_plays_through_the_openai_adapter_with_failures():
     client = MockClient(_sweeping_model, fail_rate=0.2, malformed_rate=0.1, seed=3)
     session = RelationalToolSession(4, n_houses=5)
     record = run_agent(OpenAIChatAgent("mock", client=client), session, backoff=0)
-    assert session.ended and session.scores["success"] == 1.0 and record["return"] == 1.0
-    assert session.scores["iterations"] == 5 and "failed" in client.outcomes  # 4 attacks and the submission
+    assert session.ended and session.scores["success"] == 1.0 and record["return"] == 1.0 and "failed" in client.outcomes
+    # it attacks and states as systematic does (houses in order, what it saw), so it stops where systematic stops
+    (spec,) = ev.plan_world("relational", ["systematic"], [4], n_houses=[5])
+    assert session.scores == ev.run_session(ev.make_runner("systematic", world="relational"), spec)["scores"]
 
 
 # -- the flat codec refuses what lies outside its K actions -------------------------------
-FLAT_CODECS = [GraphFlat(DagConfig(n_nodes=4, n_states=3)), GraphFlat(DagConfig(n_nodes=4, n_states=3, proposals="every")),
+FLAT_CODECS = [GraphFlat(DagConfig(n_nodes=4, n_states=3)), GraphFlat(DagConfig(n_nodes=4, n_states=3, proposals="final")),
                GraphFlat(RelationalConfig(n_houses=4))]
 
 
@@ -305,9 +391,13 @@ def test_a_flat_action_outside_the_codec_is_refused_inside_the_jit(flat_steps, w
     for i in range(len(outside)):
         assert _same_tree(jax.tree_util.tree_map(lambda x: x[i], new), state), outside[i]
         assert np.array_equal(vectors[i], vector) and np.array_equal(masks[i], mask)
-    # The K actions themselves still do what they say: N submits, i < N intervenes.
+    # The K actions themselves still do what they say: N submits, i < N intervenes (under the paper's loop
+    # stating what the evidence implies, which ends the session instead where it is right).
     new, _, _, _, terminated, _, error = jax.device_get(steps(state, np.array([n, 1], np.int32)))
-    assert (error == 0).all() and terminated[0] and bool(new.proposed[0]) and int(new.interventions[1]) == 2
+    right = np.array_equal(np.asarray(core.implied_hypothesis(state.evidence)), np.asarray(state.adjacency))
+    solved = right and codec.config.proposals == "every"
+    assert (error == 0).all() and terminated[0] and bool(new.proposed[0])
+    assert int(new.interventions[1]) == (1 if solved else 2) and bool(new.ended[1]) == solved
     # An ended session refuses every action as ended, inside K or not.
     ended = jax.tree_util.tree_map(lambda x: x[0], new)
     *_, error = jax.device_get(steps(ended, np.array([0, n, n + 1, -1], np.int32)))

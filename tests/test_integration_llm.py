@@ -39,7 +39,9 @@ def luca_script(session) -> list[tuple[str, dict]]:
 def dag_script(session) -> list[tuple[str, dict]]:
     n = session.config.n
     chain = [[int(j == i + 1) for j in range(n)] for i in range(n)]
-    return [("intervene", {"molecule": i}) for i in range(n)] + [("get_observations", {}), ("submit_graph", {"adjacency": chain})]
+    # the paper's loop (the default): a matrix stated with every intervention
+    stated = {"adjacency": [[0] * n] * n} if session.config.proposals == "every" else {}
+    return [("intervene", {"molecule": i, **stated}) for i in range(n)] + [("get_observations", {}), ("submit_graph", {"adjacency": chain})]
 
 
 WORLDS = {"luca": (LUCA, luca_script), "dag": ({}, dag_script)}

@@ -1,10 +1,18 @@
-"""Equation, symbolic equation discovery after Auto-Discovery-Bench
-(``shared/reference/auto-discovery-bench.txt``): a hidden formula over
-variables with generic physical names, from a written-down grammar at three
-complexities (simple, medium, complex), with distractor variables that do not
-enter it. The agent chooses inputs and reads the output (10 queries by
-default), then submits the formula as text; it succeeds when it agrees with
-the hidden one within a relative error of 1e-6 on 100 held-out inputs.
+"""Equation, symbolic equation discovery after *Auto-Discovery-Bench:
+Diagnosing Structured State Tracking in Oracle-Guided Discovery*: a hidden
+formula over variables with generic physical names, from a written-down
+grammar at three complexities (simple, medium, complex), with distractor
+variables that do not enter it. The agent chooses inputs and reads the output
+(10 queries by default), stating the formula it believes (as text) with each
+query, as the paper's loop asks (``proposals="every"``; ``"final"``: one
+submitted formula); it succeeds when a formula it states agrees with the
+hidden one within a relative error of 1e-6 on 100 held-out inputs.
+Iterations are the paper's cycles: the queries before the right formula, at
+least 1.
+
+Versions: 2 (2026-12-05) runs the paper's loop by default and counts one
+query and then the right formula as 1 iteration (version 1: one submission,
+iterations the queries plus 1); the instances are version 1's.
 
 Its parts: :mod:`~luca_gym.worlds.equation.config` (settings and the
 grammar, written down), :mod:`~luca_gym.worlds.equation.grammar` (formulas
@@ -25,7 +33,7 @@ from luca_gym.protocol import World
 
 WORLD = World(
     name="equation",
-    version="1",
+    version="2",
     gym_stem="EquationDiscovery",
     summary="symbolic equation discovery: query a hidden formula under a budget, then submit it as text",
     config="luca_gym.worlds.equation.config:EquationConfig",
@@ -36,8 +44,9 @@ WORLD = World(
     expected_fields="luca_gym.worlds.equation.config:expected_fields",
     report="luca_gym.worlds.equation.report:sections",
     sweep_order=("n_variables", "n_distractors", "complexity"),
-    reference="Auto-Discovery-Bench, symbolic equation discovery (shared/reference/auto-discovery-bench.txt)",
-    session_keys=("complexity", "n_variables", "n_distractors", "seed"),
+    reference="Auto-Discovery-Bench: Diagnosing Structured State Tracking in Oracle-Guided Discovery, symbolic equation discovery",
+    session_keys=("complexity", "n_variables", "n_distractors", "proposals", "seed"),
+    key_defaults=(("proposals", "final"),),  # a line written before the field: one submission, version 1's protocol
     required_scores=("success", "iterations"),
 )
 

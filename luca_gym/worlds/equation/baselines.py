@@ -1,8 +1,14 @@
 """The equation world's baselines, as tool agents (``(messages, tools) -> AgentTurn``).
+Under ``proposals="every"`` (the paper's loop, the default) each states its
+current best formula with every query, as the paper's loop asks; under
+``"final"`` only the submission carries one.
 
 * ``random``: a random number of queries (1..budget) at random inputs, then a
   random formula drawn from the grammar (of the session's complexity, over
-  randomly chosen variables).
+  randomly chosen variables); under the paper's loop, another random formula
+  of the grammar with each query. Its whole session is :func:`random_plan`,
+  fixed by the session's variable names, so ``luca-gym report`` computes the
+  ``random`` floor from the core without running it.
 * ``systematic``: a sequential design of queries and an exhaustive search of
   the grammar. The first query is at random inputs; the search lists every
   formula of the session's complexity whose output there is the measured one
@@ -14,8 +20,10 @@
   variables and the sizes of the parts then filter the matches, and later
   queries prune them. Once every remaining formula agrees on
   PROBES random inputs it submits one; otherwise it queries the probe input
-  where they disagree most. It uses one query when the first measurement
-  singles the formula out, more when coincidences remain.
+  where they disagree most, stating under the paper's loop the first
+  remaining formula (before any answer: NO_HYPOTHESIS). It uses one query when
+  the first measurement singles the formula out, more when coincidences
+  remain.
 
   Exhaustive where its tables fit: the ``c * M`` table holds every monomial
   over the m visible variables (9 * 5**m values) while that is at most
@@ -47,6 +55,7 @@ MATCH_RTOL = 1e-10  # a formula "gives the measured output" within this relative
 AGREE_RTOL = 1e-8  # two formulas agree on an input within this relative error (of their terms' size)
 TABLE_CAP = 4_000_000  # values in the sorted c * M table
 ENUM_CAP = 4_000_000  # values enumerated on one side of a meet-in-the-middle
+NO_HYPOTHESIS = "1"  # stated before any answer, and submitted when the search found nothing: no formula of the grammar is constant
 _NUMPY = {"sin": np.sin, "exp": np.exp, "log": np.log, "sqrt": np.sqrt}
 _CONSTANTS = np.asarray(CONSTANTS, np.float64)
 
@@ -72,22 +81,42 @@ def _inputs(point, info) -> dict:
     return {v: float(x) for v, x in zip(info["variables"], point)}
 
 
+def random_plan(info) -> tuple[np.ndarray, list[str], str]:
+    """The ``random`` baseline's whole session, a pure function of what
+    ``describe`` answers (``info``: variables, input_range, budget,
+    complexity, n_distractors, proposals): (the inputs of its queries, float
+    (Q, m); the formula it states with each query, Q texts under the paper's
+    loop, else none; its final formula)."""
+    rng = _rng(info)
+    n_queries = int(rng.integers(1, info["budget"] + 1))
+    points = rng.uniform(*info["input_range"], size=(info["budget"], len(info["variables"])))[:n_queries]
+    m, d = len(info["variables"]), info["n_distractors"]
+    config = EquationConfig(info["complexity"], m - d, d)
+
+    def formula() -> str:
+        return grammar.render(grammar.random_structure(int(rng.integers(0, 2**31)), config), info["variables"])
+
+    final = formula()
+    return points, [formula() for _ in range(n_queries)] if info.get("proposals") == "every" else [], final
+
+
 class RandomBaseline:
-    """Random queries, then a random formula of the grammar."""
+    """Random queries (each with a random formula under the paper's loop), then a random formula of the grammar."""
+
+    def __init__(self):
+        self._plan = None  # (the variables it was drawn for, random_plan's answer)
 
     def __call__(self, messages, tools) -> AgentTurn:
         info, queries, budget = _session_facts(tool_results(messages))
         if info is None:
             return _call("describe")
-        rng = _rng(info)
-        n_queries = int(rng.integers(1, info["budget"] + 1))
-        points = rng.uniform(*info["input_range"], size=(info["budget"], len(info["variables"])))
-        if len(queries) < n_queries and budget:
-            return _call("query", {"inputs": _inputs(points[len(queries)], info)})
-        m, d = len(info["variables"]), info["n_distractors"]
-        config = EquationConfig(info["complexity"], m - d, d)
-        structure = grammar.random_structure(int(rng.integers(0, 2**31)), config)
-        return _call("submit_formula", {"formula": grammar.render(structure, info["variables"])})
+        if self._plan is None or self._plan[0] != info["variables"]:
+            self._plan = (info["variables"], random_plan(info))
+        points, stated, final = self._plan[1]
+        if len(queries) < len(points) and budget:
+            k = len(queries)
+            return _call("query", {"inputs": _inputs(points[k], info), **({"formula": stated[k]} if stated else {})})
+        return _call("submit_formula", {"formula": final})
 
 
 @dataclass
@@ -323,20 +352,23 @@ class Systematic:
         m = len(info["variables"])
         first_point = rng.uniform(low, high, m)
         probes = rng.uniform(low, high, (PROBES, m))
+        every = info.get("proposals") == "every"
         if not queries:
-            return _call("query", {"inputs": _inputs(first_point, info)})
+            return _call("query", {"inputs": _inputs(first_point, info), **({"formula": NO_HYPOTHESIS} if every else {})})
         x = np.array([[q[0][v] for v in info["variables"]] for q in queries], np.float64)
         y = np.array([q[1] for q in queries], np.float64)
         if self._first is None or not np.array_equal(self._first[0], x[0]):
             self._first = (x[0], search(info["complexity"], m - info["n_distractors"], x[0], y[0]))
         left = consistent(self._first[1], x, y)
         if not len(left):
-            return _call("submit_formula", {"formula": "1"})  # outside what the search covers
+            return _call("submit_formula", {"formula": NO_HYPOTHESIS})  # outside what the search covers
         values, size = left.values(probes)
         disagree = np.abs(values - values[:1]) > AGREE_RTOL * (size + size[:1])
+        best = grammar.render(left.structure(0), info["variables"])
         if not disagree.any() or not budget:
-            return _call("submit_formula", {"formula": grammar.render(left.structure(0), info["variables"])})
-        return _call("query", {"inputs": _inputs(probes[np.argmax(_distinct(values, size))], info)})
+            return _call("submit_formula", {"formula": best})
+        return _call("query", {"inputs": _inputs(probes[np.argmax(_distinct(values, size))], info),
+                               **({"formula": best} if every else {})})
 
 
 def _distinct(values, size) -> np.ndarray:

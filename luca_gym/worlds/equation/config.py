@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from luca_gym.validate import is_integer, short_repr
 
 COMPLEXITIES = ("simple", "medium", "complex")
+PROPOSALS = ("every", "final")  # when the agent's formula is checked (see EquationConfig); the first is the paper's
 INPUT_LOW, INPUT_HIGH = 1.0, 5.0  # the range of every input, queried or held out
 CONSTANTS = tuple(range(1, 10))  # c1, c2
 EXPONENTS = (-2, -1, 1, 2)  # of a variable in M1 or M3
@@ -74,6 +75,18 @@ class EquationConfig:
         n_variables: 1..8 variables enter the formula (complex: 2..8); the paper: 3 or 5.
         n_distractors: 0..4 more variables that do not (the paper: 0 or 2).
         budget: queries allowed, 1..1000 (the paper: 10).
+        proposals: "every" (default): the paper's loop. Each cycle is a
+            query and the formula the agent then believes: the agent states
+            its current formula with every query (what it makes of the
+            answers so far) and the session ends, solved, the first time it
+            is right, the query then not made; a final ``submit_formula``
+            stays possible and ends the session either way. "final": one
+            submitted formula, which ends the session (not the paper's
+            protocol).
+
+    Iterations are the paper's cycles: the queries made before the formula
+    that ended the session, at least 1, so one query and then the right
+    formula is 1 iteration.
 
     Checked on construction (ValueError naming the field, the value and what
     is allowed), so a config that exists is a valid one.
@@ -83,6 +96,7 @@ class EquationConfig:
     n_variables: int = 3
     n_distractors: int = 0
     budget: int = 10
+    proposals: str = "every"
 
     def __post_init__(self):
         if not isinstance(self.complexity, str) or self.complexity not in COMPLEXITIES:
@@ -90,6 +104,8 @@ class EquationConfig:
         _check_range(self.n_variables, "n_variables", N_VARIABLES)
         _check_range(self.n_distractors, "n_distractors", N_DISTRACTORS)
         _check_range(self.budget, "budget", range(1, MAX_BUDGET + 1))
+        if not isinstance(self.proposals, str) or self.proposals not in PROPOSALS:
+            raise ValueError(f"proposals: {short_repr(self.proposals)} not allowed; allowed {', '.join(map(repr, PROPOSALS))}")
         if self.complexity == "complex" and self.n_variables < 2:
             raise ValueError(f"n_variables: {self.n_variables} not allowed with complexity 'complex'; allowed 2..8 "
                              "(f(M2) and M3 each hold a variable)")

@@ -3,15 +3,23 @@ The session's rules and the scorer live here once; the tool session translates.
 
 Rules: a query costs one unit of the budget and answers the hidden formula's
 output (float64) at the agent's inputs, each in [1, 5]; once the budget is
-spent only a submission or the end remains. A submission ends the session:
-``success`` is 1 when the submitted program agrees with the hidden formula on
-all N_HELDOUT held-out inputs (drawn from the seed, never shown) within a
-relative error of TOLERANCE (``|guess - truth| <= 1e-6 * max(|truth|, 1e-12)``,
-and finite), else 0; the reward is ``success``, so the return equals it.
-``iterations`` is the queries made plus one for the submission (or the end),
-the paper's count of cycles. A refused step returns the state unchanged and
-reward 0. The step reads no setting but the state's (the budget lives there),
-so it compiles once per number of inputs, whatever the complexity or budget.
+spent only a submission or the end remains. A formula is right when it agrees
+with the hidden one on all N_HELDOUT held-out inputs (drawn from the seed,
+never shown) within a relative error of TOLERANCE (``|guess - truth| <= 1e-6
+* max(|truth|, 1e-12)``, and finite). A submission ends the session with
+``success`` 1 if it is right, else 0. Under ``proposals="every"`` (the
+paper's loop, the default) a query may carry the agent's current formula,
+checked first: right, it ends the session solved and the query is not made;
+wrong, the query is made. The reward is ``success``, so the return equals it.
+
+``iterations`` is the paper's count of cycles (Auto-Discovery-Bench counts the
+cycles of measurement until the agent's formula is right): the queries made
+before the formula that ended the session, at least 1, so one query and then
+the right formula is 1 iteration; a session ended without a formula counts its
+queries. A refused step returns the state unchanged and reward 0. The step
+reads no setting but the state's (the budget lives there) and its traced
+arguments, so it compiles once per number of inputs, whatever the complexity,
+budget or protocol.
 
 Evaluation is float64 throughout (:func:`~luca_gym.worlds.equation.grammar.x64`):
 the public functions here enter ``jax.enable_x64`` themselves.
@@ -50,8 +58,9 @@ class EquationState:
         program: the hidden formula's :class:`~luca_gym.worlds.equation.grammar.Program` (9m+4 nodes).
         heldout_x: float64 (N_HELDOUT, m). heldout_y: float64 (N_HELDOUT,): the scoring inputs and outputs.
         budget_left: int (): queries left. queries: int (): queries made.
-        ended: bool (). success: float64 (): 1.0 once a correct formula is submitted.
-        iterations: int (): queries + 1, once ended (0 before).
+        ended: bool (). success: float64 (): 1.0 once a right formula ends the session.
+        iterations: int (): once ended, the queries made, at least 1 where a
+            formula ended the session (0 before the end).
     """
 
     program: Program
@@ -86,16 +95,19 @@ def agrees(guess, truth):
 
 
 @jax.jit
-def _step(state: EquationState, kind, inputs, submission: Program):
-    """One compiled step per number of inputs: the rules read no setting but the state's."""
+def _step(state: EquationState, kind, inputs, submission: Program, proposing):
+    """One compiled step per number of inputs: the rules read no setting but the
+    state's; ``proposing`` (bool ()) says whether ``submission`` is a formula
+    the agent states (a SUBMIT's always; a QUERY's under the paper's loop)."""
     in_range = jnp.all(jnp.isfinite(inputs) & (inputs >= INPUT_LOW) & (inputs <= INPUT_HIGH))
     is_query = kind == QUERY
     error = jnp.where(state.ended, 1, jnp.where(is_query & (state.budget_left <= 0), 2, jnp.where(is_query & ~in_range, 3, 0)))
     ok = error == 0
-    queried = ok & is_query
-    ending = ok & ~is_query
-    submitted = ok & (kind == SUBMIT)
-    success = jnp.where(submitted & agrees(evaluate(submission, state.heldout_x), state.heldout_y), 1.0, 0.0)
+    proposed = ok & (proposing | (kind == SUBMIT))
+    solved = proposed & agrees(evaluate(submission, state.heldout_x), state.heldout_y)
+    queried = ok & is_query & ~solved
+    ending = ok & (~is_query | solved)
+    success = jnp.where(solved, 1.0, 0.0)
     output = evaluate(state.program, jnp.clip(inputs, INPUT_LOW, INPUT_HIGH)[None])[0]
     new = EquationState(
         program=state.program, heldout_x=state.heldout_x, heldout_y=state.heldout_y,
@@ -103,7 +115,7 @@ def _step(state: EquationState, kind, inputs, submission: Program):
         queries=state.queries + queried.astype(jnp.int32),
         ended=state.ended | ending,
         success=jnp.where(ending, success, state.success),
-        iterations=jnp.where(ending, state.queries + 1, state.iterations),
+        iterations=jnp.where(ending, jnp.maximum(state.queries, proposed.astype(jnp.int32)), state.iterations),
     )
     return new, success, error, jnp.where(queried, output, 0.0)
 
@@ -111,7 +123,13 @@ def _step(state: EquationState, kind, inputs, submission: Program):
 @x64
 def step(state: EquationState, kind: int, inputs=None, submission: Program | None = None, *, config: EquationConfig):
     """(state, reward float64 (), error code int (), output float64 ()): a
-    query's output at ``inputs`` (float (m,)), or a submission's score. A
-    refused action (error != 0; ERRORS[error] says why) changes nothing."""
+    query's output at ``inputs`` (float (m,)), or the score of the session a
+    formula ended. ``submission``: a SUBMIT's formula, or under
+    ``config.proposals == "every"`` the formula a QUERY states (None: the
+    query states none; the tool session asks for one every cycle). A right
+    formula with a query ends the session solved and the query is not made
+    (output 0). A refused action (error != 0; ERRORS[error] says why)
+    changes nothing."""
     inputs = np.zeros(config.n_inputs) + INPUT_LOW if inputs is None else np.asarray(inputs, np.float64)
-    return _step(state, jnp.int32(kind), inputs, NO_SUBMISSION if submission is None else submission)
+    proposing = kind == SUBMIT or (kind == QUERY and config.proposals == "every" and submission is not None)
+    return _step(state, jnp.int32(kind), inputs, NO_SUBMISSION if submission is None else submission, jnp.bool_(proposing))

@@ -1,8 +1,10 @@
 """``luca_gym/EquationDiscovery-v0``: the equation world as a Gymnasium env.
 
 The action is a ``Dict``: ``kind`` (0 query, 1 submit, 2 end), ``inputs``
-(``Box(1, 5, (m,), float64)``, read by a query) and ``formula``
-(``Text``, read by a submission). The observation holds the queries so far,
+(``Box(1, 5, (m,), float64)``, read by a query) and ``formula`` (``Text``,
+read by a submission and, under ``proposals="every"``, the paper's loop and
+the default, by a query: the formula stated with it, which ends the session
+solved when it is right). The observation holds the queries so far,
 zero-padded to the budget: ``inputs`` (budget, m), ``outputs`` (budget,) and
 ``queries`` (how many rows are real), and ``budget_left``. The variable
 names (the formula's text speaks of them) are in the reset ``info``.
@@ -60,7 +62,7 @@ class EquationEnv(gym.Env):
     def _obs(self) -> dict:
         c, s = self.config, self.session
         inputs, outputs = np.zeros((c.budget, c.n_inputs)), np.zeros(c.budget)
-        rows = [call for call in s.transcript if call["call"] == "query" and "error" not in call["result"]]
+        rows = [call for call in s.transcript if call["call"] == "query" and "output" in call["result"]]  # queries made
         for i, call in enumerate(rows):
             inputs[i] = [call["result"]["inputs"][v] for v in s.variables]
             outputs[i] = call["result"]["output"]
@@ -85,7 +87,8 @@ class EquationEnv(gym.Env):
             inputs = np.asarray(action["inputs"], np.float64).reshape(-1)
         except (TypeError, ValueError):
             raise ValueError(f"action: inputs {short_repr(action['inputs'])} not allowed; {allowed}") from None
-        arguments = {"query": lambda: {"inputs": dict(zip(self.session.variables, map(float, inputs)))},
+        stated = {"formula": str(action["formula"])} if self.config.proposals == "every" else {}
+        arguments = {"query": lambda: {"inputs": dict(zip(self.session.variables, map(float, inputs))), **stated},
                      "submit_formula": lambda: {"formula": str(action["formula"])}, "end": dict}[kind]()
         before = self.session.total_reward
         answer = self.session.call(kind, arguments)

@@ -1,10 +1,16 @@
-"""The graph discovery worlds of Auto-Discovery-Bench
-(``shared/reference/auto-discovery-bench.txt``): :data:`DAG`, directed graph
+"""The graph discovery worlds of *Auto-Discovery-Bench: Diagnosing Structured
+State Tracking in Oracle-Guided Discovery*: :data:`DAG`, directed graph
 discovery (molecules; intervening on one re-draws its children's states), and
 :data:`RELATIONAL`, undirected relational discovery (houses; attacking one
 raises its anger and its allies'). One folder for both: they share the core
 (:mod:`~luca_gym.worlds.graphs.core`, the rules differ by static settings of
 the config), the tools, the flat codec, the baselines and the report.
+
+Versions: 2 (2026-12-05) runs the paper's loop by default (a matrix
+proposed every cycle, ``proposals="every"``), counts iterations as the
+paper's cycles (one intervention and then the right matrix: 1), and draws
+each world's graphs from a stream of its own (``dag`` and ``relational`` of
+one seed were the same graph, directed or not); 1 before.
 
 Importing this package imports none of its parts.
 """
@@ -12,11 +18,11 @@ Importing this package imports none of its parts.
 from luca_gym.protocol import World
 
 _PACKAGE = "luca_gym.worlds.graphs"
-_REFERENCE = "Auto-Discovery-Bench (shared/reference/auto-discovery-bench.txt), Table 1"
+_REFERENCE = "Auto-Discovery-Bench: Diagnosing Structured State Tracking in Oracle-Guided Discovery, Table 1"
 
 DAG = World(
     name="dag",
-    version="1",
+    version="2",
     gym_stem="DagDiscovery",
     summary="directed graph discovery: intervene on molecules, watch their children's states change, recover the DAG",
     config=f"{_PACKAGE}.config:DagConfig",
@@ -37,7 +43,7 @@ DAG = World(
 
 RELATIONAL = World(
     name="relational",
-    version="1",
+    version="2",
     gym_stem="RelationalDiscovery",
     summary="undirected relational discovery: attack houses, watch their allies' anger rise, recover the alliances",
     config=f"{_PACKAGE}.config:RelationalConfig",

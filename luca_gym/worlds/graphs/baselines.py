@@ -1,9 +1,16 @@
 """The graph worlds' baselines, written once as batched JAX policies over the
 flat observation (:mod:`~luca_gym.worlds.graphs.flat`) and run by the harness
 through the same functions (:class:`FlatBaseline`), so the two forms are held
-equal: on an instance, the harness's session and the batched one take the
-same calls (``systematic``; ``random``'s draws differ between the forms, its
-distribution does not).
+equal: on an instance, the harness's session and the batched one
+(:func:`~luca_gym.worlds.graphs.flat.play_batch`, each session from its
+seed's key) take the same calls, ``random``'s draws included. ``luca-gym
+report`` computes the ``random`` floor that way.
+
+Under either protocol a baseline's matrix is what the evidence implies
+(unknown pairs taken as no edge): under ``proposals="every"`` (the paper's
+loop) the flat codec attaches it to every intervention, so each cycle
+proposes the baseline's current best hypothesis and the session ends the
+first time it is right; under ``"final"`` only the submission carries it.
 
 * ``systematic``: intervene on each node whose row (undirected: row or
   column) the evidence still leaves open, fewest interventions first, then
@@ -13,7 +20,9 @@ distribution does not).
   with redraws that may repeat, it comes back to the open rows while the
   budget lasts. It is the ceiling a budget allows, beside the paper's models.
 * ``random``: intervene on uniformly random nodes until the budget is spent,
-  then submit what the evidence implies: random experiments, exact inference.
+  then submit what the evidence implies: random experiments, exact inference
+  (under the paper's loop it stops as soon as what it has seen implies the
+  truth).
 """
 
 from __future__ import annotations
@@ -25,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from luca_gym.worlds.graphs import core
-from luca_gym.worlds.graphs.flat import GraphFlat, budget_left_of, interventions_of, knowledge_of
+from luca_gym.worlds.graphs.flat import GraphFlat, budget_left_of, interventions_of, knowledge_of, session_keys
 
 
 @lru_cache(maxsize=None)
@@ -80,7 +89,7 @@ class FlatBaseline:
         """Start a session of these settings: their codec, the jitted policy and a key from ``seed``."""
         self.codec = GraphFlat(params)
         self.policy = _jitted(self.name, self.codec)
-        self.key = jax.random.PRNGKey(seed % 2**31)
+        self.key = session_keys([seed])[0]
 
     def act(self, obs: dict) -> dict:
         """The session's action for ``obs``: the batched policy's choice on the flat codec, decoded."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields
 from luca_gym.validate import check_bool, is_integer, short_repr
 
 MAX_NODES = 64  # the largest graph; any N from 2 to this
-PROPOSALS = ("final", "every")  # when the agent's hypothesis is checked (see DagConfig)
+PROPOSALS = ("every", "final")  # when the agent's hypothesis is checked (see DagConfig); the first is the paper's
 # The paper's settings (Auto-Discovery-Bench, Table 1).
 DAG_SETTINGS = ((3, 3), (3, 5), (10, 5))  # (molecules, states)
 RELATIONAL_SETTINGS = (3, 5, 10)  # houses
@@ -84,18 +84,26 @@ class DagConfig(_GraphSettings):
             intervention shows every child. True: the new state is uniform over
             all states, so a child keeps its state with probability
             1/n_states and a molecule that did not change may still be a child.
-        proposals: "final" (default): the agent submits one adjacency matrix,
-            which ends the session. "every": the paper's loop, in which the
-            agent states its current matrix with every intervention and the
-            session ends, as a success, the first time it is right (a final
-            submission stays possible).
+        proposals: "every" (default): the paper's loop. Each cycle is an
+            intervention and the matrix the agent then believes: the agent
+            states its current matrix with every intervention (what it makes
+            of the cycles seen so far) and the session ends, solved, the
+            first time it is right, the intervention then not made; a final
+            ``submit_graph`` (the last cycle's matrix) stays possible and
+            ends the session either way. "final": one submitted matrix,
+            which ends the session (not the paper's protocol).
+
+    Iterations (:func:`~luca_gym.worlds.graphs.core.iterations`) are the
+    paper's cycles: the interventions made before the matrix that ended the
+    session, at least 1, so one intervention and then the right matrix is 1
+    iteration, and so is the right matrix stated before any intervention.
     """
 
     n_nodes: int = 10
     n_states: int = 5
     edge_density: float = 0.3
     redraw_may_repeat: bool = False
-    proposals: str = "final"
+    proposals: str = "every"
     directed = True
     world = "dag"
     node_noun, intervene_tool, size_field = "molecule", "intervene", "n_nodes"
@@ -125,7 +133,8 @@ class RelationalConfig(_GraphSettings):
         n_houses: N houses, 2..64 (the paper: 3, 5 and 10; default 10).
         edge_density: the probability of each alliance (an undirected edge;
             default 0.3).
-        proposals: "final" or "every", as :class:`DagConfig`'s.
+        proposals: "every" (default, the paper's loop) or "final", as
+            :class:`DagConfig`'s; iterations are counted as there.
 
     Every house's anger starts at 0; attacking a house raises its anger and
     each neighbour's by 1, so one attack shows every neighbour.
@@ -133,7 +142,7 @@ class RelationalConfig(_GraphSettings):
 
     n_houses: int = 10
     edge_density: float = 0.3
-    proposals: str = "final"
+    proposals: str = "every"
     directed = False
     always_changes = True
     world = "relational"

@@ -9,10 +9,15 @@ of i (the molecule itself keeps its state). Undirected (``relational``):
 attacking house i raises its anger and each neighbour's by 1. Either way the
 agent sees every node's state after each intervention and must recover the
 adjacency matrix.
+
+Each world draws its graphs from a stream of its own (its name folded into
+the instance key), so ``dag`` and ``relational`` of one seed are unrelated
+graphs.
 """
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 from functools import partial
 
@@ -93,13 +98,15 @@ class GraphState:
     success: jax.Array
 
 
-def _seed_key(lo, hi):
-    return jax.random.fold_in(jax.random.PRNGKey(lo), hi)
+def _seed_key(lo, hi, world: str):
+    """The instance key of seed ``hi * 2**32 + lo`` in ``world``'s stream (its name folded in)."""
+    stream = zlib.crc32(world.encode()) & 0x7FFFFFFF
+    return jax.random.fold_in(jax.random.fold_in(jax.random.PRNGKey(lo), hi), stream)
 
 
 def _generate(lo, hi, config) -> GraphInstance:
     n = config.n
-    k_order, k_edges, k_states, k_redraw = jax.random.split(_seed_key(lo, hi), 4)
+    k_order, k_edges, k_states, k_redraw = jax.random.split(_seed_key(lo, hi, config.world), 4)
     upper = jnp.triu(jnp.ones((n, n), bool), 1)
     drawn = (jax.random.uniform(k_edges, (n, n)) < config.edge_density) & upper
     if config.directed:
@@ -120,7 +127,8 @@ def _generate_batch(lo, hi, config) -> GraphInstance:
 
 def instances(seeds, config, seal=None) -> GraphInstance:
     """The instances of ``seeds`` (B leading), one jitted batch: each a pure
-    function of its seed (under ``seal``, of its sealed seed) and ``config``."""
+    function of its seed (under ``seal``, of its sealed seed), the world and
+    ``config``."""
     seeds = [check_seed(s, "seeds") for s in np.asarray(seeds, object).reshape(-1)]
     if seal is not None:
         seeds = [seal.organism_seed(s) for s in seeds]
@@ -224,7 +232,13 @@ def step_pure(state: GraphState, kind, node, hypothesis, config):
     Returns (state, reward float32 (), error int32 ()). A refused call
     (error != 0) changes nothing and earns nothing; the reward is 1 on the
     call that ends the session on the truth, so the return equals
-    ``success``. Pure (jit and vmap apply)."""
+    ``success``. Pure (jit and vmap apply).
+
+    Under ``proposals="every"`` (the paper's loop) the matrix that comes with
+    an intervention is the agent's hypothesis from the cycles seen so far,
+    checked first: right, it ends the session solved and the intervention is
+    not made; wrong, the intervention is made. A SUBMIT ends the session
+    under either protocol."""
     kind, node = jnp.asarray(kind, jnp.int32), jnp.asarray(node, jnp.int32)
     hypothesis = jnp.asarray(hypothesis, bool)
     proposing = (kind == SUBMIT) | ((kind == INTERVENE) & (config.proposals == "every"))
@@ -252,9 +266,13 @@ step = jax.jit(step_pure, static_argnames=("config",))
 
 
 def iterations(state: GraphState) -> jax.Array:
-    """int32 (): the paper's cycles: the interventions made, plus the
-    proposal that ended the session where one did."""
-    return state.interventions + state.proposed.astype(jnp.int32)
+    """int32 (): the paper's cycles (Auto-Discovery-Bench counts the cycles
+    of intervention and observation until the agent's matrix matches the
+    truth): the interventions made, a proposal closing the cycle of the last
+    one, so one intervention and then the right matrix is 1 iteration; a
+    session that ended on a proposal before any intervention counts 1 (its
+    one cycle), one that ended without a proposal counts its interventions."""
+    return jnp.maximum(state.interventions, state.proposed.astype(jnp.int32))
 
 
 def edge_counts(hypothesis: jax.Array, adjacency: jax.Array, directed: bool):

@@ -1,9 +1,10 @@
 """The graph worlds' flat codec (:class:`luca_gym.protocol.FlatCodec`) for
 learners: K = N + 1 actions, D = N*N + N + 1 observations.
 
-* Action i < N intervenes on node i (under ``proposals="every"`` with the
-  adjacency the evidence implies attached); action N submits the adjacency
-  the evidence implies (:func:`~luca_gym.worlds.graphs.core.implied_hypothesis`:
+* Action i < N intervenes on node i (under ``proposals="every"``, the
+  paper's loop and the default, with the adjacency the evidence implies
+  attached as the cycle's proposal); action N submits the adjacency the
+  evidence implies (:func:`~luca_gym.worlds.graphs.core.implied_hypothesis`:
   the "analyst" of this world, which writes the matrix the flat action leaves out).
 * The observation is what the evidence implies
   (:func:`~luca_gym.worlds.graphs.core.knowledge`), each pair +1 (an edge was
@@ -156,23 +157,38 @@ def relational_codec(**settings) -> GraphFlat:
     return GraphFlat(RelationalConfig(**settings))
 
 
+def session_keys(seeds) -> jax.Array:
+    """uint32 (B, 2): the key a baseline's session of each seed starts from
+    (:class:`~luca_gym.worlds.graphs.baselines.FlatBaseline` and
+    :func:`play_batch` alike)."""
+    return jax.vmap(jax.random.PRNGKey)(jnp.asarray([int(s) % 2**31 for s in seeds], jnp.uint32))
+
+
 @partial(jax.jit, static_argnames=("codec", "policy_fn", "num_steps"))
-def play_batch(policy_fn, policy_params, key, codec: GraphFlat, instances, num_steps: int):
+def play_batch(policy_fn, policy_params, keys, codec: GraphFlat, instances, num_steps: int):
     """Each of a batch of instances (B leading) played once by ``policy_fn``
     (``(params, key, obs (B, D), mask (B, K)) -> actions (B,)``) for at most
-    ``num_steps`` calls, without autoreset. Returns the scores (B,) of
-    :func:`core.scores` and the return."""
+    ``num_steps`` calls, without autoreset. Each session draws from its own
+    key (``keys`` uint32 (B, 2), :func:`session_keys`), split at every call,
+    and the policy sees it alone (a batch of one), as the harness plays a
+    :class:`~luca_gym.worlds.graphs.baselines.FlatBaseline`: a session here
+    takes the calls the harness's session of that seed takes. Returns the
+    scores (B,) of :func:`core.scores` and the return."""
     state, vector, mask = jax.vmap(codec.open)(instances)
 
-    def body(carry, k):
-        state, vector, mask, total = carry
-        action = policy_fn(policy_params, k, vector, mask)
+    def choose(key, vector, mask):
+        key, k = jax.random.split(key)
+        return key, policy_fn(policy_params, k, vector[None], mask[None])[0]
+
+    def body(carry, _):
+        state, vector, mask, keys, total = carry
+        keys_n, action = jax.vmap(choose)(keys, vector, mask)
         new, vector_n, mask_n, reward, *_ = jax.vmap(codec.step)(state, action)
         live = ~state.ended  # an ended session stays as it ended
         pick = lambda a, b: jnp.where(live.reshape(live.shape + (1,) * (a.ndim - 1)), a, b)  # noqa: E731
-        return (jax.tree_util.tree_map(pick, new, state), pick(vector_n, vector), pick(mask_n, mask),
+        return (jax.tree_util.tree_map(pick, new, state), pick(vector_n, vector), pick(mask_n, mask), keys_n,
                 total + jnp.where(live, reward, 0.0)), None
 
-    (state, _, _, total), _ = jax.lax.scan(body, (state, vector, mask, jnp.zeros(vector.shape[0])),
-                                           jax.random.split(key, num_steps))
+    (state, *_, total), _ = jax.lax.scan(body, (state, vector, mask, keys, jnp.zeros(vector.shape[0])), None,
+                                         length=num_steps)
     return {**jax.vmap(codec.scores)(state), "return": total}

@@ -1,12 +1,19 @@
 """The graph worlds' sections of ``luca-gym report`` (``World.report``): the
 paper's Table 1 (success rate, and mean iterations over the successful
-sessions, per setting and agent; infinity where none succeeded), with the
-paper's best model beside it where the paper's text quotes it, and the
+sessions, per setting and agent; infinity where none succeeded) with the
+floors beside every agent, computed here from the core for the folder's own
+seeds and settings (:func:`floor_scores`: the empty matrix submitted at once,
+and ``random`` as the harness plays it), and the paper's best model where
+the paper's text quotes it, beside runs of the paper's protocol only; the
 process figures the paper does not give (edge F1 and structural Hamming
 distance of the final proposal, interventions, interventions wasted); and
-:func:`figure_session`, one session drawn as its agent left it."""
+:func:`figure_session`, one session drawn as its agent left it. Every table
+names its protocol."""
 
 from __future__ import annotations
+
+from dataclasses import fields
+from functools import lru_cache
 
 import numpy as np
 
@@ -26,10 +33,85 @@ PAPER_BEST = {
 # What a setting is, per world (the paper's columns), and what else a table holds fixed.
 SIZE = {"dag": ("n_nodes", "n_states"), "relational": ("n_houses",)}
 CONDITION = {"dag": ("edge_density", "redraw_may_repeat", "proposals"), "relational": ("edge_density", "proposals")}
+PAPERS_PROTOCOL = "every"
+PROTOCOLS = {
+    "every": "the paper's loop: a matrix proposed every cycle, the session ended the first time it is right",
+    "final": "one submitted matrix, not the paper's protocol (no paper figure beside it)",
+}
+# The floors, computed for the folder's seeds (floor_scores): (key, the row's name).
+FLOORS = (("empty", "floor: empty matrix at once"), ("random", "floor: random (computed)"))
 
 
 def _setting_text(world: str, setting) -> str:
     return f"({setting[0]} nodes, {setting[1]} states)" if world == "dag" else f"{setting[0]} houses"
+
+
+def _config_of(world: str, record):
+    """The config a results line was played under."""
+    from luca_gym.worlds.graphs.config import DagConfig, RelationalConfig
+
+    config_class = DagConfig if world == "dag" else RelationalConfig
+    return config_class(**{f.name: record[f.name] for f in fields(config_class)})
+
+
+@lru_cache(maxsize=None)
+def _empty_at_once(config):
+    """One jitted function per config: instances (B leading) -> the scores of the empty matrix submitted at once."""
+    import jax
+    import jax.numpy as jnp
+
+    from luca_gym.worlds.graphs import core
+
+    def one(instance):
+        state = core.reset(instance, config)
+        state, _, _ = core.step_pure(state, core.SUBMIT, 0, jnp.zeros((config.n, config.n), bool), config)
+        return core.scores(state, config.directed)
+
+    return jax.jit(jax.vmap(one))
+
+
+def floor_scores(config, seeds) -> dict:
+    """The floors' scores on ``seeds`` under ``config``
+    (:class:`~luca_gym.worlds.graphs.config.DagConfig` or
+    :class:`~luca_gym.worlds.graphs.config.RelationalConfig`), from the core,
+    with no agent run: ``{"empty": scores, "random": scores}``, each score a
+    numpy (B,). ``empty``: the empty matrix submitted at once (1 iteration;
+    its success is the share of instances with no edge). ``random``: the
+    ``random`` baseline as the harness plays it, each session from its
+    seed's key (:func:`~luca_gym.worlds.graphs.flat.play_batch`), so it
+    equals ``luca-gym eval --agents random`` on those seeds."""
+    import jax
+
+    from luca_gym.worlds.graphs import core
+    from luca_gym.worlds.graphs.baselines import random_policy
+    from luca_gym.worlds.graphs.flat import GraphFlat, play_batch, session_keys
+
+    seeds = [int(s) for s in seeds]
+    instances = core.instances(seeds, config)
+    codec = GraphFlat(config)
+    out = {"empty": _empty_at_once(config)(instances),
+           "random": play_batch(random_policy(codec), None, session_keys(seeds), codec, instances, config.max_calls)}
+    return {name: {k: np.asarray(v) for k, v in jax.device_get(scores).items()} for name, scores in out.items()}
+
+
+def _as_records(scores: dict) -> list:
+    """A floor's scores (numpy (B,) each) as results-like lines ``{"scores": {...}}``."""
+    n = len(next(iter(scores.values())))
+    return [{"scores": {k: float(v[i]) for k, v in scores.items()}} for i in range(n)]
+
+
+def floors_of(records, world: str) -> dict:
+    """``{setting: {floor key: records}}`` for ``records`` of one condition
+    (same protocol, density, ...): each setting's floors on the seeds its
+    lines hold (every agent's, together). Empty for sealed lines: their
+    instances come from a secret the report does not read."""
+    if any(r.get("sealed") for r in records):
+        return {}
+    out = {}
+    for setting, rs in group(records, *SIZE[world]).items():
+        seeds = sorted({r["seed"] for r in rs})
+        out[setting] = {k: _as_records(v) for k, v in floor_scores(_config_of(world, rs[0]), seeds).items()}
+    return out
 
 
 def success_cell(records) -> str:
@@ -40,29 +122,40 @@ def success_cell(records) -> str:
     return f"{100 * success.mean():.0f}% / {iterations} ({len(records)})"
 
 
-def table1(records, world: str) -> str:
-    """Markdown: Table 1's cells per agent (rows) and setting (columns)."""
+def table1(records, world: str, floors=None) -> str:
+    """Markdown: Table 1's cells per agent (rows) and setting (columns) for
+    ``records`` of one protocol; then the floors (``floors``:
+    :func:`floors_of`), then the paper's best model where the paper quotes it
+    and the records ran the paper's protocol."""
     size = SIZE[world]
     settings = sorted(group(records, *size))
     cells = group(records, "agent", *size)
+    floors = floors or {}
     head = "| agent | " + " | ".join(_setting_text(world, s) for s in settings) + " |"
     lines = [head, "|" + " --- |" * (len(settings) + 1)]
     for agent in agents_in(records):
         lines.append(f"| {agent} | " + " | ".join(success_cell(cells[(agent, *s)]) if (agent, *s) in cells else "-"
                                                  for s in settings) + " |")
+    if floors:
+        for key, name in FLOORS:
+            lines.append(f"| *{name}* | " + " | ".join(f"*{success_cell(floors[s][key])}*" if s in floors else "-"
+                                                       for s in settings) + " |")
     paper = [PAPER_BEST.get((world, s)) for s in settings]
-    if any(paper):
+    if any(paper) and {r["proposals"] for r in records} == {PAPERS_PROTOCOL}:
         lines.append("| *paper's best* | " + " | ".join(f"*{100 * p[0]:.0f}% / {p[1]:.2f} ({p[2]})*" if p else "-"
                                                         for p in paper) + " |")
     return "\n".join(lines)
 
 
-def process_table(records, world: str) -> str:
-    """Markdown: per agent and setting, the means of edge F1, SHD, interventions and wasted interventions."""
+def process_table(records, world: str, floors=None) -> str:
+    """Markdown: per agent (then floor) and setting, the means of edge F1, SHD, interventions and wasted interventions."""
     size = SIZE[world]
+    rows = [(agent, tuple(setting), rs) for (agent, *setting), rs in sorted(
+        group(records, "agent", *size).items(), key=lambda kv: (agents_in(records).index(kv[0][0]), kv[0][1:]))]
+    for key, name in FLOORS:
+        rows += [(f"*{name}*", setting, by_floor[key]) for setting, by_floor in sorted((floors or {}).items())]
     lines = ["| agent | setting | edge F1 | SHD | interventions | wasted | sessions |", "|" + " --- |" * 7]
-    for (agent, *setting), rs in sorted(group(records, "agent", *size).items(),
-                                       key=lambda kv: (agents_in(records).index(kv[0][0]), kv[0][1:])):
+    for agent, setting, rs in rows:
         mean = lambda k: np.mean([r["scores"][k] for r in rs])  # noqa: E731
         lines.append(f"| {agent} | {_setting_text(world, setting)} | {mean('edge_f1'):.3f} | {mean('shd'):.2f} | "
                      f"{mean('interventions'):.2f} | {mean('wasted'):.2f} | {len(rs)} |")
@@ -77,14 +170,22 @@ def sections(records: list, out_dir: str, *, source: str, notes=()) -> list[str]
     parts = [
         f"# {title} results ({world})",
         (f"{len(records)} sessions from `{source}`. Table 1's cells: success rate / mean iterations over the "
-         "successful sessions (sessions); iterations count the interventions and the proposal that ended the "
-         "session, the paper's cycles; ∞ where no session succeeded. The budget is 2N interventions."),
+         "successful sessions (sessions); iterations are the paper's cycles, the interventions made before the "
+         "matrix that ended the session (at least 1: one intervention and then the right matrix is 1 iteration); "
+         "∞ where no session succeeded. The budget is 2N interventions. The floors are computed from the world's "
+         "core on the same seeds and settings, with no agent run: the empty matrix submitted at once (its success "
+         "is the share of instances with no edge) and `random` as the harness plays it."),
         *(f"Note: {note}" for note in notes),
     ]
+    if any(r.get("sealed") for r in records):
+        parts.append("Note: sealed instances: the floors are not computed (the report does not read the secret).")
     for condition, rs in sorted(group(records, *CONDITION[world]).items(), key=lambda kv: str(kv[0])):
-        text = ", ".join(f"{k}={v}" for k, v in zip(CONDITION[world], condition))
-        parts += [f"## Table 1: success rate and iterations ({text})", table1(rs, world),
-                  f"## Process ({text})", process_table(rs, world)]
+        settings = dict(zip(CONDITION[world], condition))
+        protocol = settings.pop("proposals")
+        text = f"protocol: proposals={protocol}, {PROTOCOLS[protocol]}; " + ", ".join(f"{k}={v}" for k, v in settings.items())
+        floors = floors_of(rs, world)
+        parts += [f"## Table 1: success rate and iterations ({text})", table1(rs, world, floors),
+                  f"## Process ({text})", process_table(rs, world, floors)]
     return parts
 
 
@@ -156,7 +257,7 @@ def figure_session(state, config, path: str, *, agent: str = "") -> None:
     if view["ended"]:
         verdict = "correct" if scores["success"] >= 1 else "wrong"
         title = (f"the proposal ({verdict}): edge F1 {scores['edge_f1']:.2f}, SHD {scores['shd']:.0f}, "
-                 f"{scores['iterations']:.0f} iterations")
+                 f"{scores['iterations']:.0f} iteration{'' if scores['iterations'] == 1 else 's'}")
     else:  # the scores read the hidden graph: an open session shows none
         title = f"the last proposal (open session: scored at its end), {scores['interventions']:.0f} interventions"
     ax_g.set_title(title, fontsize=10)

@@ -10,7 +10,11 @@ agent was shown) for its answers.
 The loop follows the paper's: the agent sees the current states, asks for an
 intervention, and is shown every node's state after it, with the whole
 history as an observation matrix (one row per cycle, row 0 the states before
-the first intervention); it ends by submitting its adjacency matrix.
+the first intervention). Under ``proposals="every"`` (the default, the
+paper's loop) it states its current adjacency matrix with every intervention
+and the session ends, solved, the first time the matrix is right; under
+``"final"`` it submits one matrix. A session ends with ``end_reason`` "end"
+whoever ended it (the agent or the rules), as every world's does.
 """
 
 from __future__ import annotations
@@ -79,7 +83,8 @@ class GraphToolSession(ToolSessionBase):
         if c.proposals == "every":
             target["adjacency"] = _matrix_schema(c.n)
             required.append("adjacency")
-            intervene_doc += " State your current adjacency matrix with it: if it is right the session ends, solved."
+            intervene_doc += (" State with it the adjacency matrix you believe from what you have seen so far: if it is "
+                              "right the session ends, solved, and the intervention is not made.")
         return [
             {"name": c.intervene_tool, "description": intervene_doc,
              "input_schema": {"type": "object", "properties": target, "required": required, "additionalProperties": False}},
@@ -107,12 +112,14 @@ class GraphToolSession(ToolSessionBase):
                      "Every house's anger starts at 0. Attacking a house raises its anger by 1 and the anger of each "
                      "house allied to it by 1.")
             goal = "the symmetric adjacency matrix: row i, column j is 1 iff houses i and j are allied (diagonal 0)"
-        proposals = ("With each intervention, state your current adjacency matrix: the session ends, solved, the first "
-                     "time it is right." if c.proposals == "every" else "You submit one matrix; it ends the session.")
+        proposals = ("With each intervention, state the adjacency matrix you believe from what you have seen so far: "
+                     "the session ends, solved, the first time it is right. submit_graph states a last matrix and ends "
+                     "the session either way." if c.proposals == "every"
+                     else "You submit one matrix (submit_graph); it ends the session.")
         return (f"You are a scientist discovering a hidden graph by experiment. {world} You have {c.budget} "
                 f"interventions ({c.intervene_tool}); after each you are shown every {c.node_noun}'s state and the "
                 f"observation matrix of all cycles so far. Your goal: {goal}. {proposals} "
-                "Use as few interventions as you can.")
+                "Your iterations are the interventions made before the right matrix (at least 1): use as few as you can.")
 
     def status(self) -> dict:
         return {"budget_remaining": int(self.state.budget_left)}
@@ -146,7 +153,7 @@ class GraphToolSession(ToolSessionBase):
         if kind == core.INTERVENE and c.proposals == "every":
             result["adjacency_correct"] = bool(self.state.success)
         if bool(self.state.ended):
-            self.ended, self.end_reason = True, "solved" if bool(self.state.success) else name
+            self.ended, self.end_reason = True, "end"
             self.scores = self.final_scores()
             result.update(ended=True, end_reason=self.end_reason, scores=self.scores)
         return {**result, **self.status()}
