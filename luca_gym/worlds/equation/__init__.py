@@ -21,7 +21,10 @@ as postfix programs, their JAX evaluator, the generator, the renderer),
 :mod:`~luca_gym.worlds.equation.core` (pure ``reset``/``step``, rules and
 scorer), :mod:`~luca_gym.worlds.equation.tools` (the tool session),
 :mod:`~luca_gym.worlds.equation.envs` (``luca_gym/EquationDiscovery-v0``),
-:mod:`~luca_gym.worlds.equation.baselines` (``random``, ``systematic``) and
+:mod:`~luca_gym.worlds.equation.baselines` (``random``, ``systematic``),
+:mod:`~luca_gym.worlds.equation.batched` (a batched JAX equation world for
+learners over a finite family of the grammar's formulas:
+``luca_gym/EquationDiscoveryFlat-v0`` and the flat codec) and
 :mod:`~luca_gym.worlds.equation.report` (success rate and iterations over
 successful sessions, as the paper's Table 1).
 
@@ -40,6 +43,9 @@ WORLD = World(
     headline="success",
     tools="luca_gym.worlds.equation.tools:EquationToolSession",
     env="luca_gym.worlds.equation.envs:EquationEnv",
+    flat="luca_gym.worlds.equation.batched:flat_codec",
+    flat_baselines="luca_gym.worlds.equation.batched:FLAT_BASELINES",
+    flat_env="luca_gym.worlds.equation.envs:EquationFlatEnv",
     baselines="luca_gym.worlds.equation.baselines:BASELINES",
     expected_fields="luca_gym.worlds.equation.config:expected_fields",
     report="luca_gym.worlds.equation.report:sections",

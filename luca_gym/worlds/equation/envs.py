@@ -24,7 +24,7 @@ import numpy as np
 from gymnasium import spaces
 
 from luca_gym.boundary import check_flat_actions
-from luca_gym.envs.codec import instance_seed
+from luca_gym.envs.codec import CodecEnv, instance_seed
 from luca_gym.validate import check_render_mode, short_repr
 from luca_gym.worlds.equation.config import INPUT_HIGH, INPUT_LOW, EquationConfig
 from luca_gym.worlds.equation.formula import MAX_CHARS
@@ -105,3 +105,11 @@ class EquationEnv(gym.Env):
 
     def close(self):
         self.session = None
+
+
+class EquationFlatEnv(CodecEnv):
+    """``luca_gym/EquationDiscoveryFlat-v0``: the batched equation world's flat codec
+    (:mod:`~luca_gym.worlds.equation.batched`: a family of the grammar's formulas, query
+    points on a grid, a proposal among the family), one instance an episode."""
+
+    world = "equation"
