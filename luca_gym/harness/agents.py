@@ -1,10 +1,14 @@
 """Agents by name: baselines, ``openai:MODEL`` / ``anthropic:MODEL`` tool
-agents, and learned agents (``ppo:RUN_DIR``, ``sb3:FILE.zip``):
+agents, learned agents (``ppo:RUN_DIR``, ``sb3:FILE.zip``) and a user's own
+tool agent (``module:attribute``, :func:`is_module_agent`):
 :func:`check_agent` and :func:`make_runner`; token prices and session cost."""
 
 from __future__ import annotations
 
+import importlib
 import os
+import re
+import sys
 
 from luca_gym import worlds
 
@@ -47,13 +51,45 @@ def is_learned_agent(name: str) -> bool:
     return str(name).startswith(("ppo:", "sb3:"))
 
 
+KNOWN_PREFIXES = ("openai", "anthropic", "ppo", "sb3")
+_MODULE_AGENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*")
+
+
+def is_module_agent(name: str) -> bool:
+    """Whether an agent spec names a user's agent factory, ``module.path:attribute``:
+    a spec with a colon whose prefix is none of :data:`KNOWN_PREFIXES`."""
+    return isinstance(name, str) and ":" in name and name.partition(":")[0] not in KNOWN_PREFIXES
+
+
+def load_module_agent(name: str):
+    """The factory ``module:attribute`` names (the current folder is searched
+    after the installed packages, as ``python -m`` would find a module there);
+    ValueError in one line for a malformed spec, a module that does not import,
+    a missing attribute or one that is not callable."""
+    if not _MODULE_AGENT.fullmatch(name):
+        raise ValueError(f"agent: {name[:80]!r} is not module.path:attribute (e.g. my_agents:make_agent)")
+    module_name, _, attribute = name.partition(":")
+    if os.getcwd() not in sys.path:
+        sys.path.append(os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # the user's module: any failure to import is one line, not a traceback
+        raise ValueError(f"agent {name!r}: module {module_name!r} does not import ({type(exc).__name__}: {exc})") from None
+    factory = getattr(module, attribute, None)
+    if factory is None:
+        raise ValueError(f"agent {name!r}: module {module_name!r} has no attribute {attribute!r}")
+    if not callable(factory):
+        raise ValueError(f"agent {name!r}: {attribute!r} is not callable; give a factory that returns an agent")
+    return factory
+
+
 def agents_allowed(world=DEFAULT_WORLD) -> str:
     """The agent names ``world`` takes, for messages: its baselines, the tool
     agents where it has tools, the learned agents where it has a flat codec."""
     world = worlds.get(world)
     names = list(world.baseline_policies())
     if world.tools is not None:
-        names += ["openai:MODEL", "anthropic:MODEL"]
+        names += ["openai:MODEL", "anthropic:MODEL", "module:attribute (your agent factory)"]
     if _takes_learned(world):
         names += ["ppo:RUN_DIR", "sb3:FILE.zip"]
     return ", ".join(names[:-1]) + (" or " if len(names) > 1 else "") + names[-1] if names else "none"
@@ -70,12 +106,17 @@ def __getattr__(name: str):
 
 
 def check_agent(name, world=DEFAULT_WORLD) -> str:
-    """One of ``world``'s baselines, ``openai:MODEL`` or ``anthropic:MODEL``
-    (a world with tools), ``ppo:RUN_DIR`` (an existing folder) or
+    """One of ``world``'s baselines, ``openai:MODEL``, ``anthropic:MODEL`` or
+    a user's ``module:attribute`` agent factory (a world with tools), ``ppo:RUN_DIR`` (an existing folder) or
     ``sb3:FILE.zip`` (an existing file or run folder; a world with a flat
     codec and a policy runner); ValueError otherwise."""
     world = worlds.get(world)
     baselines = world.baseline_policies()
+    if is_module_agent(name) and name not in baselines:
+        if world.tools is None:
+            raise ValueError(f"agent {str(name)[:80]!r}: world {world.name!r} has no tools, so it takes no tool agent of yours")
+        load_module_agent(name)
+        return name
     known = isinstance(name, str) and (
         name in baselines
         or (is_llm_agent(name) and world.tools is not None and name.partition(":")[2])
@@ -101,6 +142,12 @@ def make_runner(name: str, base_url: str | None = None, world=DEFAULT_WORLD):
     the missing ``rl`` extra)."""
     world = worlds.get(world)
     check_agent(name, world)
+    if is_module_agent(name) and name not in world.baseline_policies():
+        agent = load_module_agent(name)()
+        if not callable(agent):
+            raise ValueError(f"agent {name!r}: its factory returned {type(agent).__name__}, not an agent "
+                             "((messages, tool_specs) -> AgentTurn)")
+        return agent
     if is_llm_agent(name):
         from luca_gym.tools.providers import make_agent
 

@@ -14,7 +14,7 @@ from luca_gym import worlds
 from luca_gym._deprecated import moved_name
 from luca_gym.protocol import SessionSpec, load
 from luca_gym.validate import check_seed
-from luca_gym.harness.agents import check_agent, is_llm_agent
+from luca_gym.harness.agents import check_agent, is_llm_agent, is_module_agent
 
 # A line written before worlds existed has no ``world`` field: it is LUCA's.
 LEGACY_WORLD = "luca"
@@ -156,11 +156,13 @@ def _check_options_played(world, agent: str, baselines: dict, options: dict) -> 
 
 def is_tool_agent(agent: str, world, baselines: dict | None = None) -> bool:
     """Whether ``agent`` plays ``world`` through its tool session (a language
-    model, or a baseline without ``act``) rather than as a policy (``baselines``:
+    model, a user's ``module:attribute`` agent, or a baseline without ``act``) rather than as a policy (``baselines``:
     the world's, looked up when not given)."""
     if baselines is None:
         baselines = worlds.get(world).baseline_policies()
-    return is_llm_agent(agent) or (agent in baselines and not hasattr(baselines[agent], "act"))
+    if agent in baselines:
+        return not hasattr(baselines[agent], "act")
+    return is_llm_agent(agent) or is_module_agent(agent)
 
 
 def _arms(value, name: str) -> list:
