@@ -716,7 +716,11 @@ def test_a_turn_without_tool_calls_ends_the_session():
     record = run_agent(ScriptedAgent([("run_experiment", block("G001"))]), session)
     assert session.ended and record["scores"] is not None
     assert [c["call"] for c in record["calls"]] == ["run_experiment", "end"]
-    assert record["messages"][-1]["role"] == "assistant" and record["messages"][-1]["tool_calls"] == []
+    # the agent's empty turn, then the harness's closing end and its result: tool messages match the calls one for one
+    said = [m for m in record["messages"] if m["role"] == "assistant"]
+    assert said[-2]["tool_calls"] == [] and said[-1]["harness"] == "no_tool_call"
+    assert said[-1]["tool_calls"][0]["name"] == "end" and record["messages"][-1]["role"] == "tool"
+    assert [m["name"] for m in record["messages"] if m["role"] == "tool"] == [c["call"] for c in record["calls"]]
 
 
 def test_max_turns_ends_the_session():
@@ -733,7 +737,11 @@ def test_tool_sessions_write_eval_records_the_harness_reads(appendix, tmp_path):
     spec = luca_spec("scripted", TIER, MODE, 20, SEED)
     record = ev.run_tool_session(ScriptedAgent(appendix["script"]), spec)
     baseline = ev.run_session(make_policy("random"), luca_spec("random", TIER, MODE, 20, SEED))
-    assert set(record) - set(baseline) == {"hypotheses", "usage", "price_usd_per_mtok", "cost_usd"}
+    assert set(record) - set(baseline) == {"hypotheses", "usage", "price_usd_per_mtok", "cost_usd", "messages"}
+    transcript = record["messages"]  # the whole conversation, inline in the results line
+    assert [m["role"] for m in transcript[:2]] == ["system", "user"]
+    assert [m["name"] for m in transcript if m["role"] == "tool"] == [c["call"] for c in record["calls"]]
+    assert all("latency_s" in m for m in transcript if m["role"] == "assistant")
     assert record["usage"]["provider_calls"] == len(appendix["script"]) and record["usage"]["failed_calls"] == []
     assert record["usage"]["input_tokens"] is None and record["cost_usd"] is None  # a script reports no tokens
     assert set(baseline) <= set(record)

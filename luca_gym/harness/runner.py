@@ -84,6 +84,8 @@ def open_tool_session(spec: SessionSpec, sealed=None, env=None, *, python: bool 
 
 # What a session's own record holds that the harness writes itself.
 _HARNESS_FIELDS = ("calls", "scores", "return", "end_reason", "messages", "usage")
+# A transcript kept inline in the results line (whole, in order; documented in the results guide).
+TRANSCRIPT = "messages"
 
 
 def _tool_record(spec: SessionSpec, session, result: dict, wall: float, base_url: str | None = None, price=None) -> dict:
@@ -97,6 +99,8 @@ def _tool_record(spec: SessionSpec, session, result: dict, wall: float, base_url
     if session.analysis_tools:  # ... and kept the world's analysis tools beside it
         record["analysis_tools"] = True
     record["usage"] = result.get("usage")  # None for a session driven from outside (MCP)
+    if result.get(TRANSCRIPT) is not None:  # the whole conversation, inline (a session driven from outside has none)
+        record[TRANSCRIPT] = result[TRANSCRIPT]
     record["price_usd_per_mtok"] = None if price is None else list(price)
     record["cost_usd"] = session_cost(record["usage"], price)
     return record

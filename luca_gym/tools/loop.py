@@ -28,11 +28,13 @@ class ToolCall:
 class AgentTurn:
     """What an agent returns: optional text, the tool calls it makes and, for a
     provider's model, the tokens the call used (``{"input_tokens",
-    "output_tokens"}``, each an int or None when the provider did not say)."""
+    "output_tokens"}``, each an int or None when the provider did not say) and
+    the reasoning text where the provider returns one."""
 
     content: str | None = None
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: dict | None = None
+    reasoning: str | None = None  # the model's reasoning text, where its provider returns it
 
 
 # An agent: (messages, tool specs) -> AgentTurn. Messages use a neutral format:
@@ -87,7 +89,12 @@ def run_agent(
     """Let ``agent`` drive ``session`` until it ends (or ``max_turns`` turns,
     or a turn with no tool call: then the session is ended for it, and
     ``record["end_reason"]`` says ``"turn_limit"`` or ``"no_tool_call"``).
-    Returns the session record; the messages exchanged are in ``record["messages"]``.
+    Returns the session record; the messages exchanged are in ``record["messages"]``:
+    the whole transcript in order (system, user, each assistant turn with its
+    text, reasoning where the provider returns it, tool calls, tokens and
+    latency, each tool result), and, for a session the harness ended, the
+    closing ``end`` call and its result (so tool messages and recorded calls
+    match one for one).
 
     A provider call that fails with a retryable :class:`ProviderError` (rate
     limit, overload, timeout, lost connection, an answer in an unusable shape)
@@ -110,14 +117,16 @@ def run_agent(
     usage = {"input_tokens": None, "output_tokens": None, "provider_calls": 0, "retries": 0, "failed_calls": []}
     reason = "turn_limit"
     for index in range(max_turns):
+        asked = time.perf_counter()
         turn = _ask(agent, messages, specs, index, usage, retries, backoff, sleep)
-        messages.append(
-            {
-                "role": "assistant",
-                "content": turn.content,
+        said = {"role": "assistant", "content": turn.content,
                 "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in turn.tool_calls],
-            }
-        )
+                "latency_s": round(time.perf_counter() - asked, 4)}
+        if turn.reasoning:
+            said["reasoning"] = turn.reasoning
+        if isinstance(turn.usage, dict):
+            said["usage"] = {k: turn.usage.get(k) for k in ("input_tokens", "output_tokens")}
+        messages.append(said)
         if not turn.tool_calls:
             reason = "no_tool_call"
             break
@@ -130,7 +139,13 @@ def run_agent(
                 break
         if session.ended:
             break
-    session.finish(reason)  # the harness ends it for an agent that stopped, and says why
+    if not session.ended:  # the harness ends it for an agent that stopped, and says why; the transcript shows the end
+        session.finish(reason)
+        end = session.record()["calls"][-1]
+        messages.append({"role": "assistant", "content": None, "harness": reason,
+                         "tool_calls": [{"id": "harness_end", "name": end["call"], "arguments": end.get("arguments", {})}]})
+        messages.append({"role": "tool", "tool_call_id": "harness_end", "name": end["call"],
+                         "content": json.dumps(end.get("result")), "is_error": "error" in (end.get("result") or {})})
     record = session.record()
     record["messages"] = messages
     record["usage"] = usage
@@ -204,7 +219,7 @@ class ScriptedAgent:
             return AgentTurn(content="done")
         name, arguments = self.script[self.turn]
         self.turn += 1
-        return AgentTurn(tool_calls=[ToolCall(name, arguments)])
+        return AgentTurn(tool_calls=[ToolCall(name, arguments, f"call_{self.turn - 1}")])  # ids as deterministic as the script
 
 
 class ProviderError(RuntimeError):
