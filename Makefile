@@ -55,7 +55,7 @@ ablation: $(STAMP)
 # (tests marked slow: larger organisms, other processes, training runs, more
 # cases of a quick check; tests/conftest.py lists them and why); `make
 # test-all` runs both, as CI does (.ci/run).
-PYTEST := $(BIN)/python -m pytest -n 2 --dist loadgroup --durations=15
+PYTEST := $(BIN)/python -m pytest -n 2 --dist loadgroup --durations=15 -rs
 test: $(STAMP)
 	$(PYTEST) -m "not slow"
 
