@@ -670,6 +670,14 @@ def cmd_show(args) -> int:
         key, values = _setting_values(text)
         values = [_bool_setting(v, key) for v in values] if key in bools else values
         filters[key] = values[0] if len(values) == 1 else values
+    if args.transcript:
+        from luca_gym.transcripts import transcript_text
+
+        record, note = report.pick_session(records, args.seed, args.agent, **filters)
+        if note:
+            print(f"luca-gym show: note: {note}", file=sys.stderr)
+        print(transcript_text(record), end="")
+        return 0
     record, viewer, out, note = report.session_to_draw(records, args.results, args.seed, args.agent, args.out, **filters)
     _writable_dir(os.path.dirname(os.path.abspath(out)), "out")
     # The viewer may rebuild the instance and starts matplotlib: seconds (more while JAX compiles a first run).
@@ -863,6 +871,9 @@ def build_parser(flag_world=None) -> argparse.ArgumentParser:
     for hook in _hooks().values():
         if hasattr(hook, "add_show_arguments"):
             hook.add_show_arguments(p)
+    p.add_argument("--transcript", action="store_true",
+                   help="print the session's whole transcript (any world: every message, tool call and result) "
+                        "instead of drawing it")
     p.add_argument("--out", default=None,
                    help="PNG to write (default: RESULTS_FOLDER/ + the viewer's name for the session, LUCA's "
                         "session_<agent>_<tier>_<mode>_<seed>.png, with _N<n> for N other than 20 and _backwards)")

@@ -46,7 +46,7 @@ def user_folder(tmp_path, monkeypatch):
     yield tmp_path
 
 
-def test_a_users_agent_runs_a_sweep(user_folder):
+def test_a_users_agent_runs_a_sweep(user_folder, capsys):
     out = str(user_folder / "results")
     assert main(["eval", "--world", "dag", "--agents", "byo_agents_for_tests:make_agent", "--n-nodes", "3", "--n-states", "3",
                  "--seeds", "0-2", "--out", out, "--quiet"]) == 0
@@ -56,6 +56,11 @@ def test_a_users_agent_runs_a_sweep(user_folder):
         assert r["calls"][0]["call"] == "intervene" and "error" not in r["calls"][0]["result"]
         assert len(r["calls"]) <= 2 and r["end_reason"] == "end"
     assert harness.is_module_agent("byo_agents_for_tests:make_agent") and not harness.is_module_agent("openai:gpt-4o")
+    # its whole transcript, kept in the line, printed in the terminal
+    capsys.readouterr()
+    assert main(["show", out, "--agent", "byo_agents_for_tests:make_agent", "--seed", "1", "--transcript"]) == 0
+    text = capsys.readouterr().out
+    assert "[0] system" in text and "probing molecule 0" in text and "-> intervene(" in text and "tool intervene" in text
 
 
 @pytest.mark.parametrize("spec, message", [
