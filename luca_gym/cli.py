@@ -293,13 +293,22 @@ def cmd_eval(args) -> int:
         agents = _names(args.agents, "agent", ev.agents_allowed(world))
     settings = with_budget(args, world, _settings(args, world, hook, "eval_settings"))
     specs = ev.plan_world(world, agents, seeds, **ablation_arms(args, world, hook, settings))
+    cassette = _cassette(args, [a for a in agents if ev.is_llm_agent(a)])
+
+    def runner(name: str):
+        if cassette is not None and ev.is_llm_agent(name):
+            from luca_gym.tools.providers import make_agent
+
+            return make_agent(name, args.base_url, cassette=cassette)
+        return ev.make_runner(name, args.base_url, world=world.name)
+
     for agent in agents:
         if ev.is_llm_agent(agent):  # its SDK and key, before a file is made (a runner is made again for each session)
-            _check_model_key(agent, ev.make_runner(agent, args.base_url, world=world.name), args.base_url)
+            _check_model_key(agent, runner(agent), args.base_url)
     # Learned agents load once, before any session: a bad checkpoint stops the
     # sweep before it starts, and every session reuses the loaded weights.
     learned = {a: ev.make_runner(a, world=world.name) for a in agents if ev.is_learned_agent(a)}
-    factory = lambda name: learned[name] if name in learned else ev.make_runner(name, args.base_url, world=world.name)  # noqa: E731
+    factory = lambda name: learned[name] if name in learned else runner(name)  # noqa: E731
     ev.check_python(specs, python, args.sealed or args.secret_file or None,  # before a file is made
                     args.python_analysis_tools)
     created = not os.path.isdir(args.out)
@@ -314,6 +323,9 @@ def cmd_eval(args) -> int:
         if created:
             _remove_if_empty(args.out)
         raise
+    finally:
+        if cassette is not None:
+            cassette.close()
     wanted = {spec.key() for spec in specs}
     results = ev.read_results(path, seal=seal)
     for note in results.notes():
@@ -336,6 +348,26 @@ def cmd_eval(args) -> int:
 def _say(line: str) -> None:
     """One line on stderr (the sweep's ``log``)."""
     print(line, file=sys.stderr, flush=True)
+
+
+def _cassette(args, models: list[str]):
+    """The :class:`~luca_gym.tools.recording.Cassette` of ``--record-responses``
+    or ``--replay-responses`` (None without either); UsageError where no agent
+    of ``--agents`` is a model (``models``), or for a cassette that cannot be
+    read (replay) or made (record)."""
+    path = args.record_responses or args.replay_responses
+    if path is None:
+        return None
+    flag = "--record-responses" if args.record_responses else "--replay-responses"
+    if not models:
+        raise UsageError(f"{flag}: no openai:MODEL or anthropic:MODEL agent in --agents; only a model's responses are "
+                         "recorded and replayed")
+    from luca_gym.tools.recording import Cassette
+
+    try:
+        return Cassette(path, "record" if args.record_responses else "replay")
+    except ValueError as exc:
+        raise UsageError(f"{flag}: {exc}") from None
 
 
 def _check_model_key(agent: str, runner, base_url: str | None) -> None:
@@ -785,6 +817,14 @@ def build_parser(flag_world=None) -> argparse.ArgumentParser:
                    help="comma-separated: the world's baselines, openai:MODEL, anthropic:MODEL, ppo:RUN_DIR, sb3:FILE.zip "
                         "(default: the world's baselines; LUCA's: the paper's three)")
     p.add_argument("--base-url", default=None, help="OpenAI-compatible server for openai:MODEL agents (local servers too)")
+    responses = p.add_mutually_exclusive_group()
+    responses.add_argument("--record-responses", default=None, metavar="FILE",
+                           help="append every openai:/anthropic: provider call to FILE (JSONL: the request, its key and "
+                                "the response; no API key), to replay the run with --replay-responses")
+    responses.add_argument("--replay-responses", default=None, metavar="FILE",
+                           help="answer every openai:/anthropic: call from FILE (--record-responses): the same calls, "
+                                "scores and tokens, with no network and no API key; a request not in FILE stops the run "
+                                "naming its turn")
     p.add_argument("--concurrency", type=int, default=1, metavar="K",
                    help="sessions of openai:/anthropic: agents run at once (baselines and learned agents: one at a time)")
     p.add_argument("--retries", type=int, default=RETRIES, metavar="N",

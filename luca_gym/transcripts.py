@@ -58,3 +58,17 @@ def transcript_text(record: dict) -> str:
             lines += _wrapped(m.get("content", ""), "    ")
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
+
+
+VOLATILE = ("wall_s", "digest")  # a record's fields that differ between two runs of the same session
+VOLATILE_IN_MESSAGES = ("latency_s",)
+
+
+def comparable(record: dict) -> dict:
+    """``record`` without what differs between two runs of the same session
+    (:data:`VOLATILE`, and each message's :data:`VOLATILE_IN_MESSAGES`): two
+    runs, or a run and its replay, compare equal through it."""
+    out = {k: v for k, v in record.items() if k not in VOLATILE}
+    if isinstance(out.get("messages"), list):
+        out["messages"] = [{k: v for k, v in m.items() if k not in VOLATILE_IN_MESSAGES} for m in out["messages"]]
+    return out

@@ -10,7 +10,6 @@ import contextlib
 import importlib
 import json
 import re
-import uuid
 
 from luca_gym.tools.loop import Agent, AgentTurn, ProviderError, ToolCall, is_count
 from luca_gym.tools.session import to_anthropic_tools, to_openai_tools
@@ -105,8 +104,10 @@ def _kind(value) -> str:
     return "missing" if value is None else f"a {type(value).__name__}"
 
 
-def _call_id(value) -> str:
-    return value if isinstance(value, str) and value else f"call_{uuid.uuid4().hex[:12]}"
+def _call_id(value, fallback: str) -> str:
+    # A call without an id (some local servers) gets one from its place in the
+    # conversation: unique in the session, and the same when the run is replayed.
+    return value if isinstance(value, str) and value else fallback
 
 
 def _text(content, where: str) -> str | None:
@@ -127,23 +128,29 @@ def _usage(reported, input_key: str, output_key: str) -> dict | None:
     return {k: v if is_count(v) else None for k, v in values.items()}
 
 
-def _answer(where: str, response, parse, usage_keys: tuple[str, str]) -> AgentTurn:
-    """``parse(response)`` -> (content, tool calls) as an AgentTurn with the
+def _answer(where: str, response, parse, usage_keys: tuple[str, str], turn: int) -> AgentTurn:
+    """``parse(response, turn)`` -> (content, tool calls) as an AgentTurn with the
     response's token usage; an unreadable answer raises a retryable
-    :class:`ProviderError` that keeps the tokens it reported."""
+    :class:`ProviderError` that keeps the tokens it reported. ``turn``: the
+    session's turn (from 0), naming the calls the response gave no id."""
     try:
         usage = _usage(_field(response, "usage"), *usage_keys)
     except Exception:  # noqa: BLE001 -- usage in an odd shape is not counted, the answer still is
         usage = None
     try:
-        content, tool_calls = parse(response)
+        content, tool_calls = parse(response, turn)
     except Exception as exc:  # noqa: BLE001 -- a provider's answer must never crash the harness
         what = str(exc) if isinstance(exc, _Unusable) else f"{type(exc).__name__}: {str(exc)[:120]}"
         raise ProviderError(f"{where}: malformed response: {what}", retryable=True, usage=usage) from None
     return AgentTurn(content=content, tool_calls=tool_calls, usage=usage)
 
 
-def _openai_parse(response) -> tuple:
+def _turn(messages: list[dict]) -> int:
+    """The turn a call asks for (from 0, as run_agent counts): the assistant turns so far."""
+    return sum(m.get("role") == "assistant" for m in messages)
+
+
+def _openai_parse(response, turn: int) -> tuple:
     choices = _field(response, "choices")
     if not isinstance(choices, (list, tuple)) or not choices:
         raise _Unusable(f"choices is {_kind(choices)}, not a non-empty list" if choices is not None else "no choices")
@@ -156,13 +163,14 @@ def _openai_parse(response) -> tuple:
     if not isinstance(raw, (list, tuple)):
         raise _Unusable(f"message.tool_calls is {_kind(raw)}, not a list")
     tool_calls = []
-    for c in raw:
+    for i, c in enumerate(raw):
         function = _field(c, "function")
-        tool_calls.append(ToolCall(_field(function, "name"), _field(function, "arguments"), _call_id(_field(c, "id"))))
+        call_id = _call_id(_field(c, "id"), f"call_t{turn}_{i}")
+        tool_calls.append(ToolCall(_field(function, "name"), _field(function, "arguments"), call_id))
     return content, tool_calls
 
 
-def _anthropic_parse(response) -> tuple:
+def _anthropic_parse(response, turn: int) -> tuple:
     blocks = _field(response, "content")
     if not isinstance(blocks, (list, tuple)):
         raise _Unusable(f"content is {_kind(blocks)}, not a list of blocks")
@@ -172,31 +180,53 @@ def _anthropic_parse(response) -> tuple:
         if kind == "text":
             texts.append(_text(_field(b, "text"), "a text block's text") or "")
         elif kind == "tool_use":
-            tool_calls.append(ToolCall(_field(b, "name"), _field(b, "input"), _call_id(_field(b, "id"))))
+            call_id = _call_id(_field(b, "id"), f"call_t{turn}_{len(tool_calls)}")
+            tool_calls.append(ToolCall(_field(b, "name"), _field(b, "input"), call_id))
     return "".join(texts) or None, tool_calls
 
 
-class OpenAIChatAgent:
-    """An OpenAI-compatible chat-completions model (``base_url`` for local
-    servers). The API key is read from ``api_key_env`` when the client is made
-    and is never stored on this object or written to a transcript. ``client``:
-    an OpenAI client to use instead, e.g. a
-    :class:`~luca_gym.tools.mock_provider.MockClient`."""
+class _ModelAgent:
+    """What the providers' agents share: their client, the SDK's made when
+    first needed (``_sdk_client``) unless one was given, seen through a
+    ``cassette`` (:class:`luca_gym.tools.recording.Cassette`) where there is
+    one: recording wraps the client; replaying replaces it, so no SDK, key or
+    network is needed."""
 
-    def __init__(self, model: str, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY", client=None, **kwargs):
-        self.model, self.base_url, self.api_key_env, self.kwargs = model, base_url, api_key_env, kwargs
+    def _use_client(self, client, cassette) -> None:
+        self._cassette = cassette
+        if cassette is not None and (client is not None or cassette.replaying):
+            client = cassette.client(client)
         self._client = client
 
     def _get_client(self):
         if self._client is None:
-            import os
-
-            from openai import OpenAI
-
-            # max_retries=0: run_agent retries (with backoff, counted in the
-            # record's usage); the SDK's own silent retries would hide failures.
-            self._client = OpenAI(base_url=self.base_url, api_key=os.environ.get(self.api_key_env, "not-set"), max_retries=0)
+            self._client = self._sdk_client()
+            if self._cassette is not None:
+                self._client = self._cassette.client(self._client)
         return self._client
+
+
+class OpenAIChatAgent(_ModelAgent):
+    """An OpenAI-compatible chat-completions model (``base_url`` for local
+    servers). The API key is read from ``api_key_env`` when the client is made
+    and is never stored on this object or written to a transcript. ``client``:
+    an OpenAI client to use instead, e.g. a
+    :class:`~luca_gym.tools.mock_provider.MockClient`; ``cassette``: record
+    the responses, or replay them (:mod:`luca_gym.tools.recording`)."""
+
+    def __init__(self, model: str, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY", client=None,
+                 cassette=None, **kwargs):
+        self.model, self.base_url, self.api_key_env, self.kwargs = model, base_url, api_key_env, kwargs
+        self._use_client(client, cassette)
+
+    def _sdk_client(self):
+        import os
+
+        from openai import OpenAI
+
+        # max_retries=0: run_agent retries (with backoff, counted in the
+        # record's usage); the SDK's own silent retries would hide failures.
+        return OpenAI(base_url=self.base_url, api_key=os.environ.get(self.api_key_env, "not-set"), max_retries=0)
 
     def __call__(self, messages, tools) -> AgentTurn:
         where = f"openai:{self.model}" + (f" at {self.base_url}" if self.base_url else "")
@@ -204,27 +234,27 @@ class OpenAIChatAgent:
             response = self._get_client().chat.completions.create(
                 model=self.model, messages=_openai_messages(messages), tools=to_openai_tools(tools), **self.kwargs
             )
-        return _answer(where, response, _openai_parse, ("prompt_tokens", "completion_tokens"))
+        return _answer(where, response, _openai_parse, ("prompt_tokens", "completion_tokens"), _turn(messages))
 
     def __repr__(self) -> str:
         return f"OpenAIChatAgent(model={self.model!r}, base_url={self.base_url!r})"
 
 
-class AnthropicAgent:
-    """An Anthropic messages-API model; the key comes from ``api_key_env``."""
+class AnthropicAgent(_ModelAgent):
+    """An Anthropic messages-API model; the key comes from ``api_key_env``;
+    ``client`` and ``cassette`` as :class:`OpenAIChatAgent`'s."""
 
-    def __init__(self, model: str, api_key_env: str = "ANTHROPIC_API_KEY", client=None, max_tokens: int = 4096, **kwargs):
+    def __init__(self, model: str, api_key_env: str = "ANTHROPIC_API_KEY", client=None, max_tokens: int = 4096,
+                 cassette=None, **kwargs):
         self.model, self.api_key_env, self.max_tokens, self.kwargs = model, api_key_env, max_tokens, kwargs
-        self._client = client
+        self._use_client(client, cassette)
 
-    def _get_client(self):
-        if self._client is None:
-            import os
+    def _sdk_client(self):
+        import os
 
-            from anthropic import Anthropic
+        from anthropic import Anthropic
 
-            self._client = Anthropic(api_key=os.environ.get(self.api_key_env), max_retries=0)  # run_agent retries
-        return self._client
+        return Anthropic(api_key=os.environ.get(self.api_key_env), max_retries=0)  # run_agent retries
 
     def __call__(self, messages, tools) -> AgentTurn:
         system, msgs = _anthropic_messages(messages)
@@ -234,7 +264,7 @@ class AnthropicAgent:
                 model=self.model, system=system, messages=msgs, tools=to_anthropic_tools(tools), max_tokens=self.max_tokens,
                 **self.kwargs,
             )
-        return _answer(where, response, _anthropic_parse, ("input_tokens", "output_tokens"))
+        return _answer(where, response, _anthropic_parse, ("input_tokens", "output_tokens"), _turn(messages))
 
     def __repr__(self) -> str:
         return f"AnthropicAgent(model={self.model!r})"
@@ -286,16 +316,19 @@ def provider_errors(agent: str):
         raise ProviderError(f"{agent}: {type(exc).__name__}: {message}", retryable=is_retryable(exc), cause=exc) from exc
 
 
-def make_agent(spec: str, base_url: str | None = None) -> Agent:
-    """``openai:MODEL`` or ``anthropic:MODEL`` -> an agent callable. ValueError
-    for an unknown spec or a missing SDK (with the install line)."""
+def make_agent(spec: str, base_url: str | None = None, cassette=None) -> Agent:
+    """``openai:MODEL`` or ``anthropic:MODEL`` -> an agent callable, recording
+    or replaying its responses with ``cassette`` (a
+    :class:`~luca_gym.tools.recording.Cassette`; a replaying agent needs no
+    SDK). ValueError for an unknown spec or a missing SDK (with the install line)."""
     provider, _, model = spec.partition(":")
     if not model or provider not in ("openai", "anthropic"):
         raise ValueError(f"agent: {spec!r} unknown; allowed openai:MODEL or anthropic:MODEL")
-    try:
-        importlib.import_module(provider)
-    except ImportError:
-        raise ValueError(f"agent {spec!r}: the {provider} package is not installed; {LLM_EXTRA}") from None
+    if cassette is None or not cassette.replaying:
+        try:
+            importlib.import_module(provider)
+        except ImportError:
+            raise ValueError(f"agent {spec!r}: the {provider} package is not installed; {LLM_EXTRA}") from None
     if provider == "openai":
-        return OpenAIChatAgent(model, base_url=base_url)
-    return AnthropicAgent(model)
+        return OpenAIChatAgent(model, base_url=base_url, cassette=cassette)
+    return AnthropicAgent(model, cassette=cassette)
