@@ -54,8 +54,11 @@ def test_check_world(world):
 
 def test_the_world_declares_its_keys_scores_and_baselines(world):
     assert world.name == "equation" and world.headline == "success"
-    assert world.session_keys == ("complexity", "n_variables", "n_distractors", "proposals", "seed")
-    assert world.version == "2" and dict(world.key_defaults) == {"proposals": "final"}  # version 1's lines: one submission
+    assert world.session_keys == ("complexity", "n_variables", "n_distractors", "proposals", "measurement_noise",
+                                  "grammar_shown", "seed")
+    # version 1's lines: one submission; lines from before the settings beyond the paper: no noise, the grammar listed
+    assert world.version == "2" and dict(world.key_defaults) == {"proposals": "final", "measurement_noise": 0.0,
+                                                                 "grammar_shown": "listed"}
     assert set(world.baseline_policies()) == {"random", "systematic"}
     assert "luca_gym/EquationDiscoveryTools-v0" in world.gym_ids()
 

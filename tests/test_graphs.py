@@ -298,8 +298,8 @@ def test_the_report_puts_the_floors_beside_every_setting_and_the_paper_beside_it
     assert list(empty["success"]) == [float(not np.asarray(a).any()) for a in truth]
     assert set(empty["iterations"]) == {1}
     capsys.readouterr()
-    assert main(["eval", "--world", "dag", "--n-nodes", "99", "--seeds", "0", "--out", str(tmp_path / "bad")]) == 2
-    assert "--n-nodes: 99 not allowed; an integer from 2 to 64" in capsys.readouterr().err
+    assert main(["eval", "--world", "dag", "--n-nodes", "999", "--seeds", "0", "--out", str(tmp_path / "bad")]) == 2
+    assert "--n-nodes: 999 not allowed; an integer from 2 to 256" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["eval", "--n-nodes", "5", "--seeds", "0", "--out", str(tmp_path / "luca")])  # not an option of LUCA's
 

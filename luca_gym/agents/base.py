@@ -42,7 +42,14 @@ class FlatPolicy:
         self.rng = np.random.default_rng(seed)
 
     def act(self, obs: dict) -> dict:
-        """The session's action for ``obs``: the flat choice, decoded for the host session."""
-        vector, legal = jax.device_get(self.session_codec.encode(obs))
-        index = int(self.choose(np.asarray(vector), np.asarray(legal, bool), self.rng))
-        return self.session_codec.decode(index, obs)
+        """The session's action for ``obs``: the flat choice, decoded for the
+        host session. A choice the codec keeps to itself (``decode`` returns
+        None: the graph worlds' raw codec editing the learner's matrix) is
+        followed by another, until one is a call of the session; the codec
+        bounds how many it keeps."""
+        while True:
+            vector, legal = jax.device_get(self.session_codec.encode(obs))
+            index = int(self.choose(np.asarray(vector), np.asarray(legal, bool), self.rng))
+            call = self.session_codec.decode(index, obs)
+            if call is not None:
+                return call

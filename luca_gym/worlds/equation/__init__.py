@@ -12,7 +12,12 @@ least 1.
 
 Versions: 2 (2026-12-05) runs the paper's loop by default and counts one
 query and then the right formula as 1 iteration (version 1: one submission,
-iterations the queries plus 1); the instances are version 1's.
+iterations the queries plus 1); the instances are version 1's. Two settings
+beyond the paper came within version 2, off by default (the instances and
+rules then version 2's exactly): ``measurement_noise`` (relative Gaussian
+noise on each answer) and ``grammar_shown="words"`` (the grammar told in
+prose, no template). Both are key fields of a results line; a line written
+before them reads as off.
 
 Its parts: :mod:`~luca_gym.worlds.equation.config` (settings and the
 grammar, written down), :mod:`~luca_gym.worlds.equation.grammar` (formulas
@@ -51,8 +56,9 @@ WORLD = World(
     report="luca_gym.worlds.equation.report:sections",
     sweep_order=("n_variables", "n_distractors", "complexity"),
     reference="Auto-Discovery-Bench: Diagnosing Structured State Tracking in Oracle-Guided Discovery, symbolic equation discovery",
-    session_keys=("complexity", "n_variables", "n_distractors", "proposals", "seed"),
-    key_defaults=(("proposals", "final"),),  # a line written before the field: one submission, version 1's protocol
+    session_keys=("complexity", "n_variables", "n_distractors", "proposals", "measurement_noise", "grammar_shown", "seed"),
+    # A line written before a field: one submission (version 1's protocol), exact answers, the grammar listed.
+    key_defaults=(("proposals", "final"), ("measurement_noise", 0.0), ("grammar_shown", "listed")),
     required_scores=("success", "iterations"),
 )
 

@@ -23,6 +23,12 @@ variable itself in a numerator or denominator):
 Inputs are real numbers in [:data:`INPUT_LOW`, :data:`INPUT_HIGH`] = [1, 5]:
 every formula of the grammar is finite there (``exp`` of at most 25, ``log``
 and ``sqrt`` of positive numbers), and the generator checks it anyway.
+
+Beyond the paper, two settings make the world harder (each off by default,
+where the instances and rules are the paper's): ``measurement_noise`` (each
+answer multiplied by 1 + sigma z, z standard normal) and ``grammar_shown``
+(``"words"``: the agent is told the grammar's shape in prose,
+:data:`GRAMMAR_WORDS`, not the templates).
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ from dataclasses import dataclass
 from luca_gym.validate import is_integer, short_repr
 
 COMPLEXITIES = ("simple", "medium", "complex")
+GRAMMARS_SHOWN = ("listed", "words")  # how the agent is told the grammar: the templates (the paper's), or prose
+MAX_NOISE = 1.0  # the largest relative standard deviation of a measurement
 PROPOSALS = ("every", "final")  # when the agent's formula is checked (see EquationConfig); the first is the paper's
 INPUT_LOW, INPUT_HIGH = 1.0, 5.0  # the range of every input, queried or held out
 CONSTANTS = tuple(range(1, 10))  # c1, c2
@@ -65,6 +73,18 @@ By complexity:
 - complex: c1*M1*f(M2) + c2*M3  or  c1*M1*f(M2) - c2*M3  (M3 not empty)
 Inputs are real numbers in [{INPUT_LOW:g}, {INPUT_HIGH:g}]."""
 
+# The same grammar told in prose (grammar_shown="words"): its shape, no template written out.
+GRAMMAR_WORDS = f"""\
+The hidden formula is a small algebraic expression in the variables. It has one or two terms, added or subtracted. \
+Each term is a whole number from 1 to 9 times a product of distinct variables, each raised to a small nonzero whole \
+power (at most 2 in size, positive or negative). The first term may also be multiplied by one standard function \
+(sine, exponential, natural logarithm or square root) of a single variable, or of a product or ratio of two, each to \
+the first power; a term with a function may have no other variable. A variable that enters the formula appears in it exactly once; the distractor variables do not \
+appear. The complexity says how much of this a formula uses: a simple one is a single term with no function; a \
+medium one is either two terms with no function, each holding at least one variable, or one term with a function; a \
+complex one is a term with a function and a second term holding at least one variable.
+Inputs are real numbers in [{INPUT_LOW:g}, {INPUT_HIGH:g}]."""
+
 
 @dataclass(frozen=True)
 class EquationConfig:
@@ -83,6 +103,17 @@ class EquationConfig:
             stays possible and ends the session either way. "final": one
             submitted formula, which ends the session (not the paper's
             protocol).
+        measurement_noise: the relative standard deviation sigma of a
+            measurement, 0 to 1 (default 0: exact answers): each query's answer
+            is the formula's value times 1 + sigma z, z a standard normal drawn
+            from the instance's key and the query's index (a session's answers
+            are a pure function of its seed and queries). The noise is on the
+            answers only: a formula is still right when it matches the hidden
+            one on the held-out inputs, exactly as without noise. Beyond the
+            paper.
+        grammar_shown: "listed" (default, the paper's: the grammar's templates,
+            :data:`GRAMMAR`, word for word) or "words" (its shape in prose,
+            :data:`GRAMMAR_WORDS`, no template written out). Beyond the paper.
 
     Iterations are the paper's cycles: the queries made before the formula
     that ended the session, at least 1, so one query and then the right
@@ -97,6 +128,8 @@ class EquationConfig:
     n_distractors: int = 0
     budget: int = 10
     proposals: str = "every"
+    measurement_noise: float = 0.0
+    grammar_shown: str = "listed"
 
     def __post_init__(self):
         if not isinstance(self.complexity, str) or self.complexity not in COMPLEXITIES:
@@ -111,6 +144,19 @@ class EquationConfig:
                              "(f(M2) and M3 each hold a variable)")
         for name in ("n_variables", "n_distractors", "budget"):
             object.__setattr__(self, name, int(getattr(self, name)))
+        noise = self.measurement_noise
+        if isinstance(noise, bool) or not isinstance(noise, (int, float)) or not 0.0 <= noise <= MAX_NOISE:
+            raise ValueError(f"measurement_noise: {short_repr(noise)} not allowed; a relative standard deviation from 0 "
+                             f"to {MAX_NOISE:g}")
+        object.__setattr__(self, "measurement_noise", float(noise))
+        if not isinstance(self.grammar_shown, str) or self.grammar_shown not in GRAMMARS_SHOWN:
+            raise ValueError(f"grammar_shown: {short_repr(self.grammar_shown)} not allowed; allowed "
+                             f"{', '.join(map(repr, GRAMMARS_SHOWN))}")
+
+    @property
+    def grammar_text(self) -> str:
+        """The grammar as the agent is told it: :data:`GRAMMAR` or :data:`GRAMMAR_WORDS`."""
+        return GRAMMAR if self.grammar_shown == "listed" else GRAMMAR_WORDS
 
     @property
     def n_inputs(self) -> int:

@@ -12,14 +12,20 @@ paper's loop, the default) a query may carry the agent's current formula,
 checked first: right, it ends the session solved and the query is not made;
 wrong, the query is made. The reward is ``success``, so the return equals it.
 
+With ``measurement_noise`` sigma above 0 (beyond the paper) a query answers
+the output times 1 + sigma z, z a standard normal drawn from the instance's
+key and the query's index; a formula is scored as without noise, on the
+held-out inputs against the hidden formula itself, so a right formula still
+succeeds.
+
 ``iterations`` is the paper's count of cycles (Auto-Discovery-Bench counts the
 cycles of measurement until the agent's formula is right): the queries made
 before the formula that ended the session, at least 1, so one query and then
 the right formula is 1 iteration; a session ended without a formula counts its
 queries. A refused step returns the state unchanged and reward 0. The step
-reads no setting but the state's (the budget lives there) and its traced
-arguments, so it compiles once per number of inputs, whatever the complexity,
-budget or protocol.
+reads no setting but the state's (the budget and the noise live there) and
+its traced arguments, so it compiles once per number of inputs, whatever the
+complexity, budget, noise or protocol.
 
 Evaluation is float64 throughout (:func:`~luca_gym.worlds.equation.grammar.x64`):
 the public functions here enter ``jax.enable_x64`` themselves.
@@ -27,7 +33,8 @@ the public functions here enter ``jax.enable_x64`` themselves.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -44,6 +51,8 @@ ERRORS = (
     "the budget is spent: no queries remain; submit a formula (submit_formula) or end",
     f"inputs: each must be a finite number in [{INPUT_LOW:g}, {INPUT_HIGH:g}]",
 )
+# The measurement noise's stream of the instance key (the instance drew its uniforms from the key itself).
+_NOISE_STREAM = 0x7FFFFFFF
 # What a query or an end passes as the submission (a fixed shape: one compiled step).
 NO_SUBMISSION = Program(op=np.full(MAX_NODES, NOP, np.int32), arg=np.zeros(MAX_NODES), left=np.zeros(MAX_NODES, np.int32),
                         right=np.zeros(MAX_NODES, np.int32))
@@ -61,6 +70,8 @@ class EquationState:
         ended: bool (). success: float64 (): 1.0 once a right formula ends the session.
         iterations: int (): once ended, the queries made, at least 1 where a
             formula ended the session (0 before the end).
+        noise: float64 (): the measurement noise's relative standard deviation.
+        noise_key: uint32 (2,): what it is drawn from (the instance's key, a stream of its own).
     """
 
     program: Program
@@ -71,6 +82,8 @@ class EquationState:
     ended: jax.Array
     success: jax.Array
     iterations: jax.Array
+    noise: jax.Array
+    noise_key: jax.Array
 
 
 def instance(seed: int, config: EquationConfig, seal=None) -> Instance:
@@ -81,11 +94,17 @@ def instance(seed: int, config: EquationConfig, seal=None) -> Instance:
 
 @x64
 def reset(inst: Instance, config: EquationConfig) -> EquationState:
-    """The session's opening state for an instance (the full budget, nothing queried); float64."""
+    """The session's opening state for an instance (the full budget, nothing
+    queried); float64. An instance made by hand (no key) takes no
+    measurement noise (ValueError if the config asks for some)."""
+    if inst.key is None and config.measurement_noise:
+        raise ValueError("measurement_noise: an instance without its key (made by hand) takes none; use core.instance")
+    key = jnp.zeros(2, jnp.uint32) if inst.key is None else jnp.asarray(inst.key, jnp.uint32)
     return EquationState(
         program=jax.tree.map(jnp.asarray, inst.program), heldout_x=jnp.asarray(inst.heldout_x),
         heldout_y=jnp.asarray(inst.heldout_y), budget_left=jnp.int32(config.budget), queries=jnp.int32(0),
         ended=jnp.bool_(False), success=jnp.float64(0.0), iterations=jnp.int32(0),
+        noise=jnp.float64(config.measurement_noise), noise_key=jax.random.fold_in(key, _NOISE_STREAM),
     )
 
 
@@ -109,9 +128,11 @@ def _step(state: EquationState, kind, inputs, submission: Program, proposing):
     ending = ok & (~is_query | solved)
     success = jnp.where(solved, 1.0, 0.0)
     output = evaluate(state.program, jnp.clip(inputs, INPUT_LOW, INPUT_HIGH)[None])[0]
-    new = EquationState(
-        program=state.program, heldout_x=state.heldout_x, heldout_y=state.heldout_y,
-        budget_left=state.budget_left - queried.astype(jnp.int32),
+    # The query's noise, from the instance's key and the query's index (times 0 without noise: the exact value).
+    z = jax.random.normal(jax.random.fold_in(state.noise_key, state.queries), (), jnp.float64)
+    output = output * (1.0 + state.noise * z)
+    new = replace(
+        state, budget_left=state.budget_left - queried.astype(jnp.int32),
         queries=state.queries + queried.astype(jnp.int32),
         ended=state.ended | ending,
         success=jnp.where(ending, success, state.success),

@@ -100,6 +100,8 @@ class Instance:
         heldout_x: float64 (N_HELDOUT, m): the inputs a submission is scored on.
         heldout_y: float64 (N_HELDOUT,): the formula's outputs there.
         valid: bool (): a drawn formula passed the checks (always, in practice).
+        key: uint32 (2,): the instance's key, which the measurement noise is
+            drawn from (None for an instance made by hand: it takes none).
     """
 
     structure: Structure
@@ -109,6 +111,7 @@ class Instance:
     heldout_x: jax.Array
     heldout_y: jax.Array
     valid: jax.Array
+    key: jax.Array | None = None
 
 
 def build_program(s: Structure) -> Program:
@@ -256,7 +259,7 @@ def _generate(key, complexity: str, n_variables: int, n_distractors: int) -> Ins
     heldout_x = _inputs(u_heldout.reshape(N_HELDOUT, m))
     return Instance(
         structure=structure, program=program, relevant=relevant[pick], names=jnp.argsort(u_names)[:m].astype(jnp.int32),
-        heldout_x=heldout_x, heldout_y=evaluate(program, heldout_x), valid=jnp.any(passes),
+        heldout_x=heldout_x, heldout_y=evaluate(program, heldout_x), valid=jnp.any(passes), key=key,
     )
 
 

@@ -2,7 +2,8 @@
 :class:`EquationToolSession`.
 
 Tools: ``describe`` (free: the variables, their range, the budget, the
-protocol and the grammar), ``query`` (one unit of the budget: the output at
+protocol and the grammar, listed or in words as the config says, and the
+measurement noise where there is some), ``query`` (one unit of the budget: the output at
 chosen inputs; under ``proposals="every"``, the paper's loop and the default,
 with the formula the agent believes so far, which ends the session solved
 when it is right), ``submit_formula`` (ends the session with the scores) and
@@ -17,9 +18,7 @@ from __future__ import annotations
 from luca_gym import seal as seal_mod
 from luca_gym.tools.session import ToolSessionBase
 from luca_gym.worlds.equation import core
-from luca_gym.worlds.equation.config import (
-    GRAMMAR, INPUT_HIGH, INPUT_LOW, N_HELDOUT, TOLERANCE, EquationConfig,
-)
+from luca_gym.worlds.equation.config import INPUT_HIGH, INPUT_LOW, N_HELDOUT, TOLERANCE, EquationConfig
 from luca_gym.worlds.equation.formula import MAX_CHARS, FormulaError, parse
 from luca_gym.worlds.equation.grammar import names_of
 
@@ -39,7 +38,7 @@ class EquationToolSession(ToolSessionBase):
         seed: the instance seed.
         sealed: None, a secret, a :class:`luca_gym.seal.Seal` or True: the
             instance is generated from its sealed seed and its id is opaque.
-        complexity, n_variables, n_distractors, budget, proposals: the
+        complexity, n_variables, n_distractors, budget, proposals, measurement_noise, grammar_shown: the
             :class:`~luca_gym.worlds.equation.config.EquationConfig`.
 
     Raises ValueError naming a bad setting and what is allowed.
@@ -51,9 +50,11 @@ class EquationToolSession(ToolSessionBase):
     title = "luca-gym equation discovery"
 
     def __init__(self, seed: int = 0, *, sealed=None, complexity: str = "simple", n_variables: int = 3,
-                 n_distractors: int = 0, budget: int = 10, proposals: str = "every"):
+                 n_distractors: int = 0, budget: int = 10, proposals: str = "every", measurement_noise: float = 0.0,
+                 grammar_shown: str = "listed"):
         super().__init__()
-        self.config = EquationConfig(complexity, n_variables, n_distractors, budget, proposals)
+        self.config = EquationConfig(complexity, n_variables, n_distractors, budget, proposals, measurement_noise,
+                                     grammar_shown)
         self.seal = seal_mod.make_seal(sealed)
         self.seed = int(seed)
         instance = core.instance(seed, self.config, self.seal)
@@ -65,7 +66,9 @@ class EquationToolSession(ToolSessionBase):
         query = {"inputs": {"type": "object", "properties": {v: number for v in self.variables},
                             "required": list(self.variables), "additionalProperties": False}}
         query_doc = (f"Costs 1 of the budget of {self.config.budget}: the hidden formula's output at the inputs you "
-                     f"choose, one number in [{INPUT_LOW:g}, {INPUT_HIGH:g}] for every variable.")
+                     f"choose, one number in [{INPUT_LOW:g}, {INPUT_HIGH:g}] for every variable"
+                     + (f", measured with a relative error of about {self.config.measurement_noise:g}."
+                        if self.config.measurement_noise else "."))
         if self.every:
             query["formula"] = {**formula, "description": "the formula you believe from the answers so far"}
             query_doc += (" State with it the formula you believe from the answers so far: if it is right the session "
@@ -101,21 +104,27 @@ class EquationToolSession(ToolSessionBase):
                 "last formula and ends the session either way." if self.every else
                 "When you know the formula, submit it with `submit_formula` (Python syntax over the variable names); "
                 "this ends the session.")
+        answer = ("the exact output at inputs you choose" if not c.measurement_noise else
+                  f"the output at inputs you choose, measured with noise (the true output times 1 + "
+                  f"{c.measurement_noise:g} z, z a standard normal drawn afresh for each query),")
+        scored = (" (on the hidden formula itself: the noise is on your measurements only)" if c.measurement_noise
+                  else "")
         return (
             f"You are discovering a hidden formula y = F({', '.join(self.variables)}) ({c.complexity} complexity). "
-            f"{distractors}\n\n{GRAMMAR}\n\n"
-            f"Each query (tool `query`) gives the exact output at inputs you choose and costs 1 of your budget of {c.budget}. "
+            f"{distractors}\n\n{c.grammar_text}\n\n"
+            f"Each query (tool `query`) gives {answer} and costs 1 of your budget of {c.budget}. "
             f"{loop} A formula is right if it matches the hidden formula within a relative error of {TOLERANCE:g} on "
-            f"{N_HELDOUT} held-out inputs in the same range. Your iterations are the queries made before the right "
-            "formula (at least 1): use as few as you can. `describe` is free."
+            f"{N_HELDOUT} held-out inputs in the same range{scored}. Your iterations are the queries made before the "
+            "right formula (at least 1): use as few as you can. `describe` is free."
         )
 
     def describe(self) -> dict:
         """What ``describe`` answers: the variables, their range, the complexity, the budget, the protocol and the grammar."""
         c = self.config
+        noise = {"measurement_noise": c.measurement_noise} if c.measurement_noise else {}
         return {"variables": list(self.variables), "input_range": [INPUT_LOW, INPUT_HIGH], "complexity": c.complexity,
-                "n_distractors": c.n_distractors, "budget": c.budget, "proposals": c.proposals, "grammar": GRAMMAR,
-                **self.status()}
+                "n_distractors": c.n_distractors, "budget": c.budget, "proposals": c.proposals,
+                "grammar": c.grammar_text, **noise, **self.status()}
 
     def dispatch(self, name: str, args: dict) -> dict:
         if name == "describe":
@@ -157,7 +166,7 @@ class EquationToolSession(ToolSessionBase):
     def key_settings(self) -> dict:
         c = self.config
         return {"complexity": c.complexity, "n_variables": c.n_variables, "n_distractors": c.n_distractors,
-                "proposals": c.proposals}
+                "proposals": c.proposals, "measurement_noise": c.measurement_noise, "grammar_shown": c.grammar_shown}
 
     def record(self) -> dict:
         return {"instance_id": self.instance_id, **super().record()}

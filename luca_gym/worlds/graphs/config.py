@@ -5,15 +5,25 @@ anger rises with their neighbours' when they are attacked).
 
 Both are frozen value objects checked on construction, hashable, so a config
 is the static argument of the jitted core (one compile per config).
+
+Beside the paper's settings, three make the worlds harder where the paper's
+are won without discovering anything (each off by default, the default
+instances and rules exactly the paper's): ``observation_noise`` (each state
+shown is misread now and then), ``n_latent`` (hidden nodes that pass effects
+on) and ``intervention_cost`` (a price on each intervention, taken from the
+return).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 
 from luca_gym.validate import check_bool, is_integer, short_repr
 
-MAX_NODES = 64  # the largest graph; any N from 2 to this
+MAX_NODES = 256  # the largest graph; any N from 2 to this (the core's arrays are N x N)
+MAX_LATENT = 256  # the most latent nodes beside the N shown
+MAX_NOISE = 0.5  # the largest misreading probability: beyond, a reading is wrong more often than right
 PROPOSALS = ("every", "final")  # when the agent's hypothesis is checked (see DagConfig); the first is the paper's
 # The paper's settings (Auto-Discovery-Bench, Table 1).
 DAG_SETTINGS = ((3, 3), (3, 5), (10, 5))  # (molecules, states)
@@ -29,6 +39,18 @@ def _check_int(value, name: str, low: int, high: int) -> int:
 def _check_density(value) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
         raise ValueError(f"edge_density: {short_repr(value)} not allowed; a probability from 0 to 1")
+    return float(value)
+
+
+def _check_noise(value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= MAX_NOISE:
+        raise ValueError(f"observation_noise: {short_repr(value)} not allowed; a probability from 0 to {MAX_NOISE}")
+    return float(value)
+
+
+def _check_cost(value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"intervention_cost: {short_repr(value)} not allowed; a finite number from 0 up")
     return float(value)
 
 
@@ -57,10 +79,24 @@ class _GraphSettings:
         """The config's fields as keyword settings."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
+    @property
+    def n_total(self) -> int:
+        """N plus the latent nodes: the hidden graph's size."""
+        return self.n + self.n_latent
+
+    @property
+    def n_readings(self) -> int:
+        """How many values a shown state can take, among which a misreading
+        is drawn: the states 0..n_states-1 (``dag``), the angers 0..budget
+        (``relational``: an anger rises at most once an attack)."""
+        return self.n_states if self.directed else self.budget + 1
+
     def describe(self) -> str:
         """A few words for titles and logs."""
         extra = f" S={self.n_states}" if self.directed else ""
-        return f"{self.world} N={self.n}{extra}"
+        harder = "".join(f" {name}={getattr(self, name):g}" for name in ("observation_noise", "n_latent", "intervention_cost")
+                         if getattr(self, name))
+        return f"{self.world} N={self.n}{extra}{harder}"
 
     @property
     def max_calls(self) -> int:
@@ -73,7 +109,7 @@ class DagConfig(_GraphSettings):
     """Directed graph discovery (``dag``).
 
     Attributes:
-        n_nodes: N molecules, 2..64 (the paper: 3 and 10; default 10).
+        n_nodes: N molecules shown, 2..256 (the paper: 3 and 10; default 10).
         n_states: the number of states a molecule can take, 2..64: states are
             0..n_states-1, so the paper's S (the largest state) is
             n_states - 1 (the paper's settings: 3 and 5; default 5).
@@ -92,6 +128,26 @@ class DagConfig(_GraphSettings):
             ``submit_graph`` (the last cycle's matrix) stays possible and
             ends the session either way. "final": one submitted matrix,
             which ends the session (not the paper's protocol).
+        observation_noise: the probability, 0 to 0.5, that a state shown is
+            misread: replaced by a uniformly random other state (default 0,
+            every reading right). Each shown state (the opening states and
+            every state after each intervention) is misread on its own, drawn
+            from the instance's key and the reading's index, so a session's
+            readings are a pure function of its seed and interventions; the
+            true states evolve as without noise. Beyond the paper.
+        n_latent: latent molecules, 0..256 (default 0), beside the N shown:
+            they are part of the hidden graph (drawn with the others, at
+            random places in the hidden order) but are never shown and
+            cannot be intervened on; a latent molecule whose state changes
+            re-draws its own children in turn, so effects pass through it.
+            The adjacency to recover is over the N shown molecules: i -> j
+            is an edge iff the hidden graph has a path from i to j whose
+            inner molecules are all latent (a direct edge among them), that
+            is iff intervening on i can change j. Beyond the paper.
+        intervention_cost: the price of an intervention, a finite number from
+            0 up (default 0): the session's return is success minus the cost
+            times the interventions made (the scores then add ``return`` and
+            ``cost``). Beyond the paper.
 
     Iterations (:func:`~luca_gym.worlds.graphs.core.iterations`) are the
     paper's cycles: the interventions made before the matrix that ended the
@@ -104,6 +160,9 @@ class DagConfig(_GraphSettings):
     edge_density: float = 0.3
     redraw_may_repeat: bool = False
     proposals: str = "every"
+    observation_noise: float = 0.0
+    n_latent: int = 0
+    intervention_cost: float = 0.0
     directed = True
     world = "dag"
     node_noun, intervene_tool, size_field = "molecule", "intervene", "n_nodes"
@@ -114,6 +173,7 @@ class DagConfig(_GraphSettings):
         object.__setattr__(self, "edge_density", _check_density(self.edge_density))
         object.__setattr__(self, "redraw_may_repeat", check_bool(self.redraw_may_repeat, "redraw_may_repeat"))
         _check_proposals(self.proposals)
+        _check_harder(self)
 
     @property
     def n(self) -> int:
@@ -130,11 +190,23 @@ class RelationalConfig(_GraphSettings):
     """Undirected relational discovery (``relational``).
 
     Attributes:
-        n_houses: N houses, 2..64 (the paper: 3, 5 and 10; default 10).
+        n_houses: N houses shown, 2..256 (the paper: 3, 5 and 10; default 10).
         edge_density: the probability of each alliance (an undirected edge;
             default 0.3).
         proposals: "every" (default, the paper's loop) or "final", as
-            :class:`DagConfig`'s; iterations are counted as there.
+            ``DagConfig``'s; iterations are counted as there.
+        observation_noise: as ``DagConfig``'s: each anger shown is
+            misread with this probability, replaced by a uniformly random
+            other value from 0 to the budget (2N, the most an anger can
+            reach). Beyond the paper.
+        n_latent: latent houses, 0..256 (default 0): never shown, never
+            attacked, but an attack raises their anger too, and a latent
+            house's anger rising raises its allies' in turn (once each per
+            attack). The alliances to recover are over the N houses shown:
+            i - j iff the hidden graph links them by a path whose inner
+            houses are all latent, that is iff attacking i raises j's anger.
+            Beyond the paper.
+        intervention_cost: the price of an attack, as ``DagConfig``'s.
 
     Every house's anger starts at 0; attacking a house raises its anger and
     each neighbour's by 1, so one attack shows every neighbour.
@@ -143,6 +215,9 @@ class RelationalConfig(_GraphSettings):
     n_houses: int = 10
     edge_density: float = 0.3
     proposals: str = "every"
+    observation_noise: float = 0.0
+    n_latent: int = 0
+    intervention_cost: float = 0.0
     directed = False
     always_changes = True
     world = "relational"
@@ -152,10 +227,18 @@ class RelationalConfig(_GraphSettings):
         object.__setattr__(self, "n_houses", _check_int(self.n_houses, "n_houses", 2, MAX_NODES))
         object.__setattr__(self, "edge_density", _check_density(self.edge_density))
         _check_proposals(self.proposals)
+        _check_harder(self)
 
     @property
     def n(self) -> int:
         return self.n_houses
+
+
+def _check_harder(config) -> None:
+    """Check and normalise the settings beyond the paper's (either config)."""
+    object.__setattr__(config, "observation_noise", _check_noise(config.observation_noise))
+    object.__setattr__(config, "n_latent", _check_int(config.n_latent, "n_latent", 0, MAX_LATENT))
+    object.__setattr__(config, "intervention_cost", _check_cost(config.intervention_cost))
 
 
 def dag_expected_fields(**settings) -> dict:

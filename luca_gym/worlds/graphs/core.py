@@ -10,6 +10,17 @@ attacking house i raises its anger and each neighbour's by 1. Either way the
 agent sees every node's state after each intervention and must recover the
 adjacency matrix.
 
+Beyond the paper (each off by default, where the rules are exactly the
+paper's): with ``observation_noise`` each state shown is misread with that
+probability (a uniformly random other value, drawn from the instance's key
+and the reading's index), and the evidence is what the readings showed; with
+``n_latent`` the hidden graph holds latent nodes after the N shown ones
+(indices N..N+L-1 of :attr:`GraphInstance.graph`), never shown and never
+intervened on, which pass an effect on when their own state changes, and the
+adjacency to recover is the graph's projection on the shown nodes
+(:func:`project`); with ``intervention_cost`` each intervention made costs
+that much of the reward.
+
 Each world draws its graphs from a stream of its own (its name folded into
 the instance key), so ``dag`` and ``relational`` of one seed are unrelated
 graphs.
@@ -18,7 +29,7 @@ graphs.
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 import jax
@@ -40,38 +51,55 @@ ERRORS = (
 # What the evidence says of an ordered pair (i, j): an edge i -> j (i - j
 # undirected), no edge, or nothing yet.
 EDGE, NO_EDGE, UNKNOWN = 1, -1, 0
+# The misreadings' stream of the instance key (the redraws fold in the intervention's index, below 2N).
+_MISREAD_STREAM = 0x7FFFFFFF
 
 
 @jax.tree_util.register_dataclass
 @dataclass(frozen=True)
 class GraphInstance:
-    """A hidden graph (N nodes).
+    """A hidden graph (N nodes shown, L latent, M = N + L).
 
     Attributes:
-        adjacency: bool (N, N) the truth: [i, j] an edge i -> j (symmetric, for
-            an undirected world); the diagonal is False.
-        states: int32 (N,) the nodes' states before the first intervention.
+        adjacency: bool (N, N) the truth to recover: [i, j] an edge i -> j
+            (symmetric, for an undirected world) of the graph's projection on
+            the shown nodes (:func:`project`; the graph itself without latent
+            nodes); the diagonal is False.
+        states: int32 (M,) the nodes' true states before the first
+            intervention, the shown nodes first.
         key: uint32 (2,) the instance's key for the re-drawn states (a
-            directed world's children): a pure function of the seed.
+            directed world's children) and the misreadings: a pure function
+            of the seed.
+        graph: bool (M, M) the hidden graph, latent nodes included (equal to
+            ``adjacency`` without them).
     """
 
     adjacency: jax.Array
     states: jax.Array
     key: jax.Array
+    graph: jax.Array
 
 
 @jax.tree_util.register_dataclass
 @dataclass(frozen=True)
 class GraphState:
-    """A session (N nodes). Hidden: ``adjacency`` and ``key``; everything
-    else is what the agent has seen or done.
+    """A session (N nodes shown, M with the latent ones). Hidden:
+    ``adjacency``, ``graph``, ``key`` and ``states``; everything else is what
+    the agent has seen or done.
 
     Attributes:
-        adjacency: bool (N, N) the truth. key: uint32 (2,) the redraw key.
-        states: int32 (N,) the nodes' states now.
+        adjacency: bool (N, N) the truth. graph: bool (M, M) the hidden graph.
+        key: uint32 (2,) the redraw and misreading key.
+        states: int32 (M,) the nodes' true states now.
+        shown: int32 (N,) the states as last shown (misread or not; without
+            observation noise, the shown nodes' states).
         evidence: int8 (N, N) what the interventions showed directly: [i, j]
-            EDGE (j changed when i was intervened on), NO_EDGE (j did not
-            change where a change was certain), UNKNOWN.
+            EDGE (j's shown state changed when i was intervened on), NO_EDGE
+            (it did not where a change was certain), UNKNOWN. A misreading
+            makes it wrong; it is what the readings would prove were they
+            right.
+        changes: int32 (N, N) [i, j]: the interventions on i after which j's
+            shown state changed (with ``intervened``, every reading's count).
         reach: bool (N, N) directed: [i, j] a path of seen edges runs from i
             to j (the closure of the seen edges, kept as they are seen);
             undirected: all False.
@@ -84,9 +112,12 @@ class GraphState:
     """
 
     adjacency: jax.Array
+    graph: jax.Array
     key: jax.Array
     states: jax.Array
+    shown: jax.Array
     evidence: jax.Array
+    changes: jax.Array
     reach: jax.Array
     intervened: jax.Array
     budget_left: jax.Array
@@ -104,20 +135,43 @@ def _seed_key(lo, hi, world: str):
     return jax.random.fold_in(jax.random.fold_in(jax.random.PRNGKey(lo), hi), stream)
 
 
+def _closure(steps: jax.Array, rounds: int) -> jax.Array:
+    """bool (K, K): the reflexive-transitive closure of ``steps`` (paths of up
+    to 2**rounds steps), by repeated squaring."""
+    k = steps.shape[0]
+    start = steps | jnp.eye(k, dtype=bool)
+    return jax.lax.fori_loop(0, rounds, lambda _, c: c | (c.astype(jnp.int32) @ c.astype(jnp.int32) > 0), start)
+
+
+def project(graph: jax.Array, n: int) -> jax.Array:
+    """bool (n, n): the projection of ``graph`` (M, M; nodes n.. latent) on
+    its first n nodes: [i, j] iff a path runs from i to j whose inner nodes
+    are all latent (a direct edge among them), the diagonal False. What an
+    intervention on i can change (directed), or which houses an attack on i
+    reaches (undirected, symmetric as the graph is). Pure."""
+    m = graph.shape[0]
+    if m == n:
+        return graph
+    rounds = max(1, int(np.ceil(np.log2(m - n))))
+    through = _closure(graph[n:, n:], rounds).astype(jnp.int32)
+    via = (graph[:n, n:].astype(jnp.int32) @ through @ graph[n:, :n].astype(jnp.int32)) > 0
+    return (graph[:n, :n] | via) & ~jnp.eye(n, dtype=bool)
+
+
 def _generate(lo, hi, config) -> GraphInstance:
-    n = config.n
+    n, m = config.n, config.n_total
     k_order, k_edges, k_states, k_redraw = jax.random.split(_seed_key(lo, hi, config.world), 4)
-    upper = jnp.triu(jnp.ones((n, n), bool), 1)
-    drawn = (jax.random.uniform(k_edges, (n, n)) < config.edge_density) & upper
+    upper = jnp.triu(jnp.ones((m, m), bool), 1)
+    drawn = (jax.random.uniform(k_edges, (m, m)) < config.edge_density) & upper
     if config.directed:
         # Edges only from earlier to later in a random order: acyclic by construction.
-        order = jax.random.permutation(k_order, n)
-        adjacency = jnp.zeros((n, n), bool).at[order[:, None], order[None, :]].set(drawn)
-        states = jax.random.randint(k_states, (n,), 0, config.n_states, jnp.int32)
+        order = jax.random.permutation(k_order, m)
+        graph = jnp.zeros((m, m), bool).at[order[:, None], order[None, :]].set(drawn)
+        states = jax.random.randint(k_states, (m,), 0, config.n_states, jnp.int32)
     else:
-        adjacency = drawn | drawn.T
-        states = jnp.zeros((n,), jnp.int32)
-    return GraphInstance(adjacency, states, k_redraw)
+        graph = drawn | drawn.T
+        states = jnp.zeros((m,), jnp.int32)
+    return GraphInstance(project(graph, n), states, k_redraw, graph)
 
 
 @partial(jax.jit, static_argnames=("config",))
@@ -141,12 +195,28 @@ def instance(seed: int, config, seal=None) -> GraphInstance:
     return jax.tree_util.tree_map(lambda x: x[0], instances([seed], config, seal))
 
 
+def read(states: jax.Array, key: jax.Array, index, config) -> jax.Array:
+    """int32 (N,): the shown nodes' ``states`` as reading ``index`` shows
+    them (0: the opening states; k: the states after the k-th
+    intervention): each misread, with probability ``observation_noise``, as
+    a uniformly random other value of the ``config.n_readings``, drawn from
+    ``key`` and ``index`` alone. Without noise, the states. Pure."""
+    if config.observation_noise == 0:
+        return states
+    bits = jax.random.bits(jax.random.fold_in(jax.random.fold_in(key, _MISREAD_STREAM), index), (2, states.shape[0]),
+                           jnp.uint32)
+    misread = (bits[0] >> 8).astype(jnp.float32) * jnp.float32(2.0**-24) < config.observation_noise
+    other = (states + 1 + (bits[1] % (config.n_readings - 1)).astype(jnp.int32)) % config.n_readings
+    return jnp.where(misread, other, states).astype(jnp.int32)
+
+
 def reset(inst: GraphInstance, config) -> GraphState:
     """A session's opening state on ``inst``. Pure."""
     n = config.n
     return GraphState(
-        adjacency=inst.adjacency, key=inst.key, states=inst.states,
-        evidence=jnp.zeros((n, n), jnp.int8), reach=jnp.zeros((n, n), bool), intervened=jnp.zeros((n,), jnp.int32),
+        adjacency=inst.adjacency, graph=inst.graph, key=inst.key, states=inst.states,
+        shown=read(inst.states[:n], inst.key, 0, config), evidence=jnp.zeros((n, n), jnp.int8),
+        changes=jnp.zeros((n, n), jnp.int32), reach=jnp.zeros((n, n), bool), intervened=jnp.zeros((n,), jnp.int32),
         budget_left=jnp.int32(config.budget), interventions=jnp.int32(0), wasted=jnp.int32(0),
         hypothesis=jnp.zeros((n, n), bool), proposed=jnp.bool_(False), ended=jnp.bool_(False), success=jnp.bool_(False),
     )
@@ -184,21 +254,37 @@ def _check_hypothesis(hypothesis, directed: bool):
     return jnp.where(diagonal, 4, jnp.where(asymmetric, 5, 0))
 
 
+def _reached(children: jax.Array, passes: jax.Array, graph: jax.Array, config) -> jax.Array:
+    """bool (M,): the nodes an intervention reaches: ``children`` (its own),
+    and the children of each latent node reached whose ``passes`` is True
+    (its state changed), through chains of latent nodes. Without latent
+    nodes, ``children``."""
+    if config.n_latent == 0:
+        return children
+    passing = passes & (jnp.arange(config.n_total) >= config.n)
+    graph = graph.astype(jnp.int32)
+    # A chain of latent nodes is at most L long: L rounds reach its end.
+    return jax.lax.fori_loop(0, config.n_latent,
+                             lambda _, reached: children | ((reached & passing).astype(jnp.int32) @ graph > 0), children)
+
+
 def _intervene(state: GraphState, node, config) -> GraphState:
-    n = config.n
-    row = state.adjacency[node]
+    n, m = config.n, config.n_total
+    children = state.graph[node]
+    itself = jnp.arange(m) == node
     others = jnp.arange(n) != node
     if config.directed:
         # One threefry block per intervention; 32 random bits modulo S (or S - 1) are uniform to within 2^-27.
-        bits = jax.random.bits(jax.random.fold_in(state.key, state.interventions), (n,), jnp.uint32)
+        bits = jax.random.bits(jax.random.fold_in(state.key, state.interventions), (m,), jnp.uint32)
         if config.redraw_may_repeat:
             drawn = (bits % config.n_states).astype(jnp.int32)
         else:  # a different state: old + 1..S-1, modulo the number of states
             drawn = (state.states + 1 + (bits % (config.n_states - 1)).astype(jnp.int32)) % config.n_states
-        states = jnp.where(row, drawn, state.states)
+        states = jnp.where(_reached(children, drawn != state.states, state.graph, config), drawn, state.states)
     else:
-        states = state.states + (row | ~others).astype(jnp.int32)
-    changed = (states != state.states) & others
+        states = state.states + (_reached(children, True, state.graph, config) | itself).astype(jnp.int32)
+    shown = read(states[:n], state.key, state.interventions + 1, config)
+    changed = (shown != state.shown) & others
     seen = jnp.where(changed, EDGE, jnp.where(others & config.always_changes, NO_EDGE, UNKNOWN)).astype(jnp.int8)
     # What was seen before stays: an edge seen once is an edge (redraws that may repeat show it only sometimes).
     new_row = jnp.where(state.evidence[node] == EDGE, EDGE, jnp.where(seen == UNKNOWN, state.evidence[node], seen))
@@ -206,19 +292,18 @@ def _intervene(state: GraphState, node, config) -> GraphState:
     if config.directed:
         # The closure grows by the paths through the new edges: whatever reaches node (or is node)
         # now reaches each seen child and whatever the children reach.
-        children = new_row == EDGE
-        below = children | jnp.any(state.reach & children[:, None], axis=0)
+        seen_children = new_row == EDGE
+        below = seen_children | jnp.any(state.reach & seen_children[:, None], axis=0)
         above = state.reach[:, node] | ~others
         reach = state.reach | (above[:, None] & below[None, :])
     else:
         evidence = evidence.at[:, node].set(new_row.astype(jnp.int8))
         reach = state.reach
     wasted = ~open_rows(knowledge(state.evidence, state.reach), config.directed)[node]
-    return GraphState(
-        adjacency=state.adjacency, key=state.key, states=states, evidence=evidence, reach=reach,
-        intervened=state.intervened.at[node].add(1), budget_left=state.budget_left - 1,
+    return replace(
+        state, states=states, shown=shown, evidence=evidence, changes=state.changes.at[node].add(changed.astype(jnp.int32)),
+        reach=reach, intervened=state.intervened.at[node].add(1), budget_left=state.budget_left - 1,
         interventions=state.interventions + 1, wasted=state.wasted + wasted.astype(jnp.int32),
-        hypothesis=state.hypothesis, proposed=state.proposed, ended=state.ended, success=state.success,
     )
 
 
@@ -231,8 +316,10 @@ def step_pure(state: GraphState, kind, node, hypothesis, config):
     ``proposals="every"``), SUBMIT ``hypothesis`` (bool (N, N)) or END.
     Returns (state, reward float32 (), error int32 ()). A refused call
     (error != 0) changes nothing and earns nothing; the reward is 1 on the
-    call that ends the session on the truth, so the return equals
-    ``success``. Pure (jit and vmap apply).
+    call that ends the session on the truth, less ``intervention_cost`` on
+    each call that makes an intervention, so the return equals ``success``
+    less the cost times the interventions (``success`` itself at the
+    default cost 0). Pure (jit and vmap apply).
 
     Under ``proposals="every"`` (the paper's loop) the matrix that comes with
     an intervention is the agent's hypothesis from the cycles seen so far,
@@ -252,14 +339,16 @@ def step_pure(state: GraphState, kind, node, hypothesis, config):
     ends = ok & ((kind == SUBMIT) | (kind == END) | (proposing & right))
     success = ends & proposing & right
     intervened = _intervene(state, jnp.clip(node, 0, config.n - 1), config)
-    acted = _pick(ok & (kind == INTERVENE) & ~success, intervened, state)
-    new = GraphState(
-        adjacency=acted.adjacency, key=acted.key, states=acted.states, evidence=acted.evidence, reach=acted.reach,
-        intervened=acted.intervened, budget_left=acted.budget_left, interventions=acted.interventions,
-        wasted=acted.wasted, hypothesis=jnp.where(ok & proposing, hypothesis, state.hypothesis),
+    made = ok & (kind == INTERVENE) & ~success
+    acted = _pick(made, intervened, state)
+    new = replace(
+        acted, hypothesis=jnp.where(ok & proposing, hypothesis, state.hypothesis),
         proposed=state.proposed | (ends & proposing), ended=state.ended | ends, success=state.success | success,
     )
-    return new, success.astype(jnp.float32), error
+    reward = success.astype(jnp.float32)
+    if config.intervention_cost:
+        reward = reward - jnp.float32(config.intervention_cost) * made.astype(jnp.float32)
+    return new, reward, error
 
 
 step = jax.jit(step_pure, static_argnames=("config",))
@@ -300,12 +389,14 @@ def shd(hypothesis, adjacency) -> jax.Array:
     return jnp.sum(differs & jnp.triu(jnp.ones((n, n), bool), 1)).astype(jnp.int32)
 
 
-@partial(jax.jit, static_argnames=("directed",))
-def scores(state: GraphState, directed: bool) -> dict:
+@partial(jax.jit, static_argnames=("directed", "intervention_cost"))
+def scores(state: GraphState, directed: bool, intervention_cost: float = 0.0) -> dict:
     """A session's scores (arrays): ``success`` (the headline), ``iterations``,
     ``edge_f1`` and ``shd`` of the last proposal (none: the empty graph),
-    ``interventions`` and ``wasted``. Pure."""
-    return {
+    ``interventions`` and ``wasted``; with an ``intervention_cost`` above 0
+    (the config's), ``cost`` (the cost times the interventions) and
+    ``return`` (success less the cost, the sum of the step's rewards). Pure."""
+    out = {
         "success": state.success.astype(jnp.float32),
         "iterations": iterations(state),
         "edge_f1": edge_f1(state.hypothesis, state.adjacency, directed),
@@ -313,11 +404,18 @@ def scores(state: GraphState, directed: bool) -> dict:
         "interventions": state.interventions,
         "wasted": state.wasted,
     }
+    if intervention_cost:
+        out["cost"] = jnp.float32(intervention_cost) * state.interventions.astype(jnp.float32)
+        out["return"] = out["success"] - out["cost"]
+    return out
 
 
 def public_view(state: GraphState) -> dict:
-    """What the agent may see of a session (no hidden field): ``states``,
-    ``evidence``, ``knowledge`` (what the evidence implies), ``intervened``,
-    ``budget_left``, ``ended``."""
-    return {"states": state.states, "evidence": state.evidence, "knowledge": knowledge(state.evidence, state.reach),
-            "intervened": state.intervened, "budget_left": state.budget_left, "ended": state.ended}
+    """What the agent may see of a session (no hidden field): ``states`` (as
+    last shown, misread or not), ``evidence``, ``knowledge`` (what the
+    evidence implies), ``changes`` (per pair, the interventions after which
+    the column's shown state changed), ``intervened``, ``budget_left``,
+    ``ended``. Latent nodes appear nowhere: every array is over the N shown."""
+    return {"states": state.shown, "evidence": state.evidence, "knowledge": knowledge(state.evidence, state.reach),
+            "changes": state.changes, "intervened": state.intervened, "budget_left": state.budget_left,
+            "ended": state.ended}

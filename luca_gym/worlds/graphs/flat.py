@@ -1,5 +1,7 @@
 """The graph worlds' flat codec (:class:`luca_gym.protocol.FlatCodec`) for
-learners: K = N + 1 actions, D = N*N + N + 1 observations.
+learners, in one of two observations (``observation=``).
+
+``"evidence"`` (the default): K = N + 1 actions, D = N*N + N + 1.
 
 * Action i < N intervenes on node i (under ``proposals="every"``, the
   paper's loop and the default, with the adjacency the evidence implies
@@ -11,30 +13,67 @@ learners: K = N + 1 actions, D = N*N + N + 1 observations.
   seen), -1 (no edge: no change where a change was certain, or, directed, a
   path already seen runs the other way) or 0 (unknown), row-major; then each
   node's interventions over the budget; then the budget left over the budget.
-* The mask allows every intervention while the budget lasts and the
-  submission until the session ends. An action outside [0, N] is refused
-  inside the jit at no cost (the core's error 3); the Gymnasium flat env and
-  :meth:`GraphFlat.decode` raise ValueError for it on the host.
+  The world does the state tracking: a learner only chooses experiments.
+
+``"raw"``: the learner tracks the state. K = N + 1 + N*N actions,
+D = N*N + 5N + 2.
+
+* Action i < N intervenes on node i, action N submits, as above, but the
+  matrix proposed (with each intervention under ``proposals="every"``) or
+  submitted is the learner's own: a hypothesis the codec holds for it, empty
+  at the start, which action N + 1 + i*N + j edits by toggling the pair
+  (i, j) (undirected: (i, j) and (j, i) together). An edit is no call of the
+  session: it costs no budget and is no iteration, but a session allows at
+  most N*(N-1) of them (:func:`edit_budget`), so every session ends.
+* The observation holds no inference and no history beyond what the learner
+  wrote: the hypothesis (N*N, 0/1, row-major), the last node intervened on
+  (one-hot, N; zeros before the first), every node's state before and after
+  that intervention (N + N, over the largest state: ``dag``'s n_states - 1,
+  ``relational``'s budget; before the first intervention both are the
+  opening states), which of them differ (N, 0/1: the two vectors' difference,
+  given so that a small network need not learn equality), each node's
+  interventions over the budget (N), the budget left over the budget and the
+  edits left over :func:`edit_budget`. What an earlier intervention showed
+  is in the observation only where the learner wrote it into its hypothesis.
+
+Either way the mask allows every intervention while the budget lasts and the
+submission until the session ends; under ``"raw"`` also every edit off the
+diagonal while edits are left and the session is open. A refused action
+costs nothing and changes nothing: an action outside [0, K) reaches the core
+as a node out of range (error 3); an edit of the diagonal is error 4, an
+edit of an ended session error 2, an edit once the edits are spent
+:data:`EDITS_SPENT`. The Gymnasium flat env and :meth:`GraphFlat.decode`
+raise ValueError for an index outside [0, K) on the host.
+
+The reward is the core's under either observation: 1 on the call that ends
+the session on the truth, less the config's ``intervention_cost`` on each
+intervention made; an edit earns nothing.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import partial
+import inspect
+from dataclasses import dataclass, fields
+from functools import lru_cache, partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from luca_gym.boundary import check_flat_actions
+from luca_gym.validate import short_repr
 from luca_gym.worlds.graphs import core
 from luca_gym.worlds.graphs.config import DagConfig, RelationalConfig
+
+OBSERVATIONS = ("evidence", "raw")  # GraphFlat.observation; the first is the default
+EDITS_SPENT = len(core.ERRORS)  # a raw codec's refusal code beyond the core's: an edit with no edits left
+ERRORS = (*core.ERRORS, "the edits of the hypothesis are spent: intervene or submit")  # by refusal code
 
 
 @partial(jax.jit, static_argnames=("config",))
 def observation(view: dict, config) -> tuple[jax.Array, jax.Array]:
     """(vector float32 (D,), mask bool (K,)) of a session's public view
-    (:func:`core.public_view`). Pure."""
+    (:func:`core.public_view`) under ``observation="evidence"``. Pure."""
     budget = jnp.float32(config.budget)
     vector = jnp.concatenate([
         jnp.asarray(view["knowledge"], jnp.float32).reshape(-1),
@@ -48,29 +87,132 @@ def observation(view: dict, config) -> tuple[jax.Array, jax.Array]:
 
 
 def knowledge_of(vector: jax.Array, n: int) -> jax.Array:
-    """int8 (..., N, N): what the evidence implies, as an observation vector carries it (its first N*N entries)."""
+    """int8 (..., N, N): what the evidence implies, as an ``"evidence"`` observation vector carries it (its first N*N entries)."""
     return jnp.round(vector[..., : n * n]).astype(jnp.int8).reshape(*vector.shape[:-1], n, n)
 
 
 def interventions_of(vector: jax.Array, n: int) -> jax.Array:
-    """float32 (..., N): each node's interventions over the budget."""
+    """float32 (..., N): each node's interventions over the budget (an ``"evidence"`` vector)."""
     return vector[..., n * n: n * n + n]
 
 
 def budget_left_of(vector: jax.Array, n: int) -> jax.Array:
-    """float32 (...,): the budget left over the budget."""
+    """float32 (...,): the budget left over the budget (an ``"evidence"`` vector)."""
     return vector[..., n * n + n]
+
+
+# -- the raw observation ----------------------------------------------------------
+def edit_budget(n: int) -> int:
+    """The edits of the hypothesis a raw session allows: N*(N-1), every ordered pair once."""
+    return n * (n - 1)
+
+
+def _largest_state(config) -> int:
+    """The largest state a node can show: ``dag``'s n_states - 1, ``relational``'s anger after the whole budget."""
+    return config.n_states - 1 if config.directed else config.budget
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class RawSession:
+    """A session under ``observation="raw"``: the core's session and what the
+    codec holds for the learner (N nodes).
+
+    Attributes:
+        session: :class:`~luca_gym.worlds.graphs.core.GraphState`, the core's.
+        hypothesis: bool (N, N) the learner's matrix, as its edits left it.
+        last: int32 () the last node intervened on (-1: none yet).
+        before: int32 (N,) the states before that intervention (the opening
+            states before the first).
+        edits_left: int32 () edits of the hypothesis still allowed.
+    """
+
+    session: core.GraphState
+    hypothesis: jax.Array
+    last: jax.Array
+    before: jax.Array
+    edits_left: jax.Array
+
+    @property
+    def ended(self) -> jax.Array:
+        """bool (): whether the session has ended."""
+        return self.session.ended
+
+
+@partial(jax.jit, static_argnames=("config",))
+def raw_observation(view: dict, hypothesis, last, before, edits_left, config) -> tuple[jax.Array, jax.Array]:
+    """(vector float32 (D,), mask bool (K,)) under ``observation="raw"`` (see
+    the module) from the session's public view (``states``, ``intervened``,
+    ``budget_left``, ``ended``: nothing it infers) and what the codec holds
+    for the learner (:class:`RawSession`'s fields). Pure."""
+    n = config.n
+    budget, top = jnp.float32(config.budget), jnp.float32(_largest_state(config))
+    after, before, last = jnp.asarray(view["states"], jnp.int32), jnp.asarray(before, jnp.int32), jnp.asarray(last, jnp.int32)
+    vector = jnp.concatenate([
+        jnp.asarray(hypothesis, jnp.float32).reshape(-1),
+        (jnp.arange(n) == last).astype(jnp.float32),
+        before.astype(jnp.float32) / top,
+        after.astype(jnp.float32) / top,
+        (after != before).astype(jnp.float32),
+        jnp.asarray(view["intervened"], jnp.float32) / budget,
+        jnp.asarray(view["budget_left"], jnp.float32)[None] / budget,
+        jnp.asarray(edits_left, jnp.float32)[None] / edit_budget(n),
+    ])
+    open_ = ~jnp.asarray(view["ended"], bool)
+    can_intervene = open_ & (jnp.asarray(view["budget_left"]) > 0)
+    can_edit = open_ & (jnp.asarray(edits_left) > 0) & ~jnp.eye(n, dtype=bool)
+    mask = jnp.concatenate([jnp.broadcast_to(can_intervene, (n,)), open_[None], can_edit.reshape(-1)])
+    return vector, mask
+
+
+def raw_fields(vector: jax.Array, n: int) -> dict:
+    """A ``"raw"`` observation vector (..., D) in its parts (see the module):
+    ``hypothesis`` bool (..., N, N), ``last`` bool (..., N) (one-hot),
+    ``before``, ``after`` float32 (..., N), ``changed`` bool (..., N),
+    ``interventions`` float32 (..., N), ``budget_left`` and ``edits_left``
+    float32 (...,), as fractions."""
+    parts = np.cumsum([n * n, n, n, n, n, n, 1])
+    hypothesis, last, before, after, changed, interventions, budget_left, edits_left = jnp.split(vector, parts, axis=-1)
+    return {"hypothesis": (hypothesis > 0.5).reshape(*vector.shape[:-1], n, n), "last": last > 0.5, "before": before,
+            "after": after, "changed": changed > 0.5, "interventions": interventions, "budget_left": budget_left[..., 0],
+            "edits_left": edits_left[..., 0]}
+
+
+def _edit(hypothesis, pair, directed: bool):
+    """``hypothesis`` with pair ``(i, j)`` (an int32 () index i*N + j) toggled; undirected, (j, i) with it."""
+    n = hypothesis.shape[0]
+    i, j = pair // n, pair % n
+    value = ~hypothesis[i, j]
+    hypothesis = hypothesis.at[i, j].set(value)
+    return hypothesis if directed else hypothesis.at[j, i].set(value)
 
 
 @dataclass(frozen=True)
 class GraphFlat:
     """The flat codec of a graph world's ``config``
-    (:class:`~luca_gym.worlds.graphs.config.DagConfig` or
-    :class:`~luca_gym.worlds.graphs.config.RelationalConfig`)."""
+    (``DagConfig`` or ``RelationalConfig`` (the world pages
+    document each)).
+
+    Attributes:
+        config: the world's settings.
+        observation: "evidence" (default: the world's inference observed, its
+            matrix proposed) or "raw" (the learner tracks the state and edits
+            the matrix it proposes); see the module.
+    """
 
     config: DagConfig | RelationalConfig
+    observation: str = "evidence"
     headline = "success"
     observation_bounds = (-1.0, 1.0)
+
+    def __post_init__(self):
+        if self.observation not in OBSERVATIONS:
+            raise ValueError(f"observation: {short_repr(self.observation)} not allowed; allowed {', '.join(OBSERVATIONS)}")
+
+    @property
+    def raw(self) -> bool:
+        """Whether the learner tracks the state (``observation="raw"``)."""
+        return self.observation == "raw"
 
     @property
     def world(self) -> str:
@@ -78,83 +220,243 @@ class GraphFlat:
 
     @property
     def num_actions(self) -> int:
-        return self.config.n + 1
+        n = self.config.n
+        return n + 1 + (n * n if self.raw else 0)
 
     @property
     def observation_size(self) -> int:
         n = self.config.n
-        return n * n + n + 1
+        return n * n + 5 * n + 2 if self.raw else n * n + n + 1
+
+    @property
+    def max_calls(self) -> int:
+        """The most actions a session can take: the session's calls, and under ``"raw"`` the edits."""
+        return self.config.max_calls + (edit_budget(self.config.n) if self.raw else 0)
 
     def settings(self) -> dict:
-        """The world's settings, as a dict."""
-        return self.config.settings()
+        """The keyword settings that rebuild this codec: the world's and the codec's own."""
+        return {**self.config.settings(), "observation": self.observation}
 
     def describe(self) -> str:
         """The settings in a few words."""
-        return self.config.describe()
+        return self.config.describe() + (" raw" if self.raw else "")
 
     def instances(self, seeds):
         """The instances of ``seeds``, a leading batch axis."""
         return core.instances(seeds, self.config)
 
     def _view(self, state):
-        vector, mask = observation(core.public_view(state), self.config)
+        if not self.raw:
+            vector, mask = observation(core.public_view(state), self.config)
+            return state, vector, mask
+        vector, mask = raw_observation(core.public_view(state.session), state.hypothesis, state.last, state.before,
+                                       state.edits_left, self.config)
         return state, vector, mask
 
     def open(self, instance):
         """Open a session on one instance: (state, vector, mask)."""
-        return self._view(core.reset(instance, self.config))
+        session = core.reset(instance, self.config)
+        if not self.raw:
+            return self._view(session)
+        n = self.config.n
+        return self._view(RawSession(session, jnp.zeros((n, n), bool), jnp.int32(-1), core.public_view(session)["states"],
+                                     jnp.int32(edit_budget(n))))
 
     def step(self, state, action):
-        """Action i < N intervenes on node i; action N submits what the
-        evidence implies. Any other action (outside [0, N]) reaches the core
-        as an intervention on a node out of range, which it refuses
-        (error 3): it costs nothing, earns nothing and changes nothing."""
+        """Action i < N intervenes on node i, action N submits (the matrix
+        the evidence implies, or under ``"raw"`` the learner's); under
+        ``"raw"`` action N + 1 + p edits pair p of the learner's matrix. Any
+        other action (outside [0, K)) reaches the core as an intervention on
+        a node out of range, which it refuses (error 3): it costs nothing,
+        earns nothing and changes nothing."""
         action = jnp.asarray(action, jnp.int32)
-        kind = jnp.where(action == self.config.n, core.SUBMIT, core.INTERVENE)
-        state, reward, error = core.step_pure(state, kind, action, core.implied_hypothesis(state.evidence), self.config)
+        n = self.config.n
+        session = state.session if self.raw else state
+        kind = jnp.where(action == n, core.SUBMIT, core.INTERVENE)
+        # An edit is no call of the session: the core sees an index out of range, refuses it and the edit replaces that.
+        hypothesis = state.hypothesis if self.raw else core.implied_hypothesis(session.evidence)
+        called, reward, error = core.step_pure(session, kind, action, hypothesis, self.config)
+        if self.raw:
+            made = called.interventions > session.interventions
+            pair = action - (n + 1)
+            editing = (pair >= 0) & (pair < n * n)
+            pair = jnp.clip(pair, 0, n * n - 1)
+            edit_error = jnp.where(session.ended, 2, jnp.where(pair // n == pair % n, 4,
+                                                                jnp.where(state.edits_left <= 0, EDITS_SPENT, 0)))
+            edited = (edit_error == 0) & editing
+            new = RawSession(
+                session=called,
+                hypothesis=jnp.where(edited, _edit(state.hypothesis, pair, self.config.directed), state.hypothesis),
+                last=jnp.where(made, action, state.last),
+                before=jnp.where(made, core.public_view(session)["states"], state.before),
+                edits_left=state.edits_left - edited.astype(jnp.int32),
+            )
+            error = jnp.where(editing, edit_error, error).astype(jnp.int32)
+            reward = jnp.where(editing, 0.0, reward)
+            state = new
+        else:
+            state = called
         state, vector, mask = self._view(state)
-        return state, vector, mask, reward, state.ended, jnp.bool_(False), error
+        return state, vector, mask, reward, self._session(state).ended, jnp.bool_(False), error
+
+    def _session(self, state) -> core.GraphState:
+        return state.session if self.raw else state
 
     def score(self, state):
         """The headline score: success, float32 ()."""
-        return state.success.astype(jnp.float32)
+        return self._session(state).success.astype(jnp.float32)
 
     def scores(self, state) -> dict:
         """Every score of a session (:func:`core.scores`)."""
-        return core.scores(state, self.config.directed)
+        return core.scores(self._session(state), self.config.directed, getattr(self.config, "intervention_cost", 0.0))
 
     # -- a learned agent on a host session (luca_gym.agents.FlatPolicy) ---------------
-    def for_session(self, params) -> GraphFlat:
-        """The codec of a session of config ``params``."""
-        return GraphFlat(params)
+    def for_session(self, params):
+        """The codec of a session of config ``params``: under ``"raw"`` a
+        :class:`RawHostSession`, which holds the learner's matrix across the
+        session's calls."""
+        codec = GraphFlat(params, self.observation)
+        return RawHostSession(codec) if self.raw else codec
 
     def encode(self, obs: dict):
-        """A host session's observation as the flat (vector, mask)."""
+        """A host session's observation as the flat (vector, mask) (``"evidence"``; see :class:`RawHostSession`)."""
         return observation(obs, self.config)
 
     def decode(self, index: int, obs: dict) -> dict:
-        """Flat index -> a tool call ``{"tool", "arguments"}`` of the session.
-        An index that is not an integer in [0, N] raises ValueError."""
-        config = self.config
+        """Flat index -> a tool call ``{"tool", "arguments"}`` of the session
+        (``"evidence"``; see :class:`RawHostSession`). An index that is not an
+        integer in [0, N] raises ValueError."""
         index = int(check_flat_actions(index, self.num_actions, name="index"))
-        hypothesis = np.asarray(core.implied_hypothesis(jnp.asarray(obs["evidence"]))).astype(int).tolist()
-        if index < config.n:
-            arguments = {config.node_noun: index}
-            if config.proposals == "every":
-                arguments["adjacency"] = hypothesis
-            return {"tool": config.intervene_tool, "arguments": arguments}
-        return {"tool": "submit_graph", "arguments": {"adjacency": hypothesis}}
+        return _call(self.config, index, np.asarray(core.implied_hypothesis(jnp.asarray(obs["evidence"]))))
 
 
-def dag_codec(**settings) -> GraphFlat:
-    """``World.flat`` of ``dag``: the codec of ``DagConfig(**settings)``."""
-    return GraphFlat(DagConfig(**settings))
+def _call(config, index: int, hypothesis: np.ndarray) -> dict:
+    """The tool call of flat index ``index`` < N + 1 proposing (or submitting) ``hypothesis`` bool (N, N)."""
+    hypothesis = hypothesis.astype(int).tolist()
+    if index < config.n:
+        arguments = {config.node_noun: index}
+        if config.proposals == "every":
+            arguments["adjacency"] = hypothesis
+        return {"tool": config.intervene_tool, "arguments": arguments}
+    return {"tool": "submit_graph", "arguments": {"adjacency": hypothesis}}
 
 
-def relational_codec(**settings) -> GraphFlat:
-    """``World.flat`` of ``relational``: the codec of ``RelationalConfig(**settings)``."""
-    return GraphFlat(RelationalConfig(**settings))
+class RawHostSession:
+    """A ``"raw"`` codec on one host session (the harness's tool session, its
+    public view as ``obs``): it holds what :class:`RawSession` holds for the
+    learner (the matrix, the last intervention, the states before it, the
+    edits left) across the session's calls, and encodes with the jitted
+    codec's :func:`raw_observation`. :meth:`decode` of an edit applies it
+    here and returns None: the learner chooses again
+    (:meth:`luca_gym.agents.FlatPolicy.act`)."""
+
+    def __init__(self, codec: GraphFlat):
+        n = codec.config.n
+        self.codec, self.config = codec, codec.config
+        self.hypothesis = np.zeros((n, n), bool)
+        self.last, self.before, self.edits_left = -1, None, edit_budget(n)
+
+    @property
+    def num_actions(self) -> int:
+        """K, the raw codec's."""
+        return self.codec.num_actions
+
+    @property
+    def observation_size(self) -> int:
+        """D, the raw codec's."""
+        return self.codec.observation_size
+
+    def describe(self) -> str:
+        """The raw codec's settings in a few words."""
+        return self.codec.describe()
+
+    def encode(self, obs: dict):
+        """The session's observation ``obs`` (its public view) as the flat (vector, mask)."""
+        if self.before is None:  # the opening states, until the first intervention
+            self.before = np.asarray(obs["states"])
+        return raw_observation(obs, self.hypothesis, self.last, self.before, self.edits_left, self.config)
+
+    def decode(self, index: int, obs: dict) -> dict | None:
+        """Flat index -> the session's tool call, or None for an edit of the
+        matrix (applied here). An index outside [0, K), or an edit the codec
+        refuses (the diagonal, no edits left), raises ValueError."""
+        n = self.config.n
+        index = int(check_flat_actions(index, self.num_actions, name="index"))
+        if index > n:
+            pair = index - (n + 1)
+            if pair // n == pair % n or self.edits_left <= 0:
+                raise ValueError(f"index: {index} not allowed; {ERRORS[4 if pair // n == pair % n else EDITS_SPENT]}")
+            self.hypothesis = np.asarray(_edit(jnp.asarray(self.hypothesis), jnp.int32(pair), self.config.directed))
+            self.edits_left -= 1
+            return None
+        if index < n:
+            self.last, self.before = index, np.asarray(obs["states"])
+        return _call(self.config, index, self.hypothesis)
+
+
+def _config_keywords(config_class):
+    """A codec factory's signature as the keywords it takes: ``observation``
+    and each of ``config_class``'s fields, with their defaults. The generic
+    layers read a flat factory's signature (the batched flat env's settings,
+    a PPO run's defaults), and ``**settings`` would hide the config's."""
+    def sign(factory):
+        keyword = inspect.Parameter.KEYWORD_ONLY
+        factory.__signature__ = inspect.Signature(
+            [inspect.Parameter("observation", keyword, default=OBSERVATIONS[0])]
+            + [inspect.Parameter(f.name, keyword, default=f.default) for f in fields(config_class)],
+            return_annotation=GraphFlat)
+        return factory
+    return sign
+
+
+@_config_keywords(DagConfig)
+def dag_codec(observation: str = "evidence", **settings) -> GraphFlat:
+    """``World.flat`` of ``dag``: the codec of ``DagConfig(**settings)``
+    under ``observation`` (:class:`GraphFlat`'s)."""
+    return GraphFlat(DagConfig(**settings), observation)
+
+
+@_config_keywords(RelationalConfig)
+def relational_codec(observation: str = "evidence", **settings) -> GraphFlat:
+    """``World.flat`` of ``relational``: the codec of ``RelationalConfig(**settings)`` (see :func:`dag_codec`)."""
+    return GraphFlat(RelationalConfig(**settings), observation)
+
+
+# -- the raw codec's teacher ------------------------------------------------------
+@lru_cache(maxsize=None)
+def raw_systematic_policy(codec: GraphFlat):
+    """``systematic`` for a ``"raw"`` codec, reading only the raw observation
+    and writing its own matrix: ``(params, key, obs (B, D), mask (B, K)) ->
+    actions int32 (B,)`` (one function per codec, so it compiles once).
+
+    After an intervention it switches on, one edit a call, the pair from the
+    node intervened on to each other node that changed and is not yet in its
+    matrix (lowest first); then it intervenes on the node of fewest
+    interventions (then the lowest index); it submits once the budget is
+    spent, or, where an intervention always changes every child, once every
+    node has been intervened on (one pass decides every pair). Under the
+    paper's loop each intervention proposes its matrix, so it stops where
+    ``systematic`` (which reads what the evidence implies) stops, but for
+    the rows that ``systematic`` infers by acyclicity alone."""
+    if not codec.raw:
+        raise ValueError(f"codec: {codec.describe()} observes the evidence; raw_systematic_policy plays "
+                         "observation='raw' (the evidence codec's is baselines.systematic_policy)")
+    n, budget, once = codec.config.n, codec.config.budget, codec.config.always_changes
+
+    def choose(vector):
+        f = raw_fields(vector, n)
+        last = jnp.argmax(f["last"])
+        pending = f["changed"] & ~f["hypothesis"][last] & (jnp.arange(n) != last) & f["last"][last]
+        edit = n + 1 + last * n + jnp.argmax(pending)
+        target = jnp.argmin(jnp.round(f["interventions"] * budget) * n + jnp.arange(n))  # fewest, then lowest
+        done = jnp.all(f["interventions"] > 0) if once else jnp.bool_(False)
+        go = (f["budget_left"] > 0) & ~done
+        return jnp.where(jnp.any(pending) & (f["edits_left"] > 0), edit, jnp.where(go, target, n)).astype(jnp.int32)
+
+    def policy(params, key, obs, mask):
+        return jax.vmap(choose)(obs)
+
+    return policy
 
 
 def session_keys(seeds) -> jax.Array:
@@ -168,7 +470,8 @@ def session_keys(seeds) -> jax.Array:
 def play_batch(policy_fn, policy_params, keys, codec: GraphFlat, instances, num_steps: int):
     """Each of a batch of instances (B leading) played once by ``policy_fn``
     (``(params, key, obs (B, D), mask (B, K)) -> actions (B,)``) for at most
-    ``num_steps`` calls, without autoreset. Each session draws from its own
+    ``num_steps`` calls (:attr:`GraphFlat.max_calls` plays every session to
+    its end), without autoreset. Each session draws from its own
     key (``keys`` uint32 (B, 2), :func:`session_keys`), split at every call,
     and the policy sees it alone (a batch of one), as the harness plays a
     :class:`~luca_gym.worlds.graphs.baselines.FlatBaseline`: a session here

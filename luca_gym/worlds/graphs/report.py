@@ -32,7 +32,10 @@ PAPER_BEST = {
 }
 # What a setting is, per world (the paper's columns), and what else a table holds fixed.
 SIZE = {"dag": ("n_nodes", "n_states"), "relational": ("n_houses",)}
-CONDITION = {"dag": ("edge_density", "redraw_may_repeat", "proposals"), "relational": ("edge_density", "proposals")}
+# The settings beyond the paper (named in a table's title only where they are not off).
+HARDER = {"observation_noise": 0.0, "n_latent": 0, "intervention_cost": 0.0}
+CONDITION = {"dag": ("edge_density", "redraw_may_repeat", "proposals", *HARDER),
+             "relational": ("edge_density", "proposals", *HARDER)}
 PAPERS_PROTOCOL = "every"
 PROTOCOLS = {
     "every": "the paper's loop: a matrix proposed every cycle, the session ended the first time it is right",
@@ -65,15 +68,15 @@ def _empty_at_once(config):
     def one(instance):
         state = core.reset(instance, config)
         state, _, _ = core.step_pure(state, core.SUBMIT, 0, jnp.zeros((config.n, config.n), bool), config)
-        return core.scores(state, config.directed)
+        return core.scores(state, config.directed, config.intervention_cost)
 
     return jax.jit(jax.vmap(one))
 
 
 def floor_scores(config, seeds) -> dict:
     """The floors' scores on ``seeds`` under ``config``
-    (:class:`~luca_gym.worlds.graphs.config.DagConfig` or
-    :class:`~luca_gym.worlds.graphs.config.RelationalConfig`), from the core,
+    (``DagConfig`` or
+    ``RelationalConfig``), from the core,
     with no agent run: ``{"empty": scores, "random": scores}``, each score a
     numpy (B,). ``empty``: the empty matrix submitted at once (1 iteration;
     its success is the share of instances with no edge). ``random``: the
@@ -98,6 +101,11 @@ def _as_records(scores: dict) -> list:
     """A floor's scores (numpy (B,) each) as results-like lines ``{"scores": {...}}``."""
     n = len(next(iter(scores.values())))
     return [{"scores": {k: float(v[i]) for k, v in scores.items()}} for i in range(n)]
+
+
+def _condition_text(settings: dict) -> str:
+    """A table's fixed settings as ``k=v``: the paper's always, those beyond it where they are not off."""
+    return ", ".join(f"{k}={v}" for k, v in settings.items() if k not in HARDER or v != HARDER[k])
 
 
 def floors_of(records, world: str) -> dict:
@@ -147,18 +155,29 @@ def table1(records, world: str, floors=None) -> str:
     return "\n".join(lines)
 
 
+def _return_of(record) -> float:
+    """A session's return: its scores' ``return`` where interventions cost, else its success."""
+    return record["scores"].get("return", record["scores"]["success"])
+
+
 def process_table(records, world: str, floors=None) -> str:
-    """Markdown: per agent (then floor) and setting, the means of edge F1, SHD, interventions and wasted interventions."""
+    """Markdown: per agent (then floor) and setting, the means of edge F1, SHD,
+    interventions and wasted interventions, and where interventions cost, of
+    the return (success less the cost)."""
     size = SIZE[world]
+    priced = any(r.get("intervention_cost", 0) for r in records)
     rows = [(agent, tuple(setting), rs) for (agent, *setting), rs in sorted(
         group(records, "agent", *size).items(), key=lambda kv: (agents_in(records).index(kv[0][0]), kv[0][1:]))]
     for key, name in FLOORS:
         rows += [(f"*{name}*", setting, by_floor[key]) for setting, by_floor in sorted((floors or {}).items())]
-    lines = ["| agent | setting | edge F1 | SHD | interventions | wasted | sessions |", "|" + " --- |" * 7]
+    columns = 7 + priced
+    lines = ["| agent | setting | edge F1 | SHD | interventions | wasted |" + (" return |" if priced else "") + " sessions |",
+             "|" + " --- |" * columns]
     for agent, setting, rs in rows:
         mean = lambda k: np.mean([r["scores"][k] for r in rs])  # noqa: E731
+        paid = f" {np.mean([_return_of(r) for r in rs]):.3f} |" if priced else ""
         lines.append(f"| {agent} | {_setting_text(world, setting)} | {mean('edge_f1'):.3f} | {mean('shd'):.2f} | "
-                     f"{mean('interventions'):.2f} | {mean('wasted'):.2f} | {len(rs)} |")
+                     f"{mean('interventions'):.2f} | {mean('wasted'):.2f} |{paid} {len(rs)} |")
     return "\n".join(lines)
 
 
@@ -174,7 +193,9 @@ def sections(records: list, out_dir: str, *, source: str, notes=()) -> list[str]
          "matrix that ended the session (at least 1: one intervention and then the right matrix is 1 iteration); "
          "∞ where no session succeeded. The budget is 2N interventions. The floors are computed from the world's "
          "core on the same seeds and settings, with no agent run: the empty matrix submitted at once (its success "
-         "is the share of instances with no edge) and `random` as the harness plays it."),
+         "is the share of instances with no edge) and `random` as the harness plays it. A table's title names the "
+         "settings beyond the paper (observation noise, latent nodes, a cost per intervention) where they are on; "
+         "with a cost, the process table adds the mean return (success less the cost times the interventions)."),
         *(f"Note: {note}" for note in notes),
     ]
     if any(r.get("sealed") for r in records):
@@ -182,7 +203,7 @@ def sections(records: list, out_dir: str, *, source: str, notes=()) -> list[str]
     for condition, rs in sorted(group(records, *CONDITION[world]).items(), key=lambda kv: str(kv[0])):
         settings = dict(zip(CONDITION[world], condition))
         protocol = settings.pop("proposals")
-        text = f"protocol: proposals={protocol}, {PROTOCOLS[protocol]}; " + ", ".join(f"{k}={v}" for k, v in settings.items())
+        text = f"protocol: proposals={protocol}, {PROTOCOLS[protocol]}; " + _condition_text(settings)
         floors = floors_of(rs, world)
         parts += [f"## Table 1: success rate and iterations ({text})", table1(rs, world, floors),
                   f"## Process ({text})", process_table(rs, world, floors)]
@@ -205,8 +226,8 @@ def figure_session(state, config, path: str, *, agent: str = "") -> None:
     has ended (an ended session's scores are public): a session that succeeded
     shows the truth because its agent found it. ``state``: a
     :class:`~luca_gym.worlds.graphs.core.GraphState` (one session);
-    ``config``: its :class:`~luca_gym.worlds.graphs.config.DagConfig` or
-    :class:`~luca_gym.worlds.graphs.config.RelationalConfig`; ``agent``: who
+    ``config``: its ``DagConfig`` or
+    ``RelationalConfig``; ``agent``: who
     played it, for the title and the edges' colour."""
     import jax
     from matplotlib.colors import ListedColormap
