@@ -102,7 +102,8 @@ def _config_of(record):
     from luca_gym.worlds.equation.config import EquationConfig
 
     return EquationConfig(record["complexity"], record["n_variables"], record["n_distractors"], record.get("budget", 10),
-                          record["proposals"])
+                          record["proposals"], measurement_noise=record.get("measurement_noise", 0.0),
+                          grammar_shown=record.get("grammar_shown", "listed"))
 
 
 def _row(name: str, key, scores) -> str:
@@ -114,15 +115,16 @@ def _row(name: str, key, scores) -> str:
             f"{iterations.mean():.2f} |")
 
 
-def table(records, floors=None) -> str:
+def table(records, floors=None, papers_settings: bool = True) -> str:
     """Markdown for ``records`` of one protocol: per setting, each agent's
     sessions, success rate, iterations over the successful ones and over
     all; then the floors (``floors``: {setting: :func:`floor_scores`}); then
     the paper's best model where the paper quotes it and the records ran the
-    paper's protocol."""
+    paper's protocol at its settings (``papers_settings``: no measurement
+    noise, the grammar listed)."""
     lines = ["| agent | complexity | Var | Dis | sessions | success | iterations (successful) | iterations (all) |",
              "| --- " * 8 + "|"]
-    papers = {r.get("proposals", "final") for r in records} == {PAPERS_PROTOCOL}  # a line without it: version 1, "final"
+    papers = papers_settings and {r.get("proposals", "final") for r in records} == {PAPERS_PROTOCOL}  # no field: version 1
     for key, rs in group(records, *KEYS).items():
         by_agent = group(rs, "agent")
         for agent in agents_in(rs):
@@ -150,11 +152,16 @@ def sections(records, out_dir, *, source=None, notes=None) -> list[str]:
     sealed = any(r.get("sealed") for r in records)
     if sealed:
         parts.append("Note: sealed instances: the floors are not computed (the report does not read the secret).")
-    for (protocol,), rs in sorted(group(records, "proposals").items()):
+    beyond = [{**r, "measurement_noise": r.get("measurement_noise", 0.0), "grammar_shown": r.get("grammar_shown", "listed")}
+              for r in records]
+    for (protocol, noise, shown), rs in sorted(group(beyond, "proposals", "measurement_noise", "grammar_shown").items()):
         floors = {} if sealed else {
             key: floor_scores(_config_of(group_rs[0]), sorted({r["seed"] for r in group_rs}))
             for key, group_rs in group(rs, *KEYS).items()}
-        parts += [f"### Table 1 (protocol: proposals={protocol}, {PROTOCOLS[protocol]})", table(rs, floors)]
+        paper_settings = noise == 0.0 and shown == "listed"
+        title = f"### Table 1 (protocol: proposals={protocol}, {PROTOCOLS[protocol]})" if paper_settings else (
+            f"### Beyond the paper (protocol: proposals={protocol}; measurement_noise={noise:g}, grammar {shown})")
+        parts += [title, table(rs, floors, papers_settings=paper_settings)]
     return parts
 
 
