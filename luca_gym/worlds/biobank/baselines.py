@@ -249,13 +249,20 @@ class Scripted:
         raise NotImplementedError
 
 
-def find_standard_phenotype():
-    """A script fragment (``yield from``): the standard imaging phenotype and its orientation (:func:`standard_phenotype`)."""
+def validate_measures():
+    """A script fragment (``yield from``): ``({"imaging.<measure>": its validate_phenotype endpoints}, budget left)``
+    for every clinic MRI measure of the release."""
     imaging = yield "describe_release", {"table": "imaging"}
     checked = {}
     for column in (c for c in imaging["columns"] if c != "participant_id"):
         answer = yield "validate_phenotype", {"phenotype": f"imaging.{column}"}
         checked[f"imaging.{column}"] = answer["endpoints"]
+    return checked, imaging.get("budget_left", 0)
+
+
+def find_standard_phenotype():
+    """A script fragment (``yield from``): the standard imaging phenotype and its orientation (:func:`standard_phenotype`)."""
+    checked, _ = yield from validate_measures()
     return standard_phenotype(checked)
 
 

@@ -52,7 +52,7 @@ from __future__ import annotations
 import numpy as np
 
 from luca_gym.worlds.biobank.baselines import BASELINES as BASE
-from luca_gym.worlds.biobank.baselines import ALL, COSTS, MIN_F, Q, Scripted, find_standard_phenotype, robust_z
+from luca_gym.worlds.biobank.baselines import ALL, COSTS, MIN_F, Q, Scripted, validate_measures
 
 ENDPOINTS = ("cv_event", "cardiac_diagnosis")
 # Whole-cohort measures that may join NT-proBNP in the clinical phenotype (those correlated with it at CLINICAL_R).
@@ -93,15 +93,12 @@ class CausalPipeline(Scripted):
 
     def script(self):
         """Phenotypes, cis-MR, the checks, experiments while the budget lasts, the claims (the module's steps)."""
-        yield from find_standard_phenotype()  # the measures and their endpoints, as every baseline starts
-        describe = yield "describe_release", {"table": "imaging"}
-        measures = [f"imaging.{c}" for c in describe["columns"] if c != "participant_id"]
+        checked, budget = yield from validate_measures()  # the measures and their endpoints, as every baseline starts
         weights, loadings = {}, {}
-        for measure in measures:
-            answer = yield "validate_phenotype", {"phenotype": measure}
-            rs = [answer["endpoints"][e]["r"] for e in ENDPOINTS if answer["endpoints"][e]["r"] is not None]
+        for measure, endpoints in checked.items():
+            rs = [endpoints[e]["r"] for e in ENDPOINTS if endpoints[e]["r"] is not None]
             weights[measure] = float(np.mean(rs)) if rs else 0.0
-            r_bnp = answer["endpoints"]["log_ntprobnp"]["r"]
+            r_bnp = endpoints["log_ntprobnp"]["r"]
             loadings[measure] = float(np.clip((r_bnp or 0.0) / BNP_LOADING, -MAX_LOADING, MAX_LOADING))
         imaging_terms = [{"column": m, "weight": round(w, 4)} for m, w in weights.items() if w]
         yield "define_phenotype", {"name": "imaging_score", "terms": imaging_terms}
@@ -161,7 +158,6 @@ class CausalPipeline(Scripted):
         pairs = [sorted(g, key=lambda p: -abs(_z(obs.get(p)))) for g in by_variant.values() if len(g) > 1]
 
         # experiments while the budget lasts: pairs first, then the doubtful, then the weaker candidates
-        budget = describe.get("budget_left", 0)
         tested: dict[str, dict] = {}
         queue = [p for g in pairs for p in g] + [p for p in doubtful if p not in tested]
         queue += sorted(weaker, key=lambda p: mr[p]["q"])
