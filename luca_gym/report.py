@@ -4,8 +4,11 @@ and ``luca-gym show``'s pick of one recorded session.
 It names no world: each world's lines get the world's own sections where it
 has a report hook (``World.report``: LUCA's paper-format tables, figures and
 ablations, :mod:`luca_gym.worlds.luca.report`), else a table of its headline
-score by agent and settings; a session is drawn by its world's viewer
-(``World.viewer``: LUCA's, :mod:`luca_gym.worlds.luca.viewer`).
+score by agent and settings; sessions that keep a transcript add the
+process analyses (:mod:`luca_gym.process`); ``report.html`` is the same
+report as one static page with the transcripts (:mod:`luca_gym.report_html`).
+A session is drawn by its world's viewer (``World.viewer``: LUCA's,
+:mod:`luca_gym.worlds.luca.viewer`).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import warnings
 
 from luca_gym import harness as ev
 from luca_gym import paired as ablation
+from luca_gym import process, report_html
 from luca_gym import worlds
 from luca_gym._deprecated import moved_name
 from luca_gym.protocol import load
@@ -35,7 +39,12 @@ def write_report(results: str, out_dir: str | None = None) -> str:
     ``out_dir``): for each world in the file, its report hook's sections
     (LUCA: composite, disease and scaling figures, the paper-format tables
     and, for records holding both arms of an ablation, the paired tests),
-    else its headline score by agent and settings. Returns the markdown text."""
+    else its headline score by agent and settings; then, for sessions that
+    keep a transcript, the process analyses (:func:`luca_gym.process.sections`)
+    and the evidence audit's section where ``luca_gym.audit`` is installed.
+    Also writes ``report.html`` (:mod:`luca_gym.report_html`): the same
+    report as one static page, figures embedded, with each transcript
+    folded. Returns the markdown text."""
     read = ev.read_results(results)
     if not read.records:
         raise ev.ResultsError(f"{results}: no sessions to report")
@@ -58,10 +67,27 @@ def write_report(results: str, out_dir: str | None = None) -> str:
             paired = ablation.section(mine, world)
             if paired:
                 parts.append(paired)
+    parts += process.sections(read.records)  # language-model sessions only: scripted runs add nothing
+    audited = _audit_section(read.records)
+    if audited:
+        parts.append(audited)
     text = "\n\n".join(parts) + "\n"
     with open(os.path.join(out_dir, "report.md"), "w", encoding="utf-8") as f:
         f.write(text)
+    report_html.write_html(text, read.records, out_dir, source=results)
     return text
+
+
+def _audit_section(records) -> str | None:
+    """The evidence audit's section (``luca_gym.audit.section``), where that module is installed; else None."""
+    try:
+        from luca_gym import audit
+    except ModuleNotFoundError as exc:
+        if exc.name == "luca_gym.audit":  # not installed (yet): no section
+            return None
+        raise
+    section = getattr(audit, "section", None)
+    return section(records) if callable(section) else None
 
 
 # -- one recorded session (drawn by the world's viewer) ------------------------------------
