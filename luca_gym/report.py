@@ -18,15 +18,9 @@ import warnings
 
 from luca_gym import harness as ev
 from luca_gym import paired as ablation
-from luca_gym import process, report_html
+from luca_gym import audit, process, report_html
 from luca_gym import worlds
-from luca_gym._deprecated import moved_name
 from luca_gym.protocol import load
-
-
-def __getattr__(name: str):
-    # LUCA's figures and viewer names moved into the world: importable from here for one release.
-    return moved_name(__name__, name)
 
 
 def results_folder(results: str) -> str:
@@ -41,7 +35,7 @@ def write_report(results: str, out_dir: str | None = None) -> str:
     and, for records holding both arms of an ablation, the paired tests),
     else its headline score by agent and settings; then, for sessions that
     keep a transcript, the process analyses (:func:`luca_gym.process.sections`)
-    and the evidence audit's section where ``luca_gym.audit`` is installed.
+    and the evidence audit's section (:func:`luca_gym.audit.section`).
     Also writes ``report.html`` (:mod:`luca_gym.report_html`): the same
     report as one static page, figures embedded, with each transcript
     folded. Returns the markdown text."""
@@ -79,15 +73,8 @@ def write_report(results: str, out_dir: str | None = None) -> str:
 
 
 def _audit_section(records) -> str | None:
-    """The evidence audit's section (``luca_gym.audit.section``), where that module is installed; else None."""
-    try:
-        from luca_gym import audit
-    except ModuleNotFoundError as exc:
-        if exc.name == "luca_gym.audit":  # not installed (yet): no section
-            return None
-        raise
-    section = getattr(audit, "section", None)
-    return section(records) if callable(section) else None
+    """The evidence audit's section (:func:`luca_gym.audit.section`), or None where no session could be audited."""
+    return audit.section(records)
 
 
 # -- one recorded session (drawn by the world's viewer) ------------------------------------

@@ -1,19 +1,15 @@
 """The process analyses (:mod:`luca_gym.process`): reasoning-keyword rates,
 tokens per round and the graph worlds' proposal accuracy by cycle, each
 checked number by number on hand-built records; the report's sections only
-where sessions keep a transcript; the evidence audit's section appended
-where ``luca_gym.audit`` is there and left out where it is not; and, through
+where sessions keep a transcript; the evidence audit's section appended; and, through
 the mock provider on dag (3 nodes: an empty matrix, then the true one), the
 cycle table of real records."""
 
 from __future__ import annotations
 
-import sys
-import types
 
 import pytest
 
-import luca_gym
 from luca_gym import harness as ev
 from luca_gym import process, report
 
@@ -184,20 +180,6 @@ def test_the_mock_providers_dag_sessions_give_the_cycle_table(dag_results):
 
 
 # -- the evidence audit's section ---------------------------------------------------------------------
-def fake_audit(monkeypatch, module) -> None:
-    monkeypatch.delattr(luca_gym, "audit", raising=False)
-    monkeypatch.setitem(sys.modules, "luca_gym.audit", module)
-
-
-def test_the_audit_section_is_appended_where_the_module_is_there(monkeypatch):
-    module = types.ModuleType("luca_gym.audit")
-    module.section = lambda records: f"## Evidence audit\n\n{len(records)} records"
-    fake_audit(monkeypatch, module)
+def test_the_audit_section_is_the_audits(monkeypatch):
+    monkeypatch.setattr(report.audit, "section", lambda records: f"## Evidence audit\n\n{len(records)} records")
     assert report._audit_section([1, 2]) == "## Evidence audit\n\n2 records"
-    del module.section
-    assert report._audit_section([1]) is None
-
-
-def test_no_audit_module_no_section(monkeypatch):
-    fake_audit(monkeypatch, None)  # import of luca_gym.audit fails as for a module not there
-    assert report._audit_section([1]) is None

@@ -18,7 +18,7 @@ import numpy as np
 from luca_gym.figures import (agent_colors, bars, clip_to_score, legend_right, paper_marks, pyplot, save, score_axis,
                               seed_counts, short_name)
 from luca_gym.summaries import agents_in, group
-from luca_gym.worlds.luca import ablation, tables
+from luca_gym.worlds.luca import ablation, process, tables
 from luca_gym.worlds.luca.core import make_params
 from luca_gym.worlds.luca.fidelity import PAPER_TABLE8
 from luca_gym.worlds.luca.spec import MODES, TIER_NAMES
@@ -250,6 +250,9 @@ def sections(every: list, out_dir: str, *, source: str, notes=()) -> list[str]:
     if any(r["mode"] == "disease" for r in records):
         parts += [f"## Disease sub-scores (N={n0})", tables.disease_table(records, n0), "![disease](disease.png)"]
         figure_disease(records, os.path.join(out_dir, "disease.png"), n0, paper=paper)
+        diagnosis_process = process.section(records)
+        if diagnosis_process:
+            parts.append(diagnosis_process)
     if any((r["tier"], r["mode"]) == ("medium", "healthy") for r in records):
         parts += ["## Strategy (medium healthy)", tables.strategy_table(records, n_genes=n0)]
     scaling = _scaling_condition(records)
