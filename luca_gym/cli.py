@@ -25,7 +25,6 @@ import sys
 import threading
 import warnings
 
-from luca_gym._deprecated import moved_name
 from luca_gym.cli_common import (  # noqa: F401  (parse_seeds and UsageError: the command's public helpers)
     EXIT_USAGE,
     CommandParser,
@@ -68,11 +67,6 @@ PYTHON_ANALYSIS_HELP = ("with --python: keep the world's structured analysis too
                         "sessions with them or without them")
 
 
-def __getattr__(name: str):
-    # LUCA's commands and option helpers moved into the world (luca_gym.worlds.luca.cli): importable here for one release.
-    return moved_name(__name__, name)
-
-
 # -- the worlds' hooks ----------------------------------------------------------------
 def _hooks() -> dict:
     """{world name: its CLI hook} for every registered world that has one."""
@@ -82,13 +76,32 @@ def _hooks() -> dict:
     return {name: load(worlds.get(name).cli) for name in worlds.names() if worlds.get(name).cli is not None}
 
 
-def _add_world_arguments(p, method: str) -> None:
-    """Each world's options for this command (hook ``method``), remembering which world owns which option."""
+class _HiddenOptions:
+    """A command's parser as another world's hook sees it: the options the
+    hook adds are parsed (so that one given is refused by name, with the
+    world it belongs to: :func:`_world_of`) but left out of the help and
+    usage, which show the chosen world's options only."""
+
+    def __init__(self, parser):
+        self._parser = parser
+
+    def add_argument(self, *args, **kwargs):
+        """The parser's ``add_argument``, with the help suppressed."""
+        return self._parser.add_argument(*args, **{**kwargs, "help": argparse.SUPPRESS})
+
+    def __getattr__(self, name):
+        return getattr(self._parser, name)
+
+
+def _add_world_arguments(p, method: str, shown: str | None = None) -> None:
+    """Each world's options for this command (hook ``method``), remembering
+    which world owns which option; only world ``shown``'s appear in the help
+    (every world's where None)."""
     owners = {}
     for name, hook in _hooks().items():
         if hasattr(hook, method):
             before = {a.dest for a in p._actions}
-            getattr(hook, method)(p)
+            getattr(hook, method)(p if shown is None or name == shown else _HiddenOptions(p))
             owners.update({a.dest: name for a in p._actions if a.dest not in before})
     p.set_defaults(_owners=owners)
 
@@ -131,21 +144,36 @@ def _config_flags(p, world, many: bool) -> None:
     p.set_defaults(_config_flags=names)
 
 
-def _flag_world(argv):
-    """The world ``--world`` names on the command line when it has no CLI hook
-    (its config fields become options), else None."""
+# The commands whose options are the chosen world's (``--world NAME``): their parser is built for that world.
+WORLD_COMMANDS = ("eval", "train", "mcp")
+
+
+def _world_named(argv) -> tuple[str | None, str | None]:
+    """(the command, the world ``--world`` names, or None) of the command
+    line, read before the command's parser is built (which depends on the
+    world); the world is read for :data:`WORLD_COMMANDS` only."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in argv if not a.startswith("-")), None)
+    if command not in WORLD_COMMANDS:
+        return command, None
+    pre = argparse.ArgumentParser(add_help=False, exit_on_error=False)
+    pre.add_argument("--world", default=None)
+    try:
+        known, _ = pre.parse_known_args(argv[argv.index(command) + 1:])
+    except (argparse.ArgumentError, SystemExit):  # e.g. --world without a value: the command's parser says so
+        return command, None
+    return command, known.world
+
+
+def _chosen_world(argv):
+    """The world whose options ``eval``, ``train`` and ``mcp`` take on this
+    command line: the one ``--world`` names, else the default (LUCA).
+    ValueError (naming the world and those registered) for a world that is
+    not one."""
     from luca_gym import worlds
 
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--world", default=None)
-    known, _ = pre.parse_known_args(sys.argv[1:] if argv is None else argv)
-    if known.world is None:
-        return None
-    try:
-        world = worlds.get(known.world)
-    except ValueError:
-        return None  # the command reports it
-    return world if world.cli is None else None
+    _, name = _world_named(argv)
+    return worlds.get(DEFAULT_WORLD if name is None else name)
 
 
 def _bool_fields(world) -> set[str]:
@@ -472,6 +500,7 @@ def cmd_train(args) -> int:
         raise UsageError(f"algo: {args.algo!r} unknown; allowed {', '.join(TRAIN_ALGOS)}")
     world, hook = _world_of(args)
     settings = with_budget(args, world, _settings(args, world, hook, "train_settings", one=True))
+    _check_codec_settings(world, settings)
     if "budget" in settings:  # the world's config checks it (and the settings beside it) before anything runs
         fields = world.config_fields()
         world.make_config(**{k: v for k, v in settings.items() if k in fields})
@@ -530,6 +559,26 @@ def cmd_train(args) -> int:
     where = "" if world.name == DEFAULT_WORLD else f" --world {world.name}"
     print(f"run folder: {args.out}  (evaluate: luca-gym eval{where} --agents {agent})")
     return 0
+
+
+def _check_codec_settings(world, settings: dict) -> None:
+    """UsageError naming each of ``settings`` that the world's flat codec
+    (what ``train`` learns on) does not take, with those it takes; nothing
+    is built (its values are the codec's to check)."""
+    import inspect
+
+    from luca_gym.protocol import load
+
+    if world.flat is None:
+        return
+    parameters = inspect.signature(load(world.flat)).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return  # a codec that does not list its settings checks them itself
+    taken = [p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    unknown = sorted(set(settings) - set(taken))
+    if unknown:
+        raise UsageError(f"settings: {', '.join(unknown)} unknown to the flat codec of world {world.name!r}; allowed "
+                         f"{', '.join(taken) or 'none'}")
 
 
 # The network's own hyperparameters: a warm start keeps its run's (the rest of the PPO's are this run's options).
@@ -653,19 +702,21 @@ def _results_notes():
 
 
 def cmd_worlds(args) -> int:
-    """One block per registered world (built-in and entry points)."""
+    """One block per registered world (built-in and entry points), from the
+    registry's descriptions (:func:`luca_gym.worlds.describe`: no world's
+    core is imported, nor JAX)."""
     from luca_gym import worlds
 
     for name in worlds.names():
-        w = worlds.get(name)
-        print(f"{w.name} (version {w.version}): {w.summary}")
-        print(f"  headline score: {w.headline};  settings: {', '.join(k for k in w.session_keys if k != 'seed') or 'none'}")
-        print(f"  gymnasium: {', '.join(w.gym_ids()) or 'none'}")
-        print(f"  baselines: {', '.join(w.baseline_policies()) or 'none'}")
-        if w.flat_baselines is not None:
-            print(f"  flat baselines (teachers of train --algo bc): {', '.join(w.flat_baseline_policies())}")
-        if w.reference:
-            print(f"  reference: {w.reference}")
+        w = worlds.describe(name)
+        print(f"{w['name']} (version {w['version']}): {w['summary']}")
+        print(f"  headline score: {w['headline']};  settings: {', '.join(w['settings']) or 'none'}")
+        print(f"  gymnasium: {', '.join(w['gym_ids']) or 'none'}")
+        print(f"  baselines: {', '.join(w['baselines']) or 'none'}")
+        if w["flat_baselines"] is not None:
+            print(f"  flat baselines (teachers of train --algo bc): {', '.join(w['flat_baselines'])}")
+        if w["reference"]:
+            print(f"  reference: {w['reference']}")
     return 0
 
 
@@ -734,11 +785,12 @@ class SessionRecording:
 
         check_recordable(session, out, agent=agent)
 
-    def record(self, session, out: str, agent: str, wall_s: float = 0.0) -> str:
-        """Append the ended ``session`` to ``out/sessions.jsonl``; returns the file's path."""
+    def record(self, session, out: str, agent: str, wall_s: float = 0.0, messages: list | None = None) -> str:
+        """Append the ended ``session`` (with its transcript ``messages``, where
+        its driver kept one) to ``out/sessions.jsonl``; returns the file's path."""
         from luca_gym.harness import record_tool_session
 
-        return record_tool_session(session, out, agent=agent, wall_s=wall_s)
+        return record_tool_session(session, out, agent=agent, wall_s=wall_s, messages=messages)
 
 
 def cmd_mcp(args) -> int:
@@ -749,6 +801,7 @@ def cmd_mcp(args) -> int:
     is then generated in the background while the server already answers
     ``initialize``, so a client connects at once."""
     from luca_gym import harness as ev
+    from luca_gym.harness.spec import check_setting_names
     from luca_gym.protocol import SessionSpec, load
     from luca_gym.tools.mcp_server import serve
     from luca_gym.tools.session import tool_options
@@ -757,8 +810,6 @@ def cmd_mcp(args) -> int:
     world, hook = _world_of(args)
     if world.tools is None:
         raise UsageError(f"world: {world.name!r} has no tools to serve")
-    if args.out:
-        _writable_dir(args.out, "out")
     if not args.agent.strip():
         raise UsageError("agent: an empty name; give the name the session is recorded under, e.g. mcp-client")
     seed = check_seed(args.seed)
@@ -766,6 +817,9 @@ def cmd_mcp(args) -> int:
     for option, flag in (("python", "--python"), ("analysis_tools", "--python-analysis-tools")):
         if option in settings:
             raise UsageError(f"set: {option} is not a setting of the world; give {flag}")
+    check_setting_names(world, settings)  # an unknown one named at once, before a folder is made or a session opened
+    if args.out:
+        _writable_dir(args.out, "out")
     keys = [k for k in world.session_keys if k != "seed"]
     key_settings = ev.complete_settings(world, {k: v for k, v in settings.items() if k in keys})  # checked, defaults filled
     spec = SessionSpec(args.agent, seed, world.name, tuple(key_settings.items()))
@@ -787,10 +841,14 @@ def cmd_mcp(args) -> int:
     return 0
 
 
-def build_parser(flag_world=None) -> argparse.ArgumentParser:
-    """The command's parser; ``flag_world``: a world without a CLI hook whose
-    config fields become options of ``eval``, ``train`` and ``mcp``."""
-    from luca_gym import __version__
+def build_parser(world=None) -> argparse.ArgumentParser:
+    """The command's parser, with ``eval``, ``train`` and ``mcp`` built for
+    ``world`` (a World, a registered name, or None: the default, LUCA):
+    their help shows that world's options only (its CLI hook's, or, for a
+    world without one, each field of its config as an option, ``--n-nodes``).
+    Another world's hook options are still parsed, hidden, so that one given
+    is refused naming its world."""
+    from luca_gym import __version__, worlds
     from luca_gym.tools.loop import BACKOFF_S, RETRIES
 
     parser = CommandParser(  # its commands' parsers too: a world's command may defer its arguments until used
@@ -804,6 +862,8 @@ def build_parser(flag_world=None) -> argparse.ArgumentParser:
     parser.set_defaults(recording=SessionRecording())  # for a world's own commands (LUCA's play --out)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_parser = sub.add_parser
+    world = worlds.get(DEFAULT_WORLD if world is None else world)
+    flag_world = world if world.cli is None else None  # its config fields are the options
     # Every command shows defaults; a world's config-field options replace another world's of the same name.
     handler = "error" if flag_world is None else "resolve"
     sub.add_parser = lambda *a, **k: _add_parser(*a, formatter_class=HelpFormatter, conflict_handler=handler, **k)
@@ -811,7 +871,16 @@ def build_parser(flag_world=None) -> argparse.ArgumentParser:
     set_help = "a setting of the world, one value or a comma-separated list, e.g. --set n_bits=6,8 (repeatable; " \
                "a setting left out takes its default)"
 
-    p = sub.add_parser("eval", help="run a sweep of agents over a world's instances (resumable)")
+    def described(command: str, text: str) -> str:
+        import textwrap
+
+        default = " (the default world)" if world.name == DEFAULT_WORLD else ""
+        line = (f"The options shown are {world.name}'s{default}; other worlds have their own: "
+                f"luca-gym {command} --world NAME --help (luca-gym worlds lists them).")
+        return f"{text[0].upper()}{text[1:]}.\n\n" + textwrap.fill(line, 79)
+
+    text = "run a sweep of agents over a world's instances (resumable)"
+    p = sub.add_parser("eval", help=text, description=described("eval", text))
     p.add_argument("--world", default=DEFAULT_WORLD, help=world_help)
     p.add_argument("--agents", default=None,
                    help="comma-separated: the world's baselines, openai:MODEL, anthropic:MODEL, ppo:RUN_DIR, sb3:FILE.zip "
@@ -843,7 +912,7 @@ def build_parser(flag_world=None) -> argparse.ArgumentParser:
     p.add_argument("--ablation", default=None, metavar="NAMES",
                    help="comma-separated contrasts of the world (`luca-gym worlds`; LUCA: backwards, vocabulary, stance): "
                         "run both arms of each, paired by seed; `luca-gym report` adds the paired tests")
-    _add_world_arguments(p, "add_eval_arguments")
+    _add_world_arguments(p, "add_eval_arguments", shown=world.name)
     if flag_world is not None:
         _config_flags(p, flag_world, many=True)
     p.add_argument("--out", default="results", help="results folder (sessions.jsonl is appended)")
@@ -854,7 +923,8 @@ def build_parser(flag_world=None) -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_eval)
 
-    p = sub.add_parser("train", help="train a learned agent on a world's flat action space")
+    text = "train a learned agent on a world's flat action space"
+    p = sub.add_parser("train", help=text, description=described("train", text))
     p.add_argument("--world", default=DEFAULT_WORLD, help=world_help + " (one with a flat codec)")
     p.add_argument("--algo", default="ppo", metavar="{" + ",".join(TRAIN_ALGOS) + "}",
                    help="ppo (pure JAX, this package, any world with a flat codec), maskable-ppo (sb3-contrib, the rl "
@@ -877,7 +947,7 @@ def build_parser(flag_world=None) -> argparse.ArgumentParser:
     p.add_argument("--network", default=None, metavar="{mlp,pergene}",
                    help="--algo ppo or bc: the policy network, mlp (default: one N only) or pergene (attention over genes, equinox: "
                         "one set of weights plays every N; a world whose flat codec has a token layout)")
-    _add_world_arguments(p, "add_train_arguments")
+    _add_world_arguments(p, "add_train_arguments", shown=world.name)
     if flag_world is not None:
         _config_flags(p, flag_world, many=False)
     p.add_argument("--steps", type=int, default=None,
@@ -919,11 +989,12 @@ def build_parser(flag_world=None) -> argparse.ArgumentParser:
                         "session_<agent>_<tier>_<mode>_<seed>.png, with _N<n> for N other than 20 and _backwards)")
     p.set_defaults(func=cmd_show)
 
-    p = sub.add_parser("mcp", help="serve one session's tools over MCP (stdio)", description="Serve one session's tools over MCP (stdio).")
+    text = "serve one session's tools over MCP (stdio)"
+    p = sub.add_parser("mcp", help=text, description=described("mcp", text))
     p.add_argument("--world", default=DEFAULT_WORLD, help=world_help)
     p.add_argument("--seed", type=int, default=0, help="instance seed (a non-negative integer)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a setting of the world (repeatable)")
-    _add_world_arguments(p, "add_session_arguments")
+    _add_world_arguments(p, "add_session_arguments", shown=world.name)
     if flag_world is not None:
         _config_flags(p, flag_world, many=False)
     _sealed_arguments(p)
@@ -944,9 +1015,16 @@ def build_parser(flag_world=None) -> argparse.ArgumentParser:
 
 
 def parser_for(argv=None) -> argparse.ArgumentParser:
-    """The parser for this command line: with ``--world NAME`` naming a world
-    without a CLI hook, its config fields are options (``--n-nodes``)."""
-    return build_parser(_flag_world(argv))
+    """The parser for this command line: ``eval``, ``train`` and ``mcp``
+    built for the world ``--world NAME`` names (:func:`build_parser`; a
+    world without a CLI hook has its config fields as options,
+    ``--n-nodes``); for a name that is not a world's, the default world's
+    (the command then refuses the name)."""
+    try:
+        world = _chosen_world(argv)
+    except ValueError:
+        world = None
+    return build_parser(world)
 
 
 def _as_flags(message: str, args) -> str:
@@ -964,7 +1042,13 @@ def main(argv=None) -> int:
     from luca_gym.harness import ResultsError
     from luca_gym.tools.loop import ProviderError
 
-    args = parser_for(argv).parse_args(argv)
+    command, _ = _world_named(argv)
+    try:
+        world = _chosen_world(argv)
+    except ValueError as exc:  # before any parser: the help of a world that is not one cannot be shown
+        print(f"luca-gym {command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    args = build_parser(world).parse_args(argv)
     try:
         return args.func(args)
     except (UsageError, ResultsError, ValueError) as exc:

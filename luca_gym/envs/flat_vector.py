@@ -69,15 +69,21 @@ class FlatVectorEnv(gym.vector.VectorEnv):
             (default 1024).
         pool_seeds: the pool's instance seeds instead (e.g. a held-out range
             for evaluation); excludes ``pool_size``.
-        **settings: the world's flat-codec settings (LUCA: ``tier``,
-            ``n_genes``, ``mode``, ``budget``, ``analyst``...), checked by
-            the codec; a setting it does not take raises ValueError.
+        settings: the world's flat-codec settings as a dict, instead of
+            (or beside) keyword arguments: ``make_vec(id, num_envs=8,
+            settings=dict(n_nodes=5))`` is ``make_vec(id, num_envs=8,
+            n_nodes=5)``.
+        **kwargs: the world's flat-codec settings (LUCA: ``tier``,
+            ``n_genes``, ``mode``, ``budget``, ``analyst``...; dag:
+            ``n_nodes``, ``n_states``...), checked by the codec; a setting it
+            does not take raises ValueError naming it.
     """
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
 
     def __init__(self, num_envs: int, world: str = "luca", *, pool_size: int | None = None, pool_seeds=None,
-                 **settings):
+                 settings: dict | None = None, **kwargs):
+        settings = worlds.unfold_settings(settings, kwargs)
         self.num_envs = check_positive_int(num_envs, "num_envs")
         self.world = worlds.get(world)
         if self.world.flat is None:
@@ -148,8 +154,11 @@ def _make_codec(world, settings: dict):
 
     from luca_gym.protocol import load
 
-    accepted = inspect.signature(load(world.flat)).parameters
-    unknown = sorted(k for k in settings if k not in accepted)
+    parameters = inspect.signature(load(world.flat)).parameters.values()
+    accepted = [p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    # A codec declared (**settings) takes what its config takes: it checks the names itself (TypeError, below).
+    open_ended = any(p.kind is p.VAR_KEYWORD for p in parameters)
+    unknown = [] if open_ended else sorted(k for k in settings if k not in accepted)
     if unknown:
         raise ValueError(f"settings: {', '.join(map(repr, unknown))} not taken by the batched flat env of world "
                          f"{world.name!r} (allowed {', '.join(accepted)}, pool_size, pool_seeds); "

@@ -11,18 +11,12 @@ import warnings
 from dataclasses import MISSING, fields
 
 from luca_gym import worlds
-from luca_gym._deprecated import moved_name
 from luca_gym.protocol import SessionSpec, load
 from luca_gym.validate import check_seed
 from luca_gym.harness.agents import check_agent, is_llm_agent, is_module_agent
 
 # A line written before worlds existed has no ``world`` field: it is LUCA's.
 LEGACY_WORLD = "luca"
-
-
-def __getattr__(name: str):
-    # LUCA's key and score field names and luca_spec moved into the world (luca_gym.worlds.luca.evaluation).
-    return moved_name(__name__, name)
 
 
 def record_key(record: dict) -> tuple:
@@ -73,6 +67,18 @@ def run_options(world) -> tuple[str, ...]:
     return tuple(f for f in world.config_fields() if f not in world.session_keys)
 
 
+def check_setting_names(world, settings) -> None:
+    """ValueError naming each of ``settings`` (names) that is not a setting
+    of ``world`` (a key field other than the seed, or a run option:
+    :func:`run_options`), with those allowed; nothing is built."""
+    world = worlds.get(world)
+    allowed = [*(k for k in world.session_keys if k != "seed"), *run_options(world)]
+    unknown = sorted(set(settings) - set(allowed))
+    if unknown:
+        raise ValueError(f"settings: {', '.join(unknown)} unknown for world {world.name!r}; allowed "
+                         f"{', '.join(allowed) or 'none'}")
+
+
 def plan_world(world, agents, seeds, **settings) -> list[SessionSpec]:
     """The sessions of a sweep on any registered world: agents x every
     combination of ``settings`` (each the world's key field, one value or a
@@ -89,10 +95,7 @@ def plan_world(world, agents, seeds, **settings) -> list[SessionSpec]:
     world = worlds.get(world)
     names = [k for k in world.session_keys if k != "seed"]
     options_allowed = run_options(world)
-    unknown = sorted(set(settings) - set(names) - set(options_allowed))
-    if unknown:
-        raise ValueError(f"settings: {', '.join(unknown)} unknown for world {world.name!r}; allowed "
-                         f"{', '.join([*names, *options_allowed]) or 'none'}")
+    check_setting_names(world, settings)
     options = {}
     for name in options_allowed:
         if name in settings:

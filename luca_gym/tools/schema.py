@@ -72,14 +72,19 @@ def validate(value, schema: dict, root: dict | None = None, path: str = "") -> s
                 return error
     if kind == "object":
         properties = schema.get("properties", {})
+        extra = schema.get("additionalProperties", True)
         for name in schema.get("required", []):
             if name not in value:
+                # A field not allowed beside it is named too: a misspelt field is the usual cause of a missing one.
+                unknown = [_short(k) for k in value if k not in properties] if extra is False else []
+                if unknown:
+                    return (f"{where}: unknown field{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} and missing "
+                            f"required field {name!r}; allowed {_allowed(properties) if properties else 'none'}")
                 return f"{where}: missing required field {name!r}"
         if len(value) < schema.get("minProperties", 0):
             return f"{where}: needs at least {schema['minProperties']} entries"
         if "maxProperties" in schema and len(value) > schema["maxProperties"]:
             return f"{where}: more than {schema['maxProperties']} entries"
-        extra = schema.get("additionalProperties", True)
         for name, item in value.items():
             sub = f"{where}.{name}" if isinstance(name, str) and len(name) <= 40 else f"{where}[{_short(name)}]"
             if name in properties:

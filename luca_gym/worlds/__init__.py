@@ -28,6 +28,23 @@ BUILTIN = {
     "biobank": "luca_gym.worlds.biobank:WORLD",
 }
 
+# The names of the package's own worlds' baselines, by the entry point that holds them: what ``luca-gym worlds``
+# (:func:`describe`) lists without importing a world's core (the policies import JAX). A world of another package,
+# or an entry point not here, is loaded to list its names; tests/test_cli_light.py checks these against the loaded ones.
+BUILTIN_BASELINE_NAMES = {
+    "luca_gym.worlds.luca.baselines:BASELINES": ("random", "heuristic", "causal-sweep", "task-directed", "model-fit",
+                                                 "causal-sweep-flat"),
+    "luca_gym.worlds.luca.baselines.sweep_flat:FLAT_BASELINES": ("causal-sweep-flat",),
+    "luca_gym.worlds.graphs.baselines:BASELINES": ("systematic", "random", "bayes-edges"),
+    "luca_gym.worlds.graphs.baselines:FLAT_BASELINES": ("systematic",),
+    "luca_gym.worlds.equation.baselines:BASELINES": ("random", "systematic", "noisy-fit"),
+    "luca_gym.worlds.equation.batched:FLAT_BASELINES": ("random", "eliminate"),
+    "luca_gym.worlds.tracking.baselines:BASELINES": ("systematic", "forgetful", "random"),
+    "luca_gym.worlds.biobank.pipeline:BASELINES": ("null", "nominate-nothing", "nominate-all", "top-association",
+                                                   "cue-spotter", "correlation-screen", "cis-mr", "mr-experiments",
+                                                   "causal-pipeline"),
+}
+
 _WORLDS: dict[str, World] = {}
 _LOCK = threading.RLock()
 _ENTRY_POINTS_LOADED = False
@@ -60,7 +77,52 @@ def _register_gym_ids(world: World, replace: bool) -> None:
         vector = world.vector_env if env_id.endswith(f"/{world.gym_stem}-v0") else None
         if env_id.endswith(f"/{world.gym_stem}Flat-v0") and world.flat is not None:
             vector = _flat_vector_entry_point(world.name)
+        elif env_id.endswith(f"/{world.gym_stem}Flat-v0"):  # make_vec is Gymnasium's, of the single env: as the batch,
+            entry_point = FlatEnvEntryPoint(entry_point)   # it takes settings=dict(...) too
         gymnasium.register(id=env_id, entry_point=entry_point, vector_entry_point=vector, kwargs=kwargs)
+
+
+def unfold_settings(settings, kwargs: dict) -> dict:
+    """A flat env's settings given as keyword arguments, ``settings=dict(...)``
+    or both: one dict (ValueError for a ``settings`` that is not a dict, or
+    a setting given both ways)."""
+    if settings is None:
+        return dict(kwargs)
+    if not isinstance(settings, dict):
+        raise ValueError(f"settings: {short_repr(settings)} not allowed; a dict of the world's settings, "
+                         "e.g. settings=dict(n_nodes=5), or the settings as keyword arguments")
+    twice = sorted(set(settings) & set(kwargs))
+    if twice:
+        raise ValueError(f"settings: {', '.join(map(str, twice))} given twice (a keyword argument and in settings=); give it once")
+    return {**settings, **kwargs}
+
+
+class FlatEnvEntryPoint:
+    """The entry point of the flat Gymnasium id of a world without a flat
+    codec (its flat env steps on the host; ``make_vec`` of the id is then
+    Gymnasium's vector env of it): the env ``entry_point`` names, its
+    settings given as keyword arguments or as ``settings=dict(...)``, as
+    the batched flat env takes them. Picklable (async vector envs)."""
+
+    def __init__(self, entry_point: str):
+        self.entry_point = entry_point
+
+    @property
+    def metadata(self) -> dict:
+        """The env class's metadata (Gymnasium reads its render modes)."""
+        return load(self.entry_point).metadata
+
+    def __call__(self, *, settings=None, **kwargs):
+        return load(self.entry_point)(**unfold_settings(settings, kwargs))
+
+    def __eq__(self, other):
+        return isinstance(other, FlatEnvEntryPoint) and other.entry_point == self.entry_point
+
+    def __hash__(self):
+        return hash(self.entry_point)
+
+    def __repr__(self) -> str:
+        return f"FlatEnvEntryPoint({self.entry_point!r})"
 
 
 def _flat_vector_entry_point(name: str):
@@ -127,4 +189,49 @@ def get(world) -> World:
     return _WORLDS[world]
 
 
-__all__ = ["BUILTIN", "ENTRY_POINT_GROUP", "World", "get", "names", "register_world"]
+def _policy_names(entry_point: str | None) -> tuple[str, ...]:
+    """The names of the policies at ``entry_point`` (a ``{name: policy}``
+    dict): a built-in's from :data:`BUILTIN_BASELINE_NAMES` (nothing
+    imported), another's loaded."""
+    if entry_point is None:
+        return ()
+    if entry_point in BUILTIN_BASELINE_NAMES:
+        return BUILTIN_BASELINE_NAMES[entry_point]
+    return tuple(load(entry_point))
+
+
+def baseline_names(world) -> tuple[str, ...]:
+    """The names of ``world``'s baselines (``World.baselines``'s keys), read
+    without importing a built-in world's core."""
+    return _policy_names(get(world).baselines)
+
+
+def flat_baseline_names(world) -> tuple[str, ...]:
+    """The names of ``world``'s flat baselines (``World.flat_baselines``'s
+    keys), read without importing a built-in world's core."""
+    return _policy_names(get(world).flat_baselines)
+
+
+def describe(world) -> dict:
+    """What ``luca-gym worlds`` says of ``world`` (a name, entry point or
+    World), read from the registry alone (no world's core, no JAX, for the
+    built-ins): name, version, summary, headline, settings (the key fields
+    but the seed), gym_ids, baselines, flat_baselines (None where the world
+    has none), contrasts and reference."""
+    w = get(world)
+    return {
+        "name": w.name,
+        "version": w.version,
+        "summary": w.summary,
+        "headline": w.headline,
+        "settings": tuple(k for k in w.session_keys if k != "seed"),
+        "gym_ids": tuple(w.gym_ids()),
+        "baselines": baseline_names(w),
+        "flat_baselines": None if w.flat_baselines is None else flat_baseline_names(w),
+        "contrasts": tuple(c.name for c in w.contrasts),
+        "reference": w.reference,
+    }
+
+
+__all__ = ["BUILTIN", "ENTRY_POINT_GROUP", "World", "baseline_names", "describe", "flat_baseline_names", "get", "names",
+           "register_world"]

@@ -1,8 +1,8 @@
 """LUCA, the first world: gene-regulatory "organisms" with sigmoid dynamics
 iterated to a fixed point, probed by BLOCK / BOOST / DAMPEN and signal
 activations under a budget, with held-out two-gene predictions and, in disease
-mode, a one-way diagnosis before rescues (``shared/reference/luca-paper.txt``;
-the contract is SPEC.md).
+mode, a one-way diagnosis before rescues (the paper: *LUCA: A Synthetic World for
+Experimental Reasoning*, https://github.com/RelationRx/luca).
 
 Its parts: :mod:`~luca_gym.worlds.luca.config` (:class:`LucaConfig`),
 :mod:`~luca_gym.worlds.luca.spec` (constants, codes, validators),
@@ -45,7 +45,7 @@ WORLD = World(
     viewer="luca_gym.worlds.luca.viewer:VIEWER",
     cli="luca_gym.worlds.luca.cli:CLI",
     sweep_order=("n_genes", "tier", "mode", "backwards", "vocabulary", "stance"),
-    reference="LUCA (shared/reference/luca-paper.txt, luca-tables.txt)",
+    reference="LUCA: A Synthetic World for Experimental Reasoning (Relation Therapeutics; https://github.com/RelationRx/luca)",
     session_keys=("tier", "mode", "n_genes", "seed", "backwards", "vocabulary", "stance"),
     # Added after the first results were written: older lines are of the default condition.
     key_defaults=(("vocabulary", "invented"), ("stance", "suppress")),

@@ -4,7 +4,7 @@ written by the ``logit-additive`` analyst (:mod:`luca_gym.worlds.luca.analysts`)
 It reads exactly what a flat learner reads (the observation vector and the
 legal-action mask) and chooses among the same K actions, so it is the
 scripted reference a learner on the flat space has to beat at a tight budget
-(``benchmarks/tight_budget.py``, column (b); issue 26).
+(``benchmarks/tight_budget.py``, column (b)).
 
 At each call it takes the first of these that the mask allows:
 
