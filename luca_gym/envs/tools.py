@@ -26,10 +26,21 @@ result), and ``info["tools"]`` at reset the tools as OpenAI function
 schemas (:meth:`ToolsEnv.chat_messages`, :meth:`ToolsEnv.chat_tools` give
 them at any time). Their text is exactly the string observation's, in other
 wrapping: nothing more is shown.
+
+The episode's transcript, in the format of a results line's ``messages``
+(:func:`luca_gym.tools.loop.run_agent`; ``luca-gym show --transcript`` and
+:func:`luca_gym.transcripts.transcript_text` read it), is
+``env.unwrapped.transcript`` at any time and ``info["transcript"]`` at the
+step that ends the session: the system prompt and opening, then per step
+the agent's action text verbatim as an assistant message (``tool_calls``:
+the call the env read from it, none for text that is not a call) and the
+tool result it was shown (``tool``, or ``user`` for the refusal of text
+that is not a call). Only what the agent was shown and what it sent.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import string
 
@@ -37,9 +48,9 @@ import gymnasium as gym
 from gymnasium import spaces
 
 from luca_gym import worlds
-from luca_gym._deprecated import moved_name
 from luca_gym.boundary import reset_options
 from luca_gym.protocol import load
+from luca_gym.tools.loop import ToolCall, assistant_message, opening_messages, tool_message
 from luca_gym.tools.session import MAX_PAYLOAD, ToolSessionBase, python_with_limits, tool_options
 from luca_gym.validate import DRAWN_SEED_LIMIT, check_render_mode, check_seed
 
@@ -95,7 +106,8 @@ class ToolsEnv(gym.Env):
     ``instance_id``. ``info`` holds the last call's
     ``result`` (a dict), the conversation as chat ``messages`` and, once the
     session has ended, ``scores`` and ``end_reason`` (as the agent is shown
-    them); reset's ``info`` also holds ``messages`` and ``tools``.
+    them) and the episode's ``transcript`` (:attr:`transcript`); reset's
+    ``info`` also holds ``messages`` and ``tools``.
     """
 
     metadata = {"render_modes": ["ansi"]}
@@ -121,6 +133,7 @@ class ToolsEnv(gym.Env):
         self.session: ToolSessionBase | None = None
         self._parts: list[str] = []
         self._messages: list[dict] = []
+        self._transcript: list[dict] = []
 
     def _new_session(self, seed: int) -> ToolSessionBase:
         return self._open_tools(seed, sealed=self.sealed, **self._tool_options, **self.settings)
@@ -146,6 +159,7 @@ class ToolsEnv(gym.Env):
             "[user]\n" + self.session.opening,
         ]
         self._messages = [{"role": "system", "content": system_prompt}, {"role": "user", "content": self.session.opening}]
+        self._transcript = opening_messages(self.session)
         info = {self.seed_option: instance_seed, "instance_id": self.session.instance_id}
         return self._observation(), {**info, "messages": self.chat_messages(), "tools": self.chat_tools()}
 
@@ -163,12 +177,15 @@ class ToolsEnv(gym.Env):
             shown = {"name": name if isinstance(name, str) else repr(name), "arguments": arguments}
         self._parts.append("[assistant tool call]\n" + _ascii_json(shown, limit=4096))
         self._parts.append("[tool result]\n" + _ascii_json(result))
-        self._messages.extend(_chat_turn(shown, result, call_id=f"call_{len(self.session.transcript)}"))
+        call_id = f"call_{len(self.session.transcript)}"
+        self._messages.extend(_chat_turn(shown, result, call_id=call_id))
+        self._transcript.extend(_transcript_turn(action, shown, result, call_id))
         reward = float(self.session.total_reward - before)
         ended = bool(result.get("ended"))
         info = {"result": result, "messages": self.chat_messages()}
         if ended:
             info["scores"], info["end_reason"] = result["scores"], result["end_reason"]
+            info["transcript"] = self.transcript
         terminated = ended and result.get("end_reason") == "end"
         truncated = ended and not terminated
         return self._observation(), reward, terminated, truncated, info
@@ -189,6 +206,20 @@ class ToolsEnv(gym.Env):
         message, since a ``tool`` message must answer a tool call. Empty
         before reset."""
         return [_copied(m) for m in self._messages]
+
+    @property
+    def transcript(self) -> list[dict]:
+        """The episode so far in the format of a results line's ``messages``
+        (a copy): ``{"role": "system"}`` and ``{"role": "user"}`` (the
+        prompt and opening), then per step ``{"role": "assistant",
+        "content": the action text as sent, "tool_calls": [{"id", "name",
+        "arguments"}]}`` (the call the env read from the text; empty for
+        text that is not a call) and ``{"role": "tool", "tool_call_id",
+        "name", "content", "is_error"}`` (the result as JSON text, as the
+        observation shows it), or ``{"role": "user", "content"}`` for the
+        refusal of text that is not a call. Empty before reset; built by the
+        same helpers as :func:`luca_gym.tools.loop.run_agent`'s."""
+        return copy.deepcopy(self._transcript)
 
     def chat_tools(self) -> list[dict]:
         """The session's tools as OpenAI function schemas (``{"type":
@@ -228,6 +259,21 @@ def _chat_turn(shown: dict, result: dict, call_id: str) -> list[dict]:
             {"role": "tool", "tool_call_id": call_id, "name": shown["name"], "content": content}]
 
 
+def _transcript_turn(action, shown: dict, result: dict, call_id: str) -> list[dict]:
+    """One step as transcript messages: the action as the agent sent it (text
+    beyond the action space's bound, or an action that is not text, as the
+    observation quotes it) and the result it was shown."""
+    if isinstance(action, str) and len(action) <= MAX_PAYLOAD + 1024:
+        text = action
+    else:
+        text = _ascii_json(action if isinstance(action, str) else repr(action), limit=4096)
+    content = _ascii_json(result)
+    if shown["name"] is None:  # not a tool call: the refusal answers no call
+        return [assistant_message(text), {"role": "user", "content": content}]
+    call = ToolCall(shown["name"], shown["arguments"], call_id)
+    return [assistant_message(text, [call]), tool_message(call_id, shown["name"], result, content=content)]
+
+
 def _ascii_json(value, limit: int | None = None) -> str:
     try:
         text = json.dumps(value, ensure_ascii=True)
@@ -236,8 +282,3 @@ def _ascii_json(value, limit: int | None = None) -> str:
     if limit is not None and len(text) > limit:
         text = text[:limit] + "...<truncated>"
     return text
-
-
-def __getattr__(name: str):
-    # LucaToolsEnv moved into LUCA's envs (luca_gym.worlds.luca.envs.tools); importable from here for one release.
-    return moved_name(__name__, name)

@@ -113,15 +113,19 @@ def session_spec(session, agent: str) -> SessionSpec:
     return SessionSpec(agent, session.seed, world.name, tuple((k, settings[k]) for k in world.session_keys if k != "seed"))
 
 
-def record_tool_session(session, out_dir: str, *, agent: str = "mcp-client", wall_s: float = 0.0, wait_s: float = 5.0) -> str:
+def record_tool_session(session, out_dir: str, *, agent: str = "mcp-client", wall_s: float = 0.0, wait_s: float = 5.0,
+                        messages: list | None = None) -> str:
     """Append an ended tool session (driven from outside the harness, e.g.
     over MCP) to ``out_dir/sessions.jsonl`` in the harness format, under the
     folder's lock (waiting up to ``wait_s`` seconds for it); ``luca-gym
-    report`` reads it. Returns the file's path. Refuses an open session, and
+    report`` reads it. ``messages``: the session's transcript where its
+    driver kept one (``luca-gym play``'s shell), kept inline as the line's
+    ``messages``. Returns the file's path. Refuses an open session, and
     whatever :func:`check_recordable` refuses."""
     if not session.ended:
         raise ValueError("session: still open; a session is recorded once it has ended")
-    record = _tool_record(session_spec(session, agent), session, session.record(), wall_s)
+    result = session.record() if messages is None else {**session.record(), TRANSCRIPT: messages}
+    record = _tool_record(session_spec(session, agent), session, result, wall_s)
     path = os.path.join(out_dir, SESSIONS_FILE)
     with folder_lock(out_dir, wait_s=wait_s):
         check_recordable(session, out_dir, agent=agent)

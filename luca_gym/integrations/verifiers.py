@@ -17,8 +17,12 @@ Which release: verifiers 0.4 pins ``mcp==2.0.0`` and 0.3 and 0.2.1 pin
 ``mcp<2``, while our ``llm`` extra needs ``mcp>=2.3``; verifiers 0.2.0 asks
 ``mcp>=1.14.1`` and installs beside it, so that is the release this adapter
 is written and tested against (``pip install "luca-gym[verifiers]"``).
-verifiers is imported when :func:`load_environment` is called, never at
-import time. verifiers finds it by module name::
+verifiers 0.4 also dropped the API this adapter stands on (``MultiTurnEnv``,
+``Rubric``, ``verifiers.types``: 0.4 keeps only ``verifiers.v1``'s
+taskset, harness and MCP-toolset design), so with it installed
+:func:`load_environment` says so in one line (ImportError) rather than
+failing inside verifiers. verifiers is imported when :func:`load_environment`
+is called, never at import time. verifiers finds it by module name::
 
     import verifiers as vf
     env = vf.load_environment("luca_gym.integrations.verifiers", world="dag", num_examples=8)
@@ -29,10 +33,12 @@ import time. verifiers finds it by module name::
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 
 from luca_gym import worlds
 from luca_gym.protocol import load
+from luca_gym.tools.loop import opening_messages
 from luca_gym.validate import DRAWN_SEED_LIMIT, check_seed
 
 INSTALL_HINT = 'verifiers is not installed; pip install "luca-gym[verifiers]"'
@@ -44,7 +50,29 @@ def _import_verifiers():
         import verifiers
     except ImportError:
         raise ImportError(INSTALL_HINT) from None
+    if not hasattr(verifiers, "MultiTurnEnv"):  # 0.4 keeps only verifiers.v1 (tasksets, harnesses, MCP toolsets)
+        raise ImportError(f"verifiers {getattr(verifiers, '__version__', '?')} is installed; this adapter needs "
+                          f"verifiers' MultiTurnEnv API (0.2.0, which 0.4 removed): pip install \"luca-gym[verifiers]\"")
     return verifiers
+
+
+# Tool-session parameters that are not settings a user gives: the seed comes
+# from the dataset row, sealed is load_environment's own, env is the harness's.
+_NOT_SETTINGS = frozenset({"seed", "sealed", "env"})
+
+
+def _check_settings(spec, config: dict) -> None:
+    """ValueError, one line, naming each of ``config`` (names) that is
+    neither a field of world ``spec``'s config nor an option its tool
+    session takes, with those allowed; nothing is built."""
+    fields = set(spec.config_fields())
+    params = inspect.signature(load(spec.tools)).parameters.values()
+    options = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)} - _NOT_SETTINGS
+    unknown = sorted(set(config) - fields - options)
+    if unknown:
+        allowed = ", ".join(sorted(fields | options)) or "none"
+        raise ValueError(f"setting{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} unknown for world "
+                         f"{spec.name!r}; allowed {allowed}")
 
 
 def load_environment(world: str = "luca", seeds=None, num_examples: int = 16, sealed=None,
@@ -76,12 +104,10 @@ def load_environment(world: str = "luca", seeds=None, num_examples: int = 16, se
     sealed). ImportError with the install hint when verifiers is missing;
     ValueError naming a bad argument.
     """
-    vf = _import_verifiers()
-    from datasets import Dataset  # a dependency of verifiers
-
     spec = worlds.get(world)
     if spec.tools is None:
         raise ValueError(f"world: {spec.name!r} has no tools; allowed a world with tools")
+    _check_settings(spec, config)  # an unknown one at once, not as a TypeError when the first row is built
     fields = spec.config_fields()
     spec.make_config(**{k: v for k, v in config.items() if k in fields})  # checks them now
     if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
@@ -93,6 +119,9 @@ def load_environment(world: str = "luca", seeds=None, num_examples: int = 16, se
     seeds = [check_seed(s, f"seeds[{i}]") for i, s in enumerate(seeds)]
     if not seeds:
         raise ValueError("seeds: empty; give at least one instance seed")
+    vf = _import_verifiers()
+    from datasets import Dataset  # a dependency of verifiers
+
     open_tools = load(spec.tools)
 
     def open_session(seed: int):
@@ -104,7 +133,7 @@ def load_environment(world: str = "luca", seeds=None, num_examples: int = 16, se
         for i, seed in enumerate(seeds):
             session = open_session(seed)
             info = json.dumps({"seed": seed, "tool_defs": _tool_defs(session)})  # text: Arrow keeps the schemas as they are
-            rows.append({"prompt": _opening_messages(session), "info": info, "example_id": i})
+            rows.append({"prompt": opening_messages(session), "info": info, "example_id": i})
         return Dataset.from_list(rows)
 
     env_class = _environment_class(vf)
@@ -115,11 +144,6 @@ def load_environment(world: str = "luca", seeds=None, num_examples: int = 16, se
 def _tool_defs(session) -> list[dict]:
     """The session's tools as verifiers' tool definitions (name, description, parameters)."""
     return [{"name": s["name"], "description": s["description"], "parameters": s["input_schema"]} for s in session.tool_specs()]
-
-
-def _opening_messages(session) -> list[dict]:
-    """What the harness shows first: the world's system prompt, then its opening."""
-    return [{"role": "system", "content": session.system_prompt()}, {"role": "user", "content": session.opening}]
 
 
 def _rubric(vf):
@@ -156,7 +180,7 @@ def _environment_class(vf):
             session = self.open_session(seed)
             state["session"] = session
             # the session is the source of truth for what the model is shown (a dataset row says the same)
-            state["prompt"] = normalize_messages(_opening_messages(session), field_name="prompt")
+            state["prompt"] = normalize_messages(opening_messages(session), field_name="prompt")
             state["tool_defs"] = self._normalize_tool_defs(_tool_defs(session))
             return state
 

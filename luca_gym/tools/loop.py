@@ -60,6 +60,41 @@ def tool_results(messages) -> list[dict]:
     return out
 
 
+# The transcript's messages, built in one place for every path that keeps one
+# (run_agent, the text env, play): see run_agent for the format.
+def opening_messages(session) -> list[dict]:
+    """A transcript's first messages: the session's system prompt
+    (``{"role": "system"}``) and its opening (``{"role": "user"}``)."""
+    return [{"role": "system", "content": session.system_prompt()}, {"role": "user", "content": session.opening}]
+
+
+def assistant_message(content, tool_calls=(), *, latency_s: float | None = None, reasoning: str | None = None,
+                      usage=None) -> dict:
+    """One assistant turn of a transcript: its text (``content``, None for
+    none), its ``tool_calls`` (:class:`ToolCall` objects) as ``{"id", "name",
+    "arguments"}``, and, where known, ``latency_s``, the provider's
+    ``reasoning`` text and the turn's ``usage`` (``input_tokens``,
+    ``output_tokens``)."""
+    said = {"role": "assistant", "content": content,
+            "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in tool_calls]}
+    if latency_s is not None:
+        said["latency_s"] = latency_s
+    if reasoning:
+        said["reasoning"] = reasoning
+    if isinstance(usage, dict):
+        said["usage"] = {k: usage.get(k) for k in ("input_tokens", "output_tokens")}
+    return said
+
+
+def tool_message(call_id, name, result, content: str | None = None) -> dict:
+    """One tool result of a transcript: the call's id and tool name, the
+    result as the agent read it (``content``; by default ``result`` as JSON)
+    and ``is_error`` (the session refused the call)."""
+    return {"role": "tool", "tool_call_id": call_id, "name": name,
+            "content": json.dumps(result) if content is None else content,
+            "is_error": isinstance(result, dict) and "error" in result}
+
+
 RETRIES = 5  # times a failed provider call is made again (rate limit, overload, timeout, connection)
 BACKOFF_S = 1.0  # seconds before the first retry, doubled at each one (with jitter)
 MAX_BACKOFF_S = 60.0
@@ -109,32 +144,21 @@ def run_agent(
     call, failed ones included), ``retries``, and ``failed_calls``, one
     ``{"turn", "attempt", "error"}`` per failed call (turn and attempt count from 0)."""
     retries, backoff = check_retry(retries, backoff)
-    messages: list[dict] = [
-        {"role": "system", "content": session.system_prompt()},
-        {"role": "user", "content": session.opening},
-    ]
+    messages: list[dict] = opening_messages(session)
     specs = session.tool_specs()
     usage = {"input_tokens": None, "output_tokens": None, "provider_calls": 0, "retries": 0, "failed_calls": []}
     reason = "turn_limit"
     for index in range(max_turns):
         asked = time.perf_counter()
         turn = _ask(agent, messages, specs, index, usage, retries, backoff, sleep)
-        said = {"role": "assistant", "content": turn.content,
-                "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in turn.tool_calls],
-                "latency_s": round(time.perf_counter() - asked, 4)}
-        if turn.reasoning:
-            said["reasoning"] = turn.reasoning
-        if isinstance(turn.usage, dict):
-            said["usage"] = {k: turn.usage.get(k) for k in ("input_tokens", "output_tokens")}
-        messages.append(said)
+        messages.append(assistant_message(turn.content, turn.tool_calls, latency_s=round(time.perf_counter() - asked, 4),
+                                          reasoning=turn.reasoning, usage=turn.usage))
         if not turn.tool_calls:
             reason = "no_tool_call"
             break
         for c in turn.tool_calls:
             result = session.call(c.name, c.arguments)
-            messages.append(
-                {"role": "tool", "tool_call_id": c.id, "name": c.name, "content": json.dumps(result), "is_error": "error" in result}
-            )
+            messages.append(tool_message(c.id, c.name, result))
             if session.ended:
                 break
         if session.ended:
@@ -144,8 +168,7 @@ def run_agent(
         end = session.record()["calls"][-1]
         messages.append({"role": "assistant", "content": None, "harness": reason,
                          "tool_calls": [{"id": "harness_end", "name": end["call"], "arguments": end.get("arguments", {})}]})
-        messages.append({"role": "tool", "tool_call_id": "harness_end", "name": end["call"],
-                         "content": json.dumps(end.get("result")), "is_error": "error" in (end.get("result") or {})})
+        messages.append(tool_message("harness_end", end["call"], end.get("result")))
     record = session.record()
     record["messages"] = messages
     record["usage"] = usage

@@ -129,20 +129,45 @@ def _usage(reported, input_key: str, output_key: str) -> dict | None:
 
 
 def _answer(where: str, response, parse, usage_keys: tuple[str, str], turn: int) -> AgentTurn:
-    """``parse(response, turn)`` -> (content, tool calls) as an AgentTurn with the
-    response's token usage; an unreadable answer raises a retryable
-    :class:`ProviderError` that keeps the tokens it reported. ``turn``: the
-    session's turn (from 0), naming the calls the response gave no id."""
+    """``parse(response, turn)`` -> (content, tool calls, reasoning) as an
+    AgentTurn with the response's token usage; an unreadable answer raises a
+    retryable :class:`ProviderError` that keeps the tokens it reported.
+    ``turn``: the session's turn (from 0), naming the calls the response gave no id."""
     try:
         usage = _usage(_field(response, "usage"), *usage_keys)
     except Exception:  # noqa: BLE001 -- usage in an odd shape is not counted, the answer still is
         usage = None
     try:
-        content, tool_calls = parse(response, turn)
+        content, tool_calls, reasoning = parse(response, turn)
     except Exception as exc:  # noqa: BLE001 -- a provider's answer must never crash the harness
         what = str(exc) if isinstance(exc, _Unusable) else f"{type(exc).__name__}: {str(exc)[:120]}"
         raise ProviderError(f"{where}: malformed response: {what}", retryable=True, usage=usage) from None
-    return AgentTurn(content=content, tool_calls=tool_calls, usage=usage)
+    return AgentTurn(content=content, tool_calls=tool_calls, usage=usage, reasoning=reasoning)
+
+
+# Where OpenAI-compatible servers put a reasoning model's thinking: vLLM and
+# DeepSeek ``message.reasoning_content``, OpenRouter and newer vLLM
+# ``message.reasoning`` (the openai SDK keeps such extra fields on the message).
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+
+
+def _reasoning_text(value) -> str | None:
+    """Reasoning the transcript keeps: non-empty text; anything else (absent,
+    empty, a structure such as OpenRouter's ``reasoning_details``) is left
+    out, never failing the turn."""
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def _openai_reasoning(message) -> str | None:
+    """The message's reasoning text (:data:`REASONING_FIELDS`, the first that holds text), or None."""
+    for name in REASONING_FIELDS:
+        try:
+            text = _reasoning_text(_field(message, name))
+        except Exception:  # noqa: BLE001 -- an odd attribute is no reasoning, the answer still counts
+            text = None
+        if text is not None:
+            return text
+    return None
 
 
 def _turn(messages: list[dict]) -> int:
@@ -167,14 +192,14 @@ def _openai_parse(response, turn: int) -> tuple:
         function = _field(c, "function")
         call_id = _call_id(_field(c, "id"), f"call_t{turn}_{i}")
         tool_calls.append(ToolCall(_field(function, "name"), _field(function, "arguments"), call_id))
-    return content, tool_calls
+    return content, tool_calls, _openai_reasoning(message)
 
 
 def _anthropic_parse(response, turn: int) -> tuple:
     blocks = _field(response, "content")
     if not isinstance(blocks, (list, tuple)):
         raise _Unusable(f"content is {_kind(blocks)}, not a list of blocks")
-    texts, tool_calls = [], []
+    texts, tool_calls, thoughts = [], [], []
     for b in blocks:
         kind = _field(b, "type")
         if kind == "text":
@@ -182,7 +207,11 @@ def _anthropic_parse(response, turn: int) -> tuple:
         elif kind == "tool_use":
             call_id = _call_id(_field(b, "id"), f"call_t{turn}_{len(tool_calls)}")
             tool_calls.append(ToolCall(_field(b, "name"), _field(b, "input"), call_id))
-    return "".join(texts) or None, tool_calls
+        elif kind == "thinking":  # extended thinking; redacted_thinking holds no text, only an encrypted blob
+            thought = _reasoning_text(_field(b, "thinking"))
+            if thought is not None:
+                thoughts.append(thought)
+    return "".join(texts) or None, tool_calls, "\n\n".join(thoughts) or None
 
 
 class _ModelAgent:
@@ -212,7 +241,11 @@ class OpenAIChatAgent(_ModelAgent):
     and is never stored on this object or written to a transcript. ``client``:
     an OpenAI client to use instead, e.g. a
     :class:`~luca_gym.tools.mock_provider.MockClient`; ``cassette``: record
-    the responses, or replay them (:mod:`luca_gym.tools.recording`)."""
+    the responses, or replay them (:mod:`luca_gym.tools.recording`). A
+    reasoning model's thinking, where the server returns it
+    (``reasoning_content`` or ``reasoning`` on the message), is the turn's
+    ``reasoning`` (the transcript keeps it); it is not sent back in later
+    turns (DeepSeek refuses a request that carries it)."""
 
     def __init__(self, model: str, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY", client=None,
                  cassette=None, **kwargs):
@@ -242,7 +275,10 @@ class OpenAIChatAgent(_ModelAgent):
 
 class AnthropicAgent(_ModelAgent):
     """An Anthropic messages-API model; the key comes from ``api_key_env``;
-    ``client`` and ``cassette`` as :class:`OpenAIChatAgent`'s."""
+    ``client`` and ``cassette`` as :class:`OpenAIChatAgent`'s. The text of
+    the response's ``thinking`` blocks (extended thinking, e.g.
+    ``thinking={"type": "enabled", "budget_tokens": N}`` in ``kwargs``) is
+    the turn's ``reasoning`` (the transcript keeps it)."""
 
     def __init__(self, model: str, api_key_env: str = "ANTHROPIC_API_KEY", client=None, max_tokens: int = 4096,
                  cassette=None, **kwargs):

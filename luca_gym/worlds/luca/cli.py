@@ -143,7 +143,8 @@ def cmd_play(args, stdin=None, stdout=None) -> int:
 
     With ``--out``, the session, once ended (``end``, or the budget spent),
     is appended to ``OUT/sessions.jsonl`` under ``--agent``, in the
-    harness's format (``luca-gym show`` and ``report`` read it), by the
+    harness's format (``luca-gym show`` and ``report`` read it), its
+    transcript (``PlayShell.messages``) inline as ``messages``, by the
     generic command's ``args.recording`` (a world does not import the
     harness); whether it can be recorded there is checked before the first
     call. A session left open (``quit``, end of input) is not recorded."""
@@ -158,9 +159,10 @@ def cmd_play(args, stdin=None, stdout=None) -> int:
     if out:
         args.recording.check(session, out, args.agent)
     started = time.perf_counter()
-    code = PlayShell(session, stdin=stdin, stdout=stdout, json_output=args.json).run()
-    if out and session.ended:
-        path = args.recording.record(session, out, args.agent, wall_s=time.perf_counter() - started)
+    shell = PlayShell(session, stdin=stdin, stdout=stdout, json_output=args.json)
+    code = shell.run()
+    if out and session.ended:  # with the shell's transcript (PlayShell.messages)
+        path = args.recording.record(session, out, args.agent, wall_s=time.perf_counter() - started, messages=shell.messages)
         print(f"luca-gym play: session {session.instance_id} ({session.end_reason}) recorded in {path}", file=sys.stderr)
     elif out:
         print(f"luca-gym play: the session did not end (end ends it), so it is not recorded in {out}", file=sys.stderr)

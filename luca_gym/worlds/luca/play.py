@@ -16,6 +16,16 @@ names. Replies print as aligned lines; with ``json_output`` each reply is one
 JSON object a line instead (the call's result as an agent gets it; a line
 that makes no call gives ``{"error": ..., "budget_remaining": ...}``), with no
 banner and no prompt, for scripts.
+
+The shell keeps the session's transcript as :attr:`PlayShell.messages`, in
+the format of a results line's ``messages`` (:func:`luca_gym.tools.loop.run_agent`,
+built by the same helpers): the banner shown (``user``), then per typed line
+the line as an assistant message (``tool_calls``: the call it made, none for
+a line that makes no call) and what answered it: the call's result as an
+agent gets it (``tool``, JSON text), or, for a line that makes no call
+(``help``, a typo), the reply printed (``user``). ``quit``, ``exit``, end of
+input and empty lines are not in it. Only what the player was shown and
+typed; ``luca-gym play --out`` records it with the session.
 """
 
 from __future__ import annotations
@@ -27,6 +37,7 @@ import sys
 
 import numpy as np
 
+from luca_gym.tools.loop import ToolCall, assistant_message, tool_message
 from luca_gym.worlds.luca import calls
 from luca_gym.worlds.luca.spec import GENE_TYPES, MALFUNCTION_TYPES, SIGNAL_TYPE
 from luca_gym.worlds.luca.types import OrganismMeta
@@ -202,7 +213,8 @@ class PlayShell(cmd.Cmd):
             banner and no prompt.
 
     :meth:`run` plays until ``end`` (or the session closing), ``quit``,
-    ``exit`` or end of input, and returns the exit code 0.
+    ``exit`` or end of input, and returns the exit code 0. :attr:`messages`:
+    the transcript so far (the module's docstring says what it holds).
     """
 
     prompt = "luca> "
@@ -216,10 +228,14 @@ class PlayShell(cmd.Cmd):
         self.use_rawinput = stdin is None and sys.stdin.isatty()
         if json_output:
             self.prompt = ""
+        self.messages: list[dict] = []  # the transcript: what the player was shown and typed
+        self._line: str | None = None  # the typed line being answered, not yet in the transcript
 
     # -- loop ----------------------------------------------------------------------
     def run(self) -> int:
         intro = None if self.json_output else self.banner()
+        if intro:
+            self.messages.append({"role": "user", "content": intro})
         while True:
             try:
                 self.cmdloop(intro)
@@ -248,6 +264,20 @@ class PlayShell(cmd.Cmd):
             if "libedit" in (readline.__doc__ or ""):  # macOS: cmd binds GNU readline's syntax only
                 readline.parse_and_bind("bind ^I rl_complete")
 
+    def onecmd(self, line):
+        """Answer one typed line (its call, help or error), keeping it in the transcript."""
+        self._line = line.rstrip("\r\n")
+        try:
+            return super().onecmd(line)
+        finally:
+            self._line = None
+
+    def _said(self, reply: str) -> None:
+        """The typed line that made no call, and the reply printed, into the transcript."""
+        if self._line is not None:
+            self.messages += [assistant_message(self._line), {"role": "user", "content": reply}]
+            self._line = None
+
     def parseline(self, line):
         verb, arg, line = super().parseline(line)
         if verb and verb != "EOF":
@@ -273,9 +303,11 @@ class PlayShell(cmd.Cmd):
 
     def _error(self, message: str) -> None:
         if self.json_output:
-            self._say(json.dumps({"error": message, "budget_remaining": self._budget_left()}))
+            reply = json.dumps({"error": message, "budget_remaining": self._budget_left()})
         else:
-            self._say(f"error: {message}")
+            reply = f"error: {message}"
+        self._said(reply)
+        self._say(reply)
 
     def _budget_left(self) -> int:
         return int(self.session.obs["budget_left"])
@@ -288,6 +320,10 @@ class PlayShell(cmd.Cmd):
             self._error(str(exc))
             return False
         result = self.session.call(name, arguments)
+        if self._line is not None:
+            call = ToolCall(name, arguments, f"call_{len(self.session.transcript) - 1}")  # its place in the call log
+            self.messages += [assistant_message(self._line, [call]), tool_message(call.id, name, result)]
+            self._line = None
         if self.json_output:
             self._say(json.dumps(result))
         else:
@@ -353,7 +389,9 @@ class PlayShell(cmd.Cmd):
         else:
             self._error(f"help: no call {topic[:40]!r}; the calls are {', '.join(VERBS)}")
             return False
-        self._say(json.dumps({"help": text}) if self.json_output else text)
+        reply = json.dumps({"help": text}) if self.json_output else text
+        self._said(reply)
+        self._say(reply)
         return False
 
     # -- help text ------------------------------------------------------------------
