@@ -23,8 +23,7 @@ vmappable).
 
 A world's own batched rollouts live in the world (LUCA's dict-action
 :func:`~luca_gym.worlds.luca.functional.rollout`, ``fresh_rollout`` and
-``organism_batch``: :mod:`luca_gym.worlds.luca.functional`; their old names
-here are deprecated). This module depends on no world and not on Gymnasium.
+``organism_batch``: :mod:`luca_gym.worlds.luca.functional`). This module depends on no world and not on Gymnasium.
 """
 
 from __future__ import annotations
@@ -37,13 +36,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from luca_gym import worlds
-from luca_gym._deprecated import moved_name
 from luca_gym.protocol import FlatCodec
 from luca_gym.validate import DRAWN_SEED_LIMIT, check_positive_int, check_seed, short_repr
-
-def __getattr__(name: str):
-    # LUCA's batched rollouts, importable from here for one release.
-    return moved_name(__name__, name)
 
 
 def shard_batch(tree, devices=None):

@@ -1,6 +1,6 @@
 """The paper's ablations (appendix E): real gene names and the prompt's stance
 as session options, and the paired statistics and tables of
-:mod:`luca_gym.ablation` (checked on known cases and on hand-made records),
+:mod:`luca_gym.worlds.luca.ablation` (checked on known cases and on hand-made records),
 then a small sweep of both arms through ``luca-gym eval`` and ``report``.
 
 Real sessions run at N=20 on the easy and medium tiers only.

@@ -1,7 +1,7 @@
 """The layers and the registry: import-linter's contracts hold, and break when
 a generic module imports a world (or a world imports what stands above it);
-the registry registers worlds and their Gymnasium ids; the old module paths
-are the new modules under a deprecation warning."""
+the registry registers worlds and their Gymnasium ids; each thing has one
+import path (the old module paths and names are gone)."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def tree_copy(tmp_path):
     ("tools/session.py", "from luca_gym.worlds.luca import tools", "Generic modules name no world"),
     ("harness/sweep.py", "from luca_gym.worlds.luca import diffsim", "Generic modules name no world"),  # a new weld
     ("worlds/luca/tools.py", "from luca_gym.tools import mcp_server", "A world knows nothing above it"),
-    ("tools/loop.py", "from luca_gym.envs.luca_env import LucaEnv", "not through a Gymnasium env"),
+    ("tools/loop.py", "from luca_gym.envs.tools import ToolsEnv", "not through a Gymnasium env"),
     ("worlds/graphs/core.py", "from luca_gym.worlds.luca import spec", "Worlds do not import each other"),
 ])
 def test_a_forbidden_import_breaks_its_contract(tree_copy, module, line, contract):
@@ -138,42 +138,38 @@ def test_a_malformed_world_is_refused(field, value, match):
 
 OLD_PATHS = ["spec", "types", "world", "world.tiers", "world.generator", "sim", "diffsim", "scoring", "analysts",
              "fidelity", "vocabulary", "core", "core.session", "core.flat", "baselines", "baselines.batched", "calls",
-             "wrappers.mcp_server", "wrappers.mock_provider", "wrappers.schema", "wrappers.results_schema", "eval",
-             "envs.luca_env", "envs.vector", "envs.flat", "envs.spaces", "ablation", "play"]
+             "wrappers", "wrappers.llm", "wrappers.mcp_server", "wrappers.mock_provider", "wrappers.schema",
+             "wrappers.results_schema", "eval", "envs.luca_env", "envs.vector", "envs.flat", "envs.sb3", "envs.spaces",
+             "ablation", "play", "_deprecated"]
 
 
-def test_old_module_paths_are_the_new_modules_and_warn():
+def test_old_module_paths_are_gone():
+    """One import path for each thing: the moved modules live only in their new homes."""
     code = f"""
-import importlib, warnings
-warnings.simplefilter("error", DeprecationWarning)
-import luca_gym  # the package itself imports no deprecated path
-warnings.simplefilter("always", DeprecationWarning)
-from luca_gym._deprecated import MOVED, RENAMED
-old_of = {{v: k for k, v in RENAMED.items()}}
+import importlib
+import luca_gym
 for old in {OLD_PATHS!r}:
-    name = "luca_gym." + old
-    with warnings.catch_warnings(record=True) as caught:
-        module = importlib.import_module(name)
-    top = name if name in MOVED else name.rsplit(".", 1)[0]
-    new = MOVED[top] + name[len(top):]
-    new = {{"luca_gym.worlds.luca.generator.generator": "luca_gym.worlds.luca.generator.organisms"}}.get(new, new)
-    assert module is importlib.import_module(new), (name, new)
-    if name in MOVED:
-        assert any(issubclass(w.category, DeprecationWarning) and name in str(w.message) for w in caught), name
-from luca_gym import world, core
-import luca_gym.envs, luca_gym.functional
-from luca_gym.worlds.luca import envs as luca_envs, functional as luca_functional
-for module, name, new in [(luca_gym.envs, "LucaEnv", luca_envs), (luca_gym.envs, "LucaToolsEnv", luca_envs),
-                          (luca_gym.functional, "rollout", luca_functional)]:
-    with warnings.catch_warnings(record=True) as caught:
-        assert getattr(module, name) is getattr(new, name)
-    assert any(issubclass(w.category, DeprecationWarning) and name in str(w.message) for w in caught), name
-assert world.make_organism is importlib.import_module("luca_gym.worlds.luca.generator").make_organism
-assert core.step is importlib.import_module("luca_gym.worlds.luca.core").step
+    try:
+        importlib.import_module("luca_gym." + old)
+    except ModuleNotFoundError:
+        continue
+    raise SystemExit("luca_gym." + old + " still imports")
 print("ok")
 """
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-2000:]
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stdout + result.stderr[-2000:]
+
+
+@pytest.mark.parametrize("module, name", [
+    ("luca_gym.envs", "LucaEnv"), ("luca_gym.envs", "LucaToolsEnv"), ("luca_gym.envs.tools", "LucaToolsEnv"),
+    ("luca_gym.functional", "rollout"), ("luca_gym.harness", "luca_spec"), ("luca_gym.harness", "KEY_FIELDS"),
+    ("luca_gym.harness.spec", "luca_spec"), ("luca_gym.harness.tables", "composite_table"),
+    ("luca_gym.report", "figure_composite"), ("luca_gym.cli", "cmd_play"),
+])
+def test_moved_names_live_only_in_their_new_homes(module, name):
+    import importlib
+
+    assert not hasattr(importlib.import_module(module), name)
 
 
 def test_the_package_imports_no_deprecated_path():
@@ -183,23 +179,6 @@ def test_the_package_imports_no_deprecated_path():
             "luca_gym.agents.ppo, luca_gym.worlds.luca.baselines.batched")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
-
-
-def test_the_old_llm_module_reexports_the_split_tool_layer():
-    code = """
-import warnings
-warnings.simplefilter("always", DeprecationWarning)
-with warnings.catch_warnings(record=True) as caught:
-    from luca_gym.wrappers.llm import ToolSession, run_agent, OpenAIChatAgent, MAX_PAYLOAD, system_prompt
-from luca_gym.worlds.luca import tools
-from luca_gym.tools import loop, providers, session
-assert ToolSession is tools.ToolSession and run_agent is loop.run_agent and OpenAIChatAgent is providers.OpenAIChatAgent
-assert MAX_PAYLOAD == session.MAX_PAYLOAD and system_prompt is tools.system_prompt
-assert any(issubclass(w.category, DeprecationWarning) and "luca_gym.wrappers.llm" in str(w.message) for w in caught)
-print("ok")
-"""
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-2000:]
 
 
 def test_the_list_of_welds_only_shrinks(tree_copy):

@@ -1,4 +1,4 @@
-"""``luca-gym play`` (:mod:`luca_gym.play`): a REPL over the agents' dispatcher.
+"""``luca-gym play`` (:mod:`luca_gym.worlds.luca.play`): a REPL over the agents' dispatcher.
 
 Every typed call reaches :meth:`ToolSession.call` and nothing else; replies
 print as aligned lines with names (``--json``: one JSON object a reply); an

@@ -12,12 +12,11 @@ It names no world: it reaches each through the registry and the world's
 :class:`~luca_gym.protocol.World` entries (its policy runner, tool session,
 baselines, expected record fields). LUCA's key field names, ``luca_spec`` and
 paper tables are the world's (:mod:`luca_gym.worlds.luca.evaluation`,
-:mod:`luca_gym.worlds.luca.tables`); their names here are deprecated.
+:mod:`luca_gym.worlds.luca.tables`).
 
 A sweep runs agents x settings x seeds; each session is appended to
 ``<out>/sessions.jsonl`` as one JSON line the moment it ends. Run the same
 sweep again and it resumes: a session already on file is skipped.
-(Formerly ``luca_gym.eval``, kept as a deprecated alias for one release.)
 """
 from luca_gym.protocol import SessionSpec  # noqa: F401
 from luca_gym.harness.spec import (  # noqa: F401
@@ -121,12 +120,8 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    # LUCA's field names, spec builder and paper tables moved into the world
-    # (luca_gym.worlds.luca.evaluation, luca_gym.worlds.luca.tables): importable from here for one release.
     if name == "AGENTS_ALLOWED":  # the default world's (luca_gym.harness.agents computes it)
         from luca_gym.harness import agents
 
         return agents.AGENTS_ALLOWED
-    from luca_gym._deprecated import moved_name
-
-    return moved_name(__name__, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,19 +1,13 @@
 """Summary tables over results lines that serve every world: :func:`group`,
 :func:`agents_in` and :func:`world_table` (a world's headline score by agent
 and settings). A world's own tables live in the world (LUCA's paper-format
-tables: :mod:`luca_gym.worlds.luca.tables`; their old names here are
-deprecated)."""
+tables: :mod:`luca_gym.worlds.luca.tables`)."""
 
 from __future__ import annotations
 
-from luca_gym._deprecated import moved_name
 from luca_gym.summaries import agents_in, cell, group, stats
 
 __all__ = ["agents_in", "group", "world_table"]
-
-
-def __getattr__(name: str):
-    return moved_name(__name__, name)
 
 
 def world_table(records, world) -> str:

@@ -1,4 +1,0 @@
-"""Deprecated: moved to :mod:`luca_gym.worlds.luca` (kept for one release; see :mod:`luca_gym._deprecated`)."""
-from luca_gym._deprecated import alias
-
-alias(__name__)
