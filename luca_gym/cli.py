@@ -354,7 +354,7 @@ def cmd_eval(args) -> int:
     finally:
         if cassette is not None:
             cassette.close()
-    wanted = {spec.key() for spec in specs}
+    wanted = {ev.session_key(spec) for spec in specs}
     results = ev.read_results(path, seal=seal)
     for note in results.notes():
         print(f"note: {note}", file=sys.stderr)
@@ -496,6 +496,20 @@ class TrainProgress:
 
 
 def cmd_train(args) -> int:
+    """Train (:func:`_train`); a run stopped before its first update (Ctrl-C,
+    an error) leaves no run folder it created."""
+    created = not os.path.exists(args.out)
+    try:
+        return _train(args)
+    except BaseException:
+        if created and os.path.isdir(args.out):  # made by the run: JAX and the trainer are imported already
+            from luca_gym.agents.ppo import remove_unfinished_run
+
+            remove_unfinished_run(args.out)
+        raise
+
+
+def _train(args) -> int:
     if args.algo not in TRAIN_ALGOS:
         raise UsageError(f"algo: {args.algo!r} unknown; allowed {', '.join(TRAIN_ALGOS)}")
     world, hook = _world_of(args)

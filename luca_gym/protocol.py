@@ -37,7 +37,8 @@ def load(entry_point: str) -> Any:
 class SessionSpec:
     """One session of a sweep: ``agent`` on instance ``seed`` of ``world``,
     under ``settings`` (the world's other key fields as ``(name, value)``
-    pairs, in key order). A setting reads as an attribute (``spec.tier``).
+    pairs, in key order). A setting reads as an attribute (``spec.tier``);
+    its results line's key is :func:`luca_gym.harness.session_key`.
     :func:`luca_gym.harness.plan_world` plans any world's; a world may offer
     a builder of its own (LUCA's :func:`~luca_gym.worlds.luca.evaluation.luca_spec`)."""
 
@@ -56,12 +57,6 @@ class SessionSpec:
         """The settings as keyword arguments (as the world's tool session takes them)."""
         return dict(self.settings)
 
-    def key(self) -> tuple:
-        """The key of the results line this session writes: its world, then the world's key fields."""
-        from luca_gym import worlds
-
-        values = {**self.options(), "agent": self.agent, "seed": self.seed}
-        return (self.world, *(values[k] for k in worlds.get(self.world).key_fields()[1:]))
 
 
 @runtime_checkable

@@ -178,7 +178,7 @@ def test_baselines_score_the_same_under_every_vocabulary_and_stance():
 
 def test_plan_crosses_the_arms_and_keys_them_apart():
     specs = ev.plan_world("luca", ["random"], [0, 1], tier=["easy"], mode=["healthy"], n_genes=[20], backwards=[False, True], vocabulary="real", stance=["suppress", "permit"])
-    assert len(specs) == len({s.key() for s in specs}) == 2 * 2 * 2
+    assert len(specs) == len({ev.session_key(s) for s in specs}) == 2 * 2 * 2
     assert {(s.backwards, s.vocabulary, s.stance) for s in specs} == {
         (b, "real", st) for b in (False, True) for st in ("suppress", "permit")}
     assert ev.plan_world("luca", ["random"], [0], tier=["easy"], mode=["healthy"], n_genes=[20]) == [luca_spec("random", "easy", "healthy", 20, 0)]
@@ -219,7 +219,7 @@ def test_records_written_before_the_fields_read_as_invented_and_suppress(tmp_pat
         ev.append_record(f, old)
     read = ev.read_results(str(tmp_path))
     assert (read.records[0]["vocabulary"], read.records[0]["stance"]) == ("invented", "suppress")
-    assert list(read.keys()) == [luca_spec("random", "easy", "healthy", 20, 0).key()]
+    assert list(read.keys()) == [ev.session_key(luca_spec("random", "easy", "healthy", 20, 0))]
     # A sweep of both stances runs only the new arm; the old line counts as done.
     made = []
     specs = ev.plan_world("luca", ["random"], [0], tier=["easy"], mode=["healthy"], n_genes=[20], stance=["suppress", "permit"])

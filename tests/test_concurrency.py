@@ -107,7 +107,7 @@ def test_200_concurrent_sessions_none_lost_none_doubled(faulty_sweep):
     records = faulty_sweep.records
     keys = [key_of(r) for r in records]
     assert len(records) == 200 and len(set(keys)) == 200
-    assert set(keys) == {s.key() for s in specs_for(range(200))}
+    assert set(keys) == {ev.session_key(s) for s in specs_for(range(200))}
     assert len(faulty_sweep.clients) == 200  # each session ran once: one client each
     loaded = ev.read_results(str(faulty_sweep.out))
     assert len(loaded.records) == 200 and loaded.duplicates == []  # every digest intact
@@ -165,7 +165,7 @@ def test_concurrency_1_and_k_give_the_same_records(clean):
     assert {r["agent"] for r in clean[8][:20]} == {"random"}  # baselines run first, one at a time
     for key in one:  # wall time, digest and each turn's latency aside
         assert comparable(one[key]) == comparable(many[key]), key
-    assert [key_of(r) for r in clean[1]] == [s.key() for s in specs_for(range(20), agents=("random", "openai:mock"))]
+    assert [key_of(r) for r in clean[1]] == [ev.session_key(s) for s in specs_for(range(20), agents=("random", "openai:mock"))]
     mock = [r for r in clean[1] if r["agent"] == "openai:mock"]
     assert all(r["usage"]["failed_calls"] == [] and r["usage"]["retries"] == 0 for r in mock)
     assert all("usage" not in r for r in clean[1] if r["agent"] == "random")
@@ -333,7 +333,7 @@ def test_a_non_retryable_error_stops_the_sweep_after_the_sessions_in_flight(tmp_
     with pytest.raises(ProviderError, match="AuthenticationError") as info:
         ev.sweep(specs, str(tmp_path), policy_factory=factory, concurrency=4, backoff=0)
     assert not info.value.retryable
-    assert {key_of(r) for r in lines_of(tmp_path)} == {s.key() for s in specs if s.agent == "openai:good"}
+    assert {key_of(r) for r in lines_of(tmp_path)} == {ev.session_key(s) for s in specs if s.agent == "openai:good"}
     denied = [c for name, c in factory.clients if name == "openai:denied"]
     assert sum(bool(c.requests) for c in denied) < 6 and all(len(c.requests) <= 1 for c in denied)
 
@@ -368,7 +368,7 @@ def test_an_interrupted_concurrent_sweep_resumes_with_every_session_once(tmp_pat
     ev.sweep(specs, str(tmp_path), policy_factory=MockFactory(**FAULTY), concurrency=8, backoff=0)
     assert (tmp_path / ev.SESSIONS_FILE).read_bytes().startswith(before)  # nothing written before is touched
     records = lines_of(tmp_path)
-    assert len(records) == 60 and {key_of(r) for r in records} == {s.key() for s in specs}
+    assert len(records) == 60 and {key_of(r) for r in records} == {ev.session_key(s) for s in specs}
 
 
 SWEEP_SCRIPT = """
@@ -413,7 +413,7 @@ def test_ctrl_c_stops_a_concurrent_sweep_at_once_and_a_rerun_completes_it(tmp_pa
     specs = specs_for(range(80))
     ev.sweep(specs, str(out), policy_factory=MockFactory(), concurrency=16, backoff=0)
     records = lines_of(out)
-    assert len(records) == 80 and {key_of(r) for r in records} == {s.key() for s in specs}
+    assert len(records) == 80 and {key_of(r) for r in records} == {ev.session_key(s) for s in specs}
 
 
 # -- provider answers in the wrong shape ---------------------------------------------------

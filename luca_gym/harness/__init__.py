@@ -24,9 +24,9 @@ from luca_gym.harness.spec import (  # noqa: F401
     complete_settings,
     plan_world,
     record_key,
+    session_key,
     run_options,
     ResultsError,
-    plan,
     expected_fields,
 )
 from luca_gym.harness.agents import (  # noqa: F401
@@ -102,10 +102,10 @@ __all__ = [
     "load_sessions",
     "make_runner",
     "open_tool_session",
-    "plan",
     "plan_world",
     "read_results",
     "record_key",
+    "session_key",
     "record_tool_session",
     "run_config",
     "run_options",

@@ -13,7 +13,7 @@ from luca_gym import seal as seal_mod
 from luca_gym import worlds
 from luca_gym.protocol import SessionSpec, load
 from luca_gym.harness.agents import check_price, session_cost
-from luca_gym.harness.spec import ResultsError, expected_fields
+from luca_gym.harness.spec import ResultsError, expected_fields, session_key
 from luca_gym.harness.results import SESSIONS_FILE, append_record, describe_key, trim_unfinished, folder_lock, read_results, run_config
 from luca_gym.tools.session import tool_options
 
@@ -158,10 +158,10 @@ def check_recordable_spec(out_dir: str, spec: SessionSpec, seal, fields: dict, *
     if not os.path.exists(path) or not os.path.getsize(path):
         return
     results = read_results(path, seal=seal)
-    results.check_config({**run_config(spec.agent, seal), **python_config(python, analysis_tools)}, {spec.key(): dict(fields)})
+    results.check_config({**run_config(spec.agent, seal), **python_config(python, analysis_tools)}, {session_key(spec): dict(fields)})
     recorded = results.keys()
-    if spec.key() in recorded:
-        raise ResultsError(f"{path}:{recorded[spec.key()]}: this session ({describe_key(spec.key())}) is already recorded; "
+    if session_key(spec) in recorded:
+        raise ResultsError(f"{path}:{recorded[session_key(spec)]}: this session ({describe_key(session_key(spec))}) is already recorded; "
                            f"use another --out folder or agent name")
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import inspect
 import itertools
-import warnings
 from dataclasses import MISSING, fields
 
 from luca_gym import worlds
@@ -19,6 +18,13 @@ from luca_gym.harness.agents import check_agent, is_llm_agent, is_module_agent
 LEGACY_WORLD = "luca"
 
 
+def session_key(spec: SessionSpec) -> tuple:
+    """The key of the results line ``spec`` writes: its world, then the
+    world's key fields (:meth:`luca_gym.protocol.World.key_fields`)."""
+    values = {**spec.options(), "agent": spec.agent, "seed": spec.seed}
+    return (spec.world, *(values[k] for k in worlds.get(spec.world).key_fields()[1:]))
+
+
 def record_key(record: dict) -> tuple:
     """The key a results line is found by: its world, then the world's key fields."""
     world = worlds.get(record.get("world", LEGACY_WORLD))
@@ -27,16 +33,6 @@ def record_key(record: dict) -> tuple:
 
 class ResultsError(ValueError):
     """A results file that cannot be read (names the file, line and problem)."""
-
-
-def plan(agents, tiers, modes, n_genes, seeds, backwards=False, vocabulary="invented", stance="suppress") -> list[SessionSpec]:
-    """Deprecated: LUCA's sweep in its old argument order; use
-    ``plan_world("luca", agents, seeds, tier=..., mode=..., n_genes=..., ...)``."""
-    warnings.warn("luca_gym.harness.plan is deprecated and will be removed in the next release; use "
-                  "plan_world('luca', agents, seeds, tier=..., mode=..., n_genes=..., backwards=..., vocabulary=..., stance=...)",
-                  DeprecationWarning, stacklevel=2)
-    return plan_world(LEGACY_WORLD, agents, seeds, tier=_arms(tiers, "tiers"), mode=_arms(modes, "modes"),
-                      n_genes=_arms(n_genes, "n_genes"), backwards=backwards, vocabulary=vocabulary, stance=stance)
 
 
 def complete_settings(world, settings: dict) -> dict:

@@ -17,7 +17,7 @@ from typing import Callable, Iterable
 from luca_gym import __version__
 from luca_gym import seal as seal_mod
 from luca_gym.harness.agents import check_price, make_runner
-from luca_gym.harness.spec import SessionSpec, expected_fields
+from luca_gym.harness.spec import SessionSpec, expected_fields, session_key
 from luca_gym.harness.results import SESSIONS_FILE, append_record, describe_key, trim_unfinished, folder_lock, read_results
 from luca_gym.harness.runner import open_tool_session, python_config, run_session, run_tool_session
 from luca_gym.harness.spec import is_tool_agent
@@ -99,13 +99,13 @@ def sweep(
         done = set()
         if os.path.getsize(path):
             results = read_results(path, seal=seal)
-            expected = {s.key(): expected_fields(s) for s in specs}
+            expected = {session_key(s): expected_fields(s) for s in specs}
             config = {"version": __version__, "sealed": None if seal is None else seal.fingerprint, "base_url": base_url,
                       **python_config(python, analysis_tools)}
             results.check_config(config, expected, agents={s.agent for s in specs})
             done = set(results.keys())
             trim_unfinished(path)
-        todo = [s for s in specs if s.key() not in done]
+        todo = [s for s in specs if session_key(s) not in done]
         if log is not None and len(todo) < len(specs):
             log(f"resumed: {len(specs) - len(todo)} sessions already in {path}, skipped")
         with open(path, "a", encoding="utf-8") as f:
@@ -313,6 +313,6 @@ def _raise_unrecorded(gave_up: list, not_started: int, concurrency: int) -> None
     stopped = (f"; the sweep stopped after {concurrency} in a row gave up, {not_started} not started" if not_started else "")
     raise ProviderError(
         f"{len(gave_up)} session(s) not recorded, their provider still failing after the retries "
-        f"(first: {describe_key(spec.key())}: {first}){stopped}",
+        f"(first: {describe_key(session_key(spec))}: {first}){stopped}",
         retryable=True, cause=first,
     )

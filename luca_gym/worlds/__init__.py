@@ -75,10 +75,14 @@ def _register_gym_ids(world: World, replace: bool) -> None:
         if env_id in gymnasium.registry and not replace:
             continue
         vector = world.vector_env if env_id.endswith(f"/{world.gym_stem}-v0") else None
-        if env_id.endswith(f"/{world.gym_stem}Flat-v0") and world.flat is not None:
-            vector = _flat_vector_entry_point(world.name)
-        elif env_id.endswith(f"/{world.gym_stem}Flat-v0"):  # make_vec is Gymnasium's, of the single env: as the batch,
-            entry_point = FlatEnvEntryPoint(entry_point)   # it takes settings=dict(...) too
+        if env_id.endswith(f"/{world.gym_stem}Flat-v0"):
+            # The single flat env takes settings=dict(...) as the batch does. With a flat codec,
+            # make_vec builds the JAX batch (named, not imported: the registry imports no env
+            # module), told its world through the id's kwargs, which the single env's entry
+            # point checks and drops; without one, make_vec is Gymnasium's, of the single env.
+            entry_point = FlatEnvEntryPoint(entry_point, world.name if world.flat is not None else None)
+            if world.flat is not None:
+                vector, kwargs = FLAT_VECTOR_ENV, {**kwargs, "world": world.name}
         gymnasium.register(id=env_id, entry_point=entry_point, vector_entry_point=vector, kwargs=kwargs)
 
 
@@ -98,45 +102,41 @@ def unfold_settings(settings, kwargs: dict) -> dict:
 
 
 class FlatEnvEntryPoint:
-    """The entry point of the flat Gymnasium id of a world without a flat
-    codec (its flat env steps on the host; ``make_vec`` of the id is then
-    Gymnasium's vector env of it): the env ``entry_point`` names, its
-    settings given as keyword arguments or as ``settings=dict(...)``, as
-    the batched flat env takes them. Picklable (async vector envs)."""
+    """The entry point of a world's flat Gymnasium id: the single env
+    ``entry_point`` names, its settings given as keyword arguments or as
+    ``settings=dict(...)``, as the batched flat env takes them. ``world``:
+    the world's name where the id's kwargs carry it (a world with a flat
+    codec, whose ``make_vec`` is the JAX batch :data:`FLAT_VECTOR_ENV`); the
+    single env is not given it, and another world's name is refused.
+    Picklable (async vector envs)."""
 
-    def __init__(self, entry_point: str):
+    def __init__(self, entry_point: str, world: str | None = None):
         self.entry_point = entry_point
+        self.world = world
 
     @property
     def metadata(self) -> dict:
         """The env class's metadata (Gymnasium reads its render modes)."""
         return load(self.entry_point).metadata
 
-    def __call__(self, *, settings=None, **kwargs):
+    def __call__(self, *, settings=None, world=None, **kwargs):
+        if world is not None and world != self.world:
+            raise ValueError(f"world: {short_repr(world)} not allowed for this id; it is world {self.world!r}'s "
+                             "(gym.make the id of the world wanted)")
         return load(self.entry_point)(**unfold_settings(settings, kwargs))
 
     def __eq__(self, other):
-        return isinstance(other, FlatEnvEntryPoint) and other.entry_point == self.entry_point
+        return isinstance(other, FlatEnvEntryPoint) and (other.entry_point, other.world) == (self.entry_point, self.world)
 
     def __hash__(self):
-        return hash(self.entry_point)
+        return hash((self.entry_point, self.world))
 
     def __repr__(self) -> str:
-        return f"FlatEnvEntryPoint({self.entry_point!r})"
+        return f"FlatEnvEntryPoint({self.entry_point!r}, world={self.world!r})"
 
 
-def _flat_vector_entry_point(name: str):
-    """``make_vec`` of a world's flat id: the JAX batch
-    (:class:`luca_gym.envs.flat_vector.FlatVectorEnv`), imported when first
-    built (registering imports no JAX)."""
-
-    def make_flat_vector(**kwargs):
-        from luca_gym.envs.flat_vector import FlatVectorEnv
-
-        return FlatVectorEnv(world=name, **kwargs)
-
-    make_flat_vector.__qualname__ = f"FlatVectorEnv[{name}]"
-    return make_flat_vector
+# make_vec of a flat id whose world has a flat codec: the JAX batch, by name.
+FLAT_VECTOR_ENV = "luca_gym.envs.flat_vector:FlatVectorEnv"
 
 
 def _load_builtin() -> None:

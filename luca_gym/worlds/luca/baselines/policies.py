@@ -42,7 +42,7 @@ class Policy(Protocol):
 
     A policy class that cannot play every mode and size may also have a
     ``check_session(mode, n_genes)`` (static) raising ValueError:
-    :func:`luca_gym.harness.plan` calls it before anything runs."""
+    :func:`luca_gym.harness.plan_world` calls it before anything runs."""
 
     name: str
 
