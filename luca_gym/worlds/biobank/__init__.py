@@ -16,8 +16,10 @@ regime (none, limited, expanded; a session key), the floor (``null``,
 ``mr-experiments``) and the reference ``causal-pipeline``
 (:mod:`~.pipeline`), the sandboxed ``python`` tool (sealed sessions with
 ``python=True``; limits per session), synthetic cine MRI of the imaged
-participants (:mod:`~.imaging`; the ``cine_mri`` table) and the paper-size
-profile.
+participants (:mod:`~.imaging`; the ``cine_mri`` table), the paper-size
+profile, and time: baseline and late weights of each driver, delayed
+drivers (some worlds), survival over five years and follow-up visits of
+half the imaged (world version 6).
 
 Profiles (:mod:`~.config`): ``small``, the default (6,000 participants,
 1,200 with clinic MRI measures, 300 proteins, 1,024 variants, 2,000 with
@@ -47,8 +49,10 @@ from luca_gym.protocol import World
 
 WORLD = World(
     name="biobank",
-    version="5",  # 2: the planted biases and scorer version 2; 3: experiments and budgets; 4: cine MRI in the release;
-    # 5: no generator fingerprints (decoys made as every protein, ordinary proteins' artefacts), scorer version 3
+    version="6",  # 2: the planted biases and scorer version 2; 3: experiments and budgets; 4: cine MRI in the release;
+    # 5: no generator fingerprints (decoys made as every protein, ordinary proteins' artefacts), scorer version 3;
+    # 6: time (baseline and late weights, delayed drivers, outcomes from the late disease, survival, follow-up visits,
+    # experiments by horizon through the world's model)
     gym_stem="Biobank",
     summary="drug-target discovery in a synthetic biobank: build a phenotype, find the causal driver proteins and their direction",
     config="luca_gym.worlds.biobank.config:BiobankConfig",

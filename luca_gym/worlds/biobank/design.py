@@ -34,7 +34,10 @@ seed  archetype drivers  tier      planted biases
 ====  ========  =======  ========  ==================
 
 Six two-driver worlds (0, 1, 2, 3, 13, 18), thirteen with three to six
-drivers, five hard worlds (12, 13, 14, 15, 19). Every bias is carried by 7
+drivers, five hard worlds (12, 13, 14, 15, 19). Three carry a delayed
+driver (:data:`DELAYED_PANEL`: 6, 10 and 17; ``Design.delayed``): one of
+their drivers acts mostly over follow-up (DrugTargetWorld's delayed-effect
+designs), and a protein tracks the later disease without causing it. Every bias is carried by 7
 to 9 panel worlds (T1 7, T2 8, T3 7, T4 7, T5 8, T6 8, T7 7, T8 9, T9 7),
 three or four to a world, so that no one bias decides a world's score (the
 paper plants T5, T6 and T8 in every world; we spread them so that the
@@ -43,7 +46,8 @@ design from the seed: the archetype uniformly, a null world with probability
 :data:`NULL_PROBABILITY`, else 1 to 6 drivers uniformly, hard with
 probability :data:`HARD_PROBABILITY`, and each bias with probability
 :data:`BIAS_PROBABILITY` (T4, a driver's shared instrument, only with a
-driver). Sealed, the panel keeps its twenty designs but not their seeds:
+driver), and a world of two or more drivers carries a delayed driver with
+probability :data:`DELAYED_PROBABILITY` (drawn after the rest). Sealed, the panel keeps its twenty designs but not their seeds:
 seeds 0-19 take them in an order drawn from the secret
 (:func:`sealed_panel_order`), so the public table tells nothing of which
 sealed seed is, say, the null world; every other sealed seed draws its
@@ -63,6 +67,8 @@ PANEL_SIZE = 20
 NULL_PROBABILITY = 0.05
 HARD_PROBABILITY = 0.25
 BIAS_PROBABILITY = 0.4
+DELAYED_PROBABILITY = 0.3  # a drawn world of two or more drivers carries a delayed driver (drawn after the rest)
+DELAYED_PANEL = (6, 10, 17)  # the panel worlds that carry a delayed driver
 # The planted-bias mechanisms (DrugTargetWorld S1.4, T1-T9), as claims name them.
 MECHANISMS = ("confounding", "reverse_causation", "selection", "shared_instrument", "site_batch",
               "exercise_remodelling", "pleiotropy", "harmful_surrogate", "assay_units")
@@ -79,12 +85,18 @@ class Design:
         tier: "standard" or "hard" (saturating driver effects, an interaction
             between the two strongest drivers, polygenic background, more residual).
         biases: the planted biases the world carries (names of :data:`MECHANISMS`, in that order).
+        delayed: 0, or 1 for a world whose last driver is *delayed*: it acts
+            mostly at the late horizon (its baseline weight a small share of
+            its late weight), so the disease the cohort shows at baseline
+            hardly reflects it while the five-year outcomes do (two or more
+            drivers only; :mod:`~.generator`).
     """
 
     archetype: str
     n_drivers: int
     tier: str
     biases: tuple[str, ...] = ()
+    delayed: int = 0
 
     @property
     def kind(self) -> str:
@@ -98,7 +110,7 @@ class Design:
     def as_dict(self) -> dict:
         """The design as plain JSON-ready values."""
         return {"archetype": self.archetype, "n_drivers": self.n_drivers, "tier": self.tier, "biases": list(self.biases),
-                "kind": self.kind}
+                "kind": self.kind, "delayed": self.delayed}
 
 
 def planted(codes: str) -> tuple[str, ...]:
@@ -120,6 +132,7 @@ PANEL = (
     Design("DCM", 6, _S, planted("T5 T7 T9")), Design("HCM", 5, _S, planted("T1 T2 T8")),
     Design("HFpEF", 2, _S, planted("T4 T6 T9")), Design("ischemic", 4, _H, planted("T3 T5 T7 T8")),
 )
+PANEL = tuple(Design(d.archetype, d.n_drivers, d.tier, d.biases, int(i in DELAYED_PANEL)) for i, d in enumerate(PANEL))
 
 
 def design_rng(world_seed: int, purpose: str) -> np.random.Generator:
@@ -137,7 +150,8 @@ def drawn_design(world_seed: int) -> Design:
     tier = _H if (not null and rng.random() < HARD_PROBABILITY) else _S
     carried = rng.random(len(MECHANISMS)) < BIAS_PROBABILITY
     biases = tuple(m for m, c in zip(MECHANISMS, carried) if c and (m != "shared_instrument" or n_drivers > 0))
-    return Design(archetype, n_drivers, tier, biases)
+    delayed = int(n_drivers >= 2 and rng.random() < DELAYED_PROBABILITY)  # drawn last: the other fields as before
+    return Design(archetype, n_drivers, tier, biases, delayed)
 
 
 def sealed_panel_order(seal) -> np.ndarray:
@@ -156,5 +170,5 @@ def design_of(public_seed: int, world_seed: int, tier: str = "auto", seal=None) 
     else:
         design = drawn_design(world_seed)
     if tier != "auto":
-        design = Design(design.archetype, design.n_drivers, tier, design.biases)
+        design = Design(design.archetype, design.n_drivers, tier, design.biases, design.delayed)
     return design

@@ -28,9 +28,32 @@ design choice, not an estimate):
   of V/4 variants (variance 0.15), and a larger residual (0.8 instead of 0.5).
 * Phenotypes, by archetype (:data:`IMAGING_LOADINGS`): six clinic-reported
   MRI measures for the imaged, physiology (blood pressure, heart rate, an
-  NT-proBNP-like marker) for everyone, metabolites, diagnosis codes, and a
-  five-year cardiovascular event with its time (exponential hazard, log
-  hazard 0.85 per SD of severity, drop-out 2% a year).
+  NT-proBNP-like marker) for everyone, metabolites, diagnosis codes, and
+  the five-year outcomes (below, Time: they follow the late disease).
+* Time (DrugTargetWorld S1.5; world version 6): each driver has a
+  baseline and a late weight. An ordinary driver acts at both (its late
+  weight its baseline weight times U(0.8, 1.25)); a *delayed* driver (the
+  driver of rank ``n_drivers - 1`` in a world whose design has ``delayed``
+  and two or more drivers) acts mostly late: its drawn effect is its late
+  weight and its baseline weight only U(0.02, 0.1) of it. Latent severity
+  (what the baseline phenotypes, the images and the diagnoses show, and what
+  a phenotype is scored against) sums the baseline weights; the *late*
+  severity (five years on) sums the late weights over the same participant
+  (the same risk factors, biology and residual) plus a progression residual
+  (variance 0.15), standardised. The hard outcomes follow the late severity:
+  the cardiovascular event (heart-failure hospitalisation, log hazard 0.85
+  per SD, or cardiac death, whichever first; drop-out 2% a year), cardiac
+  death (log rate -5.5 a year, 0.85 per SD, age, sex, T8's surrogate) and
+  death of other causes (log rate -5.3, age, sex, BMI), both censored at
+  five years. In a delayed world a non-driver *tracks* the progression
+  (0.5 x the late severity beyond what the baseline predicts): it
+  associates with later disease without causing it. Half the imaged
+  return for a follow-up visit after U(2, 3.5) years: the MRI measures
+  and NT-proBNP of the disease moved toward its late state (a weight
+  years / 5), and every protein again (within-person correlation 0.85 of
+  the true level, the tracker moved with the progression, fresh assay noise,
+  the same site artefacts). The time model draws from its own branch of the
+  world key, so nothing drawn before it moves with it.
 * Transcripts, for a random subset: each gene's transcript follows its
   protein's true level loosely (shared variance U(0.05, 0.6)).
 * Cine MRI of the imaged (:mod:`~.imaging`, in :func:`cohort`): the heart
@@ -174,6 +197,19 @@ ARTEFACTS = {"site_rate": 0.08, "site_shift": (0.5, 1.5), "bmi_rate": 0.06, "bmi
 # latent factor of the proteome that many proteins load on: so many proteins shift among the imaged), with the severity
 # and the decoy (BIAS_STRENGTH["selection_decoy"]).
 SELECTION_COVARIATES = {"exercise": 0.6, "age": -0.4, "bmi": -0.5, "factor": 0.9}
+# Time (DrugTargetWorld S1.5): each driver has a baseline and a late weight. An ordinary driver's late weight is its
+# baseline weight times LATE_FACTOR (uniform); a delayed driver's baseline weight is DELAYED_SHARE (uniform) of its
+# late weight. The late disease adds a progression residual (variance PROGRESSION_VARIANCE, before standardising).
+LATE_FACTOR = (0.8, 1.25)
+DELAYED_SHARE = (0.02, 0.1)
+PROGRESSION_VARIANCE = 0.15
+TRACKER_LOADING = 0.5  # delayed worlds: a non-driver tracks the progression (late disease beyond the baseline's)
+# Survival over five years: log hazards per year (exp(-5.5) ~ 0.4%, exp(-5.3) ~ 0.5%) and their slopes.
+CARDIAC_DEATH = {"log_rate": -5.5, "severity": 0.85, "age": 0.3, "sex": 0.2}
+OTHER_DEATH = {"log_rate": -5.3, "age": 0.9, "sex": 0.2, "bmi": 0.1}
+FOLLOW_UP_YEARS = 5.0
+VISIT_YEARS = (2.0, 3.5)  # when the follow-up visit falls (uniform), for half the imaged participants
+PROTEIN_STABILITY = 0.85  # correlation of a protein's true level with itself at the follow-up visit
 
 
 def world_key(seed_words) -> jax.Array:
@@ -186,11 +222,12 @@ def _standardise(x, axis=0):
 
 
 @partial(jax.jit, static_argnames=("sizes",))
-def draw(seed_words, archetype, n_drivers, hard, biases, *, sizes: Sizes) -> dict:
+def draw(seed_words, archetype, n_drivers, hard, biases, delayed, *, sizes: Sizes) -> dict:
     """One cohort: ``seed_words`` uint32 (2,) (the world seed's two words),
     ``archetype`` int32 () (index into ARCHETYPES), ``n_drivers`` int32 (),
     ``hard`` bool (), ``biases`` bool (9,) (the planted biases carried, in the
-    order of MECHANISMS; T4 needs a driver). Returns a dict of arrays (N participants, P proteins, V
+    order of MECHANISMS; T4 needs a driver), ``delayed`` int32 () (1: the
+    driver of rank ``n_drivers - 1`` is delayed; needs two drivers). Returns a dict of arrays (N participants, P proteins, V
     variants, NI imaged, NR with transcripts, K = N_FACTORS):
 
     * ``genotypes`` int8 (N, V); ``maf`` float32 (V,): allele frequencies;
@@ -209,7 +246,16 @@ def draw(seed_words, archetype, n_drivers, hard, biases, *, sizes: Sizes) -> dic
     * ``metabolites`` float32 (N, 8) (standardised scale), ``metabolite_missing`` bool (N, 8);
     * ``transcripts`` float32 (NR, P) (standardised scale), ``rna`` int32 (NR,), ``imaged`` int32 (NI,) (sorted);
     * ``diagnosis_noise`` float32 (N, 3), ``diagnosis_draw`` float32 (N, 3): the records' draws;
-    * ``event`` bool (N,), ``event_time`` float32 (N,) years;
+    * ``event`` bool (N,), ``event_time`` float32 (N,) years (the event: heart-failure hospitalisation or cardiac
+      death, whichever first, censored by drop-out); ``cardiac_death``, ``all_cause_death`` bool (N,) and
+      ``cardiac_death_time``, ``death_time`` float32 (N,) years (censored at five years);
+    * ``late_effect`` float32 (P,): a driver's late weight (SD of late severity per SD); ``late_severity`` float32 (N,);
+      ``late_delayed`` bool (P,): the delayed driver; ``tracker`` int32 (): the protein that tracks progression;
+      ``has_tracker`` bool (); ``scale``, ``late_scale`` float32 (): the raw SDs that standardised the two
+      severities; ``pair_sign`` float32 (): the hard tier's interaction sign;
+    * ``visited`` int32 (NV,) (half the imaged, sorted), ``visit_years`` float32 (NV,), ``visit_imaging`` float32
+      (NV, 6), ``visit_imaging_missing`` bool (NV, 6), ``visit_log_ntprobnp`` float32 (NV,), ``visit_npx`` float32
+      (NV, P), ``visit_protein_missing`` bool (NV, P): the follow-up visit;
     * ``decoy`` int32 (9,): each bias's decoy protein (meaningful where carried);
       ``carried`` bool (9,): the biases carried (``biases``, T4 dropped without a driver);
       ``surrogate_sign`` float32 (): the direction (+1 up, -1 down) in which
@@ -265,6 +311,13 @@ def draw(seed_words, archetype, n_drivers, hard, biases, *, sizes: Sizes) -> dic
     effect = jnp.where(driver, sign * jax.random.uniform(next(k), (p,), f32, 0.3, 0.6), 0.0)
     effect = effect.at[first_driver].set(jnp.where(  # T4: a driver whose shared locus shows
         carried[T4], sign[first_driver] * jax.random.uniform(next(kb), (), f32, 0.45, 0.6), effect[first_driver]))
+    # -- time: baseline and late weights (their own draws, so that nothing above moves)
+    kt = iter(jax.random.split(jax.random.fold_in(key, 0x7143), 32))
+    late_effect = effect * jax.random.uniform(next(kt), (p,), f32, *LATE_FACTOR)
+    is_delayed = (delayed > 0) & (n_drivers >= 2)
+    late_delayed = (rank == n_drivers - 1) & is_delayed  # the last driver (never T4's, the first)
+    late_effect = jnp.where(late_delayed, effect, late_effect)  # a delayed driver's drawn effect is its late weight ...
+    effect = jnp.where(late_delayed, effect * jax.random.uniform(next(kt), (), f32, *DELAYED_SHARE), effect)  # ... mostly
 
     # -- proteins: every protein, the decoys included, made by one process (cis and trans genetics, the latent
     # factors, covariates, artefacts, residual); a decoy's mechanism goes on top (below)
@@ -345,16 +398,26 @@ def draw(seed_words, archetype, n_drivers, hard, biases, *, sizes: Sizes) -> dic
     planted = (on[T7] * bs["pleiotropy"] * pleiotropy_sign * standard_genotype(cis_variant[decoy[T7]])
                + on[T9] * bs["unit_site_severity"] * (site == UNIT_SITE))
     residual_var = jnp.where(hard, RESIDUAL_VARIANCE["hard"], RESIDUAL_VARIANCE["standard"])
-    raw = (molecular + interaction + polygenic + biology + risk + planted
-           + jnp.sqrt(residual_var) * jax.random.normal(next(k), (n,), f32))
+    residual = jnp.sqrt(residual_var) * jax.random.normal(next(k), (n,), f32)
+    raw = molecular + interaction + polygenic + biology + risk + planted + residual
     scale = raw.std() + 1e-6
     severity = (raw - raw.mean()) / scale
+    # the late disease (five years on): the late weights, the same participant, a progression residual
+    late_raw = (linear @ late_effect + interaction + polygenic + biology + risk + planted + residual
+                + jnp.sqrt(PROGRESSION_VARIANCE) * jax.random.normal(next(kt), (n,), f32))
+    late_scale = late_raw.std() + 1e-6
+    late_severity = (late_raw - late_raw.mean()) / late_scale
+    # a protein that tracks the progression without causing it (delayed worlds): the late disease beyond the baseline's
+    tracker = order[MAX_DRIVERS + N_BIASES].astype(jnp.int32)
+    progression = _standardise(late_severity - jnp.mean(late_severity * severity) * severity)
 
     # -- the planted mechanisms that act on a decoy's true level: T2 reacts to disease, T4 is co-regulated with the driver
     reactive = protein_true[:, decoy[T2]] + uniform(kb, bs["reactive"]) * severity
     coregulated = protein_true[:, decoy[T4]] + coregulation * protein_true[:, first_driver]
     protein_true = protein_true.at[:, decoy[T2]].set(jnp.where(carried[T2], _standardise(reactive), protein_true[:, decoy[T2]]))
     protein_true = protein_true.at[:, decoy[T4]].set(jnp.where(carried[T4], _standardise(coregulated), protein_true[:, decoy[T4]]))
+    tracked = _standardise(protein_true[:, tracker] + TRACKER_LOADING * progression)
+    protein_true = protein_true.at[:, tracker].set(jnp.where(is_delayed, tracked, protein_true[:, tracker]))
 
     # -- measurement artefacts (ordinary proteins at ARTEFACTS' rates; T5's and T9's decoys as their mechanism): a
     # pre-analytical shift at one site, and a second unit at one site (never the site that T9 makes sicker)
@@ -419,9 +482,38 @@ def draw(seed_words, archetype, n_drivers, hard, biases, *, sizes: Sizes) -> dic
     # -- records and outcomes
     diagnosis_noise = jax.random.normal(next(k), (n, 3), f32)
     diagnosis_draw = jax.random.uniform(next(k), (n, 3), f32)
-    log_hazard = jnp.log(0.012) + 0.85 * severity + 0.3 * age_z + 0.2 * sex_pm + bs["surrogate_hazard"] * surrogate
-    event_time = jax.random.exponential(next(k), (n,), f32) / jnp.exp(log_hazard)
-    censor = jnp.minimum(5.0, jax.random.exponential(next(k), (n,), f32) / 0.02)
+    # hard outcomes follow the late disease (the late weights)
+    log_hazard = jnp.log(0.012) + 0.85 * late_severity + 0.3 * age_z + 0.2 * sex_pm + bs["surrogate_hazard"] * surrogate
+    hospitalisation = jax.random.exponential(next(k), (n,), f32) / jnp.exp(log_hazard)
+    censor = jnp.minimum(FOLLOW_UP_YEARS, jax.random.exponential(next(k), (n,), f32) / 0.02)
+    cd, od = CARDIAC_DEATH, OTHER_DEATH
+    cardiac_hazard = (cd["log_rate"] + cd["severity"] * late_severity + cd["age"] * age_z + cd["sex"] * sex_pm
+                      + bs["surrogate_hazard"] * surrogate)
+    cardiac_time = jax.random.exponential(next(kt), (n,), f32) / jnp.exp(cardiac_hazard)
+    other_time = jax.random.exponential(next(kt), (n,), f32) / jnp.exp(
+        od["log_rate"] + od["age"] * age_z + od["sex"] * sex_pm + od["bmi"] * bmi_z)
+    event_time = jnp.minimum(hospitalisation, cardiac_time)  # a cardiac death is a cardiovascular event
+    death_time = jnp.minimum(cardiac_time, other_time)
+
+    # -- the follow-up visit: half the imaged, between VISIT_YEARS; the disease moved toward its late state
+    n_visit = n_img // 2
+    visited = jnp.sort(imaged[jax.random.permutation(next(kt), n_img)[:n_visit]]).astype(jnp.int32)
+    visit_years = jax.random.uniform(next(kt), (n_visit,), f32, *VISIT_YEARS)
+    w = visit_years / FOLLOW_UP_YEARS
+    visit_severity = (1.0 - w) * severity[visited] + w * late_severity[visited]
+    visit_heart = ((visit_severity + distortion[visited])[:, None] * load
+                   + covariates[visited] @ jnp.asarray(IMAGING_COVARIATES))
+    visit_imaging = visit_heart + IMAGING_NOISE * jax.random.normal(next(kt), (n_visit, len(IMAGING)), f32)
+    visit_imaging_missing = jax.random.bernoulli(next(kt), 0.02, (n_visit, len(IMAGING)))
+    visit_log_ntprobnp = (jnp.log(80.0) + 0.25 * age_z[visited] - 0.1 * sex_pm[visited] - 0.1 * bmi_z[visited]
+                          + jnp.asarray(BNP_LOADING)[archetype] * visit_severity
+                          + 0.6 * jax.random.normal(next(kt), (n_visit,), f32))
+    visit_true = (PROTEIN_STABILITY * protein_true[visited]
+                  + jnp.sqrt(1.0 - PROTEIN_STABILITY**2) * jax.random.normal(next(kt), (n_visit, p), f32))
+    visit_true = visit_true.at[:, tracker].add(jnp.where(is_delayed, TRACKER_LOADING * w * progression[visited], 0.0))
+    visit_npx = (npx_mean + npx_scale * (visit_true + assay_sd * jax.random.normal(next(kt), (n_visit, p), f32)
+                                         + site_effect[visited]) + units[visited])
+    visit_protein_missing = jax.random.bernoulli(next(kt), 0.02, (n_visit, p))
     return {
         "genotypes": genotypes, "maf": maf, "age": age, "sex": sex, "bmi": bmi, "site": site, "exercise": exercise,
         "exercise_missing": exercise_missing, "cis_variant": cis_variant, "trans_variant": trans_variant, "has_trans": has_trans,
@@ -432,6 +524,14 @@ def draw(seed_words, archetype, n_drivers, hard, biases, *, sizes: Sizes) -> dic
         "metabolites": metabolites, "metabolite_missing": metabolite_missing, "transcripts": transcripts, "rna": rna,
         "diagnosis_noise": diagnosis_noise, "diagnosis_draw": diagnosis_draw,
         "event": event_time < censor, "event_time": jnp.minimum(event_time, censor),
+        "cardiac_death": (cardiac_time <= other_time) & (cardiac_time < FOLLOW_UP_YEARS),
+        "cardiac_death_time": jnp.minimum(death_time, FOLLOW_UP_YEARS),
+        "all_cause_death": death_time < FOLLOW_UP_YEARS, "death_time": jnp.minimum(death_time, FOLLOW_UP_YEARS),
+        "late_effect": late_effect / late_scale, "late_severity": late_severity, "late_delayed": late_delayed,
+        "tracker": tracker, "has_tracker": is_delayed, "scale": scale, "late_scale": late_scale, "pair_sign": pair_sign,
+        "visited": visited, "visit_years": visit_years, "visit_imaging": visit_imaging,
+        "visit_imaging_missing": visit_imaging_missing, "visit_log_ntprobnp": visit_log_ntprobnp, "visit_npx": visit_npx,
+        "visit_protein_missing": visit_protein_missing,
         "decoy": decoy, "carried": carried, "surrogate_sign": surrogate_sign, "artefacts": artefacts,
     }
 
@@ -444,7 +544,7 @@ def cohort(world_seed: int, design, sizes: Sizes) -> dict:
     words = np.array([world_seed >> 32, world_seed & 0xFFFFFFFF], np.uint32)
     biases = np.array([m in design.biases for m in MECHANISMS])
     out = draw(words, np.int32(ARCHETYPES.index(design.archetype)), np.int32(design.n_drivers),
-               np.bool_(design.tier == "hard"), biases, sizes=sizes)
+               np.bool_(design.tier == "hard"), biases, np.int32(getattr(design, "delayed", 0)), sizes=sizes)
     c = {name: np.asarray(value) for name, value in jax.device_get(out).items()}
     site = c["site"][c["imaged"]]
     c["cine"] = cine(world_key(words), c["heart"], site, c["imaged"], c["carried"][T5] & (site == BATCH_SITE))

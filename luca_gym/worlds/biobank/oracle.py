@@ -86,10 +86,15 @@ from luca_gym.worlds.biobank.design import MECHANISMS, Design, design_rng
 from luca_gym.worlds.biobank.generator import BIAS_STRENGTH
 
 # Experiments (DrugTargetWorld S1.5): each lowers a named protein by 1 SD
-# against a control sharing every other driver and residual.
+# against a control sharing every other driver and residual, through the
+# world's own model at its horizon: a cell perturbation reads the baseline
+# weights (n = 120, with assay noise), a knockdown the late weights (n = 800,
+# none). A delayed driver's baseline weight (2-10% of its late weight, at
+# most ~0.06 SD) sits well inside a cell perturbation's SE (0.144), its late
+# weight (0.3-0.6 before standardising) many knockdown SEs (0.05) from zero.
 EXPERIMENTS = {
-    "cell_perturbation": {"n": 120, "cost": 150_000, "assay_noise": 0.5, "horizon": "first visit"},
-    "knockdown": {"n": 800, "cost": 400_000, "assay_noise": 0.0, "horizon": "five years"},
+    "cell_perturbation": {"n": 120, "cost": 150_000, "assay_noise": 0.5, "horizon": "first visit", "weights": "baseline"},
+    "knockdown": {"n": 800, "cost": 400_000, "assay_noise": 0.0, "horizon": "five years", "weights": "late"},
 }
 HAZARD_PER_SEVERITY = 0.85  # the generator's log hazard per SD of severity (in its outcome model)
 
@@ -165,6 +170,43 @@ def abs_correlation(values, severity) -> float:
     return float(abs(np.mean((filled - filled.mean()) * (severity - severity.mean())) / spread))
 
 
+@dataclass(frozen=True, eq=False)
+class InterventionModel:
+    """The world's disease model as the experiments run it (its drivers only:
+    nothing else moves the disease when a protein is lowered).
+
+    Attributes:
+        levels: float64 (N, D): the drivers' true levels (SD) in the cohort, the units an experiment samples.
+        baseline, late: float64 (D,): the drivers' baseline and late weights (SD of severity at that horizon per SD).
+        hard: whether drivers act through ``tanh`` (the hard tier's saturation).
+        pair: the hard tier's interacting drivers (indices into D), or ().
+        pair_coef: (baseline, late): the interaction's coefficient at each horizon (SD of severity per SD x SD).
+    """
+
+    levels: np.ndarray
+    baseline: np.ndarray
+    late: np.ndarray
+    hard: bool = False
+    pair: tuple = ()
+    pair_coef: tuple = (0.0, 0.0)
+
+    def delta(self, driver: int, horizon: str, units: np.ndarray) -> float:
+        """The mean change of severity at ``horizon`` ("baseline" or "late") over
+        ``units`` (participant rows) when driver ``driver`` is lowered by 1 SD,
+        against the same participants as they are (every other driver and
+        residual shared, so they cancel)."""
+        late = horizon == "late"
+        weight = (self.late if late else self.baseline)[driver]
+        x = self.levels[units]
+        before, after = x[:, driver], x[:, driver] - 1.0
+        act = np.tanh if self.hard else (lambda v: v)
+        change = weight * (act(after) - act(before))
+        if self.pair and driver in self.pair:
+            other = x[:, self.pair[1] if driver == self.pair[0] else self.pair[0]]
+            change = change + self.pair_coef[int(late)] * (after - before) * other
+        return float(change.mean())
+
+
 @dataclass(frozen=True)
 class Oracle:
     """A world's truth. Never shown to an agent; scores claims.
@@ -184,6 +226,11 @@ class Oracle:
             ordinary protein (a strong BMI or exercise dependence, a site
             shift, a unit mixture: :data:`~.generator.ARTEFACTS`); rejecting
             a protein under one of them is neutral.
+        late_effects: driver -> its late weight (SD of the five-year severity per SD of its true level).
+        delayed: the delayed drivers (acting mostly late; ``drivers`` holds their small baseline weight).
+        tracker: the protein that tracks the later disease without causing it (delayed worlds), or None.
+        model: the :class:`InterventionModel` the experiments run (None: the linear weights of ``drivers``
+            at both horizons, over no cohort).
     """
 
     design: Design
@@ -196,6 +243,10 @@ class Oracle:
     interaction: tuple = ()
     surrogate_harm: str | None = None
     artefacts: dict = field(default_factory=dict)
+    late_effects: dict = field(default_factory=dict)
+    delayed: tuple = ()
+    tracker: str | None = None
+    model: InterventionModel | None = None
 
     def direction(self, protein: str) -> str:
         """A driver's therapeutic direction: ``down`` when more of it worsens disease."""
@@ -205,20 +256,30 @@ class Oracle:
         """The delivery of experiment ``kind`` (a key of :data:`EXPERIMENTS`)
         on ``protein``, the session's request number ``index``: the measured
         effect of lowering the protein by 1 SD on the imaging measure of
-        disease (SD of severity; + is worse) and, for a knockdown, on the five-year event log hazard, each
-        an estimate with its standard error. The true effects (a driver's
-        effect; T8's surrogate moves the imaging and the hazard; anything else
-        nothing) plus sampling noise drawn from (world seed, kind, protein,
-        index); the truth itself is never returned. The hard tier's
-        saturation is not modelled (the linear effect)."""
+        disease (SD of severity at the kind's horizon; + is worse) and, for a
+        knockdown, on the five-year event log hazard, each an estimate with
+        its standard error. The effect is the world's own model's
+        (:class:`InterventionModel`: n participants of the cohort, each
+        against itself unperturbed; a cell perturbation reads the baseline
+        weights, a knockdown the late ones; T8's surrogate moves the imaging
+        and the hazard; anything else nothing) plus sampling noise, both drawn
+        from (world seed, kind, protein, index); the truth itself is never
+        returned."""
         spec = EXPERIMENTS[kind]
-        imaging = -self.drivers.get(protein, 0.0)
+        rng = design_rng(world_seed, f"experiment {kind} {protein} {int(index)}")
+        late = spec["weights"] == "late"
+        if protein not in self.drivers:
+            imaging = 0.0
+        elif self.model is None:
+            imaging = -(self.late_effects.get(protein, self.drivers[protein]) if late else self.drivers[protein])
+        else:
+            units = rng.choice(len(self.model.levels), spec["n"], replace=False)
+            imaging = self.model.delta(sorted(self.drivers).index(protein), spec["weights"], units)
         hazard = HAZARD_PER_SEVERITY * imaging
         if protein == self.surrogate:
             sign = 1.0 if self.surrogate_harm == "up" else -1.0
             imaging += BIAS_STRENGTH["surrogate_imaging"] * sign  # lowering it undoes the imaging improvement ...
             hazard -= BIAS_STRENGTH["surrogate_hazard"] * sign  # ... and the harm
-        rng = design_rng(world_seed, f"experiment {kind} {protein} {int(index)}")
         se = float(np.sqrt(2.0 / spec["n"] * (1.0 + spec["assay_noise"] ** 2)))
         out = {"kind": kind, "protein": protein, "n": spec["n"], "horizon": spec["horizon"], "intervention": "lowered by 1 SD",
                "imaging_effect": round(imaging + se * float(rng.standard_normal()), 4), "imaging_se": round(se, 4)}
@@ -238,7 +299,9 @@ class Oracle:
                 "drivers": {p: {"effect": round(float(e), 6), "direction": self.direction(p)} for p, e in sorted(self.drivers.items())},
                 "decoys": dict(self.decoys), "surrogate": self.surrogate, "surrogate_harm": self.surrogate_harm,
                 "interaction": list(self.interaction), "artefacts": {p: list(m) for p, m in sorted(self.artefacts.items())},
-                "phenotype_baseline": self.baseline_name}
+                "phenotype_baseline": self.baseline_name,
+                "late_effects": {p: round(float(e), 6) for p, e in sorted(self.late_effects.items())},
+                "delayed": list(self.delayed), "tracker": self.tracker}
 
     def score(self, claims: Claims) -> dict:
         """The scores of ``claims``: every part (points), ``total`` (floored at 0) and the figures they come from."""

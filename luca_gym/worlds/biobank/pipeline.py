@@ -38,7 +38,10 @@ reads. Each step is one batched tool call over every protein:
 
 4. **Experiments** (when the budget allows): knockdowns, first on the
    members of shared-instrument pairs, then on candidates the checks doubt
-   (pleiotropy suspects, weaker evidence); an experiment's significant
+   (pleiotropy suspects), then on *late* candidates (significant cis-MR on
+   the five-year event with a null cis-MR on both baseline phenotypes: a
+   driver that may act mostly over follow-up, which a cell perturbation's
+   baseline horizon would miss), then on the weaker ones; an experiment's significant
    imaging effect confirms a candidate and gives its direction, a null one
    drops it, and a five-year hazard moving against the imaging rejects it
    as a harmful surrogate.
@@ -157,17 +160,23 @@ class CausalPipeline(Scripted):
             by_variant.setdefault(mr[p]["instrument"], []).append(p)
         pairs = [sorted(g, key=lambda p: -abs(_z(obs.get(p)))) for g in by_variant.values() if len(g) > 1]
 
-        # experiments while the budget lasts: pairs first, then the doubtful, then the weaker candidates
+        # late candidates: the five-year event's cis-MR significant, both baseline phenotypes' null (a delayed driver
+        # shows over follow-up only; only a knockdown, at the late horizon, can confirm one)
+        late = sorted((p for p, r in mr_event.items() if r["q"] is not None and r["q"] < Q and (r["instrument_f"] or 0) >= MIN_F
+                       and p not in significant and _p(mr.get(p)) > NULL_P and _p(mr_imaging.get(p)) > NULL_P),
+                      key=lambda p: mr_event[p]["q"])
+        # experiments while the budget lasts: pairs first, then the doubtful, the late candidates (knockdown only),
+        # then the weaker candidates
         tested: dict[str, dict] = {}
         queue = [p for g in pairs for p in g] + [p for p in doubtful if p not in tested]
-        queue += sorted(weaker, key=lambda p: mr[p]["q"])
+        queue += late + sorted(weaker, key=lambda p: mr[p]["q"])
         seen = set()
         for p in queue:
             if p in seen:
                 continue
             seen.add(p)
             kind = next((k for k in ("knockdown", "cell_perturbation") if COSTS[k] <= budget), None)
-            if kind is None:
+            if kind is None or (p in late and kind != "knockdown"):
                 break
             answer = yield "experiment", {"protein": p, "kind": kind}
             if "error" in answer:
@@ -176,10 +185,10 @@ class CausalPipeline(Scripted):
             budget = answer.get("budget_left", 0)
 
         keep: dict[str, tuple[str, float]] = {}
-        for p in candidates + [p for p in weaker if p in tested]:
-            sign = mr[p]["wald_ratio"]  # NT-proBNP rises with disease: a positive ratio means the protein worsens it
+        for p in candidates + [p for p in weaker + late if p in tested]:
+            sign = mr[p]["wald_ratio"] or 0.0  # NT-proBNP rises with disease: a positive ratio means the protein worsens it
             direction = "down" if sign > 0 else "up"
-            confidence = HIGH if mr[p]["q"] < STRONG_Q else MEDIUM
+            confidence = HIGH if (mr[p]["q"] if mr[p]["q"] is not None else 1.0) < STRONG_Q else MEDIUM
             if p in tested:
                 verdict = _experiment_verdict(tested[p])
                 if verdict == "surrogate":

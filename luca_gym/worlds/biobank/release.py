@@ -16,7 +16,11 @@ Tables (one row per participant unless said; ``participant_id`` "P000001"...):
 * ``transcripts``: a subset of participants, one column per gene (``GENE_0001``...);
 * ``genotypes``: one column per variant (``rs...``), effect-allele counts 0/1/2;
 * ``diagnoses``: one row per recorded ICD-10 code;
-* ``outcomes``: a five-year cardiovascular event and its time;
+* ``outcomes``: a five-year cardiovascular event and its time, and survival
+  over five years (all-cause and cardiac death, each with its time);
+* ``visits``: the follow-up visit of half the imaged participants (2-3.5
+  years after baseline): the six MRI measures again and NT-proBNP;
+  ``visit_proteins``: their plasma proteins at that visit;
 * ``protein_annotation`` (one row per protein: its gene and where it lies)
   and ``variants`` (one row per variant: where it lies, its alleles).
 
@@ -56,7 +60,8 @@ CODES = {
 }
 CARDIAC_CODES = ("I42.0", "I42.1", "I50.3", "I25.5", "I50.9")
 # Participant-level tables a phenotype or covariate may come from (the wide ones included).
-PARTICIPANT_TABLES = ("participants", "imaging", "physiology", "metabolites", "outcomes", "proteins", "transcripts")
+PARTICIPANT_TABLES = ("participants", "imaging", "physiology", "metabolites", "outcomes", "proteins", "transcripts", "visits",
+                      "visit_proteins")
 COVARIATES = ("age_years", "sex", "bmi_kg_m2", "site")  # what "adjust" adjusts for
 CINE_RECIPE = (f"numpy.frombuffer(b''.join(table['frames']), numpy.uint8).reshape(-1, {FRAMES}, {PIXELS}, {PIXELS}) "
                "(participant, frame, row, column)")
@@ -106,6 +111,21 @@ _COLUMNS = {  # (unit, description) of every narrow column
         "participant_id": ("", "participant identifier"),
         "cv_event": ("0/1", "a cardiovascular event (cardiovascular death or heart-failure hospitalisation) within follow-up"),
         "cv_event_time_years": ("years", "time from baseline to the event, or to the end of follow-up (at most 5)"),
+        "all_cause_death": ("0/1", "death from any cause within five years (registry linkage: no loss to follow-up)"),
+        "all_cause_death_time_years": ("years", "time from baseline to death, or 5 (censored at five years)"),
+        "cardiac_death": ("0/1", "cardiac death within five years"),
+        "cardiac_death_time_years": ("years", "time from baseline to cardiac death, or to censoring: death from another "
+                                              "cause or five years"),
+    },
+    "visits": {
+        "participant_id": ("", "participant identifier"),
+        "visit_years": ("years", "time from baseline to the follow-up visit"),
+        **{f"{name}": (unit, f"{text} at the follow-up visit") for name, (unit, text) in (
+            ("lvef_pct", ("%", "left-ventricular ejection fraction")), ("lvedv_ml", ("mL", "left-ventricular end-diastolic volume")),
+            ("max_wall_thickness_mm", ("mm", "maximal left-ventricular wall thickness")), ("lv_mass_g", ("g", "left-ventricular mass")),
+            ("native_t1_ms", ("ms", "myocardial native T1 time")),
+            ("wall_motion_score_index", ("1 = normal", "wall-motion score index (mean of the 17 segments' scores)")),
+            ("ntprobnp_pg_ml", ("pg/mL", "NT-proBNP; missing: null")))},
     },
     "diagnoses": {
         "participant_id": ("", "participant identifier"),
@@ -130,6 +150,7 @@ _WIDE = {
     "proteins": ("PROT_####", "NPX (log2)", "plasma protein level, one column per protein (protein_annotation); missing: null"),
     "transcripts": ("GENE_####", "log2 CPM", "whole-blood transcript level, one column per gene (protein_annotation)"),
     "genotypes": ("rs#######", "effect-allele count 0/1/2", "genotype, one column per variant (variants)"),
+    "visit_proteins": ("PROT_####", "NPX (log2)", "plasma protein level at the follow-up visit, one column per protein; missing: null"),
 }
 _DESCRIPTIONS = {
     "participants": "baseline covariates, one row per participant",
@@ -142,6 +163,8 @@ _DESCRIPTIONS = {
     "genotypes": "genotypes, one row per participant",
     "diagnoses": "recorded diagnoses (ICD-10), one row per participant and code",
     "outcomes": "five-year follow-up, one row per participant",
+    "visits": "the follow-up visit (repeat MRI measures and NT-proBNP) of half the imaged participants, one row each",
+    "visit_proteins": "plasma proteomics at the follow-up visit, one row per participant of the visits table",
     "protein_annotation": "one row per protein",
     "variants": "one row per genotyped variant",
 }
@@ -236,7 +259,7 @@ class Release:
         n = self.sizes
         return {
             "release": {"participants": n.participants, "imaged": n.imaged, "proteins": n.proteins, "variants": n.variants,
-                        "with_transcripts": n.rna, "follow_up_years": 5},
+                        "with_transcripts": n.rna, "follow_up_years": 5, "with_follow_up_visit": n.imaged // 2},
             "missing_values": ("Parquet null (NaN in pandas) marks a missing value; sentinel codes mark the rest: "
                                + "; ".join(f"{code:g} = {text}" for code, text in SENTINELS.items())
                                + " (participants.exercise_hours_per_week and the physiology table)."),
@@ -302,6 +325,12 @@ def _rounded(values, decimals: int, low=None, high=None) -> np.ndarray:
     return np.round(values, decimals).astype(np.float32)
 
 
+def _imaging_units(z) -> tuple:
+    """The six MRI measures in clinic units from their standardised scale (NI, 6)."""
+    return (_rounded(60 + 7 * z[:, 0], 1, 10, 80), _rounded(150 + 32 * z[:, 1], 1, 60, None), _rounded(10 + 1.8 * z[:, 2], 1, 5, None),
+            _rounded(125 + 28 * z[:, 3], 1, 50, None), _rounded(1000 + 40 * z[:, 4], 0), _rounded(1 + 0.12 * np.exp(0.9 * z[:, 5]), 2))
+
+
 def _missing(values, mask) -> np.ndarray:
     return np.where(mask, np.nan, values).astype(np.float32)
 
@@ -326,13 +355,15 @@ def build_release(c: dict, design, world_seed: int, sizes: Sizes) -> Release:
     exercise = np.where(c["exercise_missing"], NOT_RECORDED, _rounded(c["exercise"], 1))
 
     # imaging: clinic units from the standardised scale
-    z = c["imaging"][c["imaged"]]
-    units = (
-        _rounded(60 + 7 * z[:, 0], 1, 10, 80), _rounded(150 + 32 * z[:, 1], 1, 60, None), _rounded(10 + 1.8 * z[:, 2], 1, 5, None),
-        _rounded(125 + 28 * z[:, 3], 1, 50, None), _rounded(1000 + 40 * z[:, 4], 0), _rounded(1 + 0.12 * np.exp(0.9 * z[:, 5]), 2),
-    )
+    units = _imaging_units(c["imaging"][c["imaged"]])
     imaging = {"participant_id": ids[c["imaged"]],
                **{name: _missing(u, c["imaging_missing"][c["imaged"], j]) for j, (name, u) in enumerate(zip(IMAGING, units))}}
+    visited = c["visited"]
+    visits = {"participant_id": ids[visited], "visit_years": _rounded(c["visit_years"], 2),
+              **{name: _missing(u, c["visit_imaging_missing"][:, j])
+                 for j, (name, u) in enumerate(zip(IMAGING, _imaging_units(c["visit_imaging"])))},
+              "ntprobnp_pg_ml": _rounded(np.exp(c["visit_log_ntprobnp"]), 1)}
+    visit_npx = _missing(np.round(c["visit_npx"], 3), c["visit_protein_missing"])
 
     unrecorded = c["physiology_missing"]
     ntprobnp = np.exp(c["log_ntprobnp"])
@@ -392,7 +423,12 @@ def build_release(c: dict, design, world_seed: int, sizes: Sizes) -> Release:
         "genotypes": {"participant_id": ids, **{name: c["genotypes"][:, j] for j, name in enumerate(variant_ids)}},
         "diagnoses": diagnoses,
         "outcomes": {"participant_id": ids, "cv_event": c["event"].astype(np.int8),
-                     "cv_event_time_years": _rounded(c["event_time"], 3)},
+                     "cv_event_time_years": _rounded(c["event_time"], 3),
+                     "all_cause_death": c["all_cause_death"].astype(np.int8), "all_cause_death_time_years": _rounded(c["death_time"], 3),
+                     "cardiac_death": c["cardiac_death"].astype(np.int8),
+                     "cardiac_death_time_years": _rounded(c["cardiac_death_time"], 3)},
+        "visits": visits,
+        "visit_proteins": {"participant_id": ids[visited], **{name: visit_npx[:, j] for j, name in enumerate(proteins)}},
         "protein_annotation": {"protein": np.array(proteins), "gene": np.array(genes),
                                "chromosome": chromosome[c["cis_variant"]].astype(np.int8), "tss_position": tss.astype(np.int64)},
         "variants": {"variant_id": np.array(variant_ids), "chromosome": chromosome.astype(np.int8), "position": position.astype(np.int64),
@@ -400,7 +436,8 @@ def build_release(c: dict, design, world_seed: int, sizes: Sizes) -> Release:
     }
     rows = {"participants": everyone, "imaging": c["imaged"].astype(np.int64), "cine_mri": c["imaged"].astype(np.int64),
             "physiology": everyone, "metabolites": everyone,
-            "proteins": everyone, "transcripts": c["rna"].astype(np.int64), "genotypes": everyone, "outcomes": everyone}
+            "proteins": everyone, "transcripts": c["rna"].astype(np.int64), "genotypes": everyone, "outcomes": everyone,
+            "visits": visited.astype(np.int64), "visit_proteins": visited.astype(np.int64)}
     return Release(tables, rows, sizes, proteins, genes, variant_ids)
 
 

@@ -303,7 +303,9 @@ class BiobankToolSession(ToolSessionBase):
         return (
             f"You are analysing a population biobank: {n.participants} participants with covariates, plasma proteomics "
             f"({n.proteins} proteins, PROT_0001 to PROT_{n.proteins:04d}), genotypes ({n.variants} variants), physiology, "
-            f"metabolites, diagnoses and five-year outcomes; {n.imaged} have cardiac MRI measures and {n.rna} have transcripts. "
+            f"metabolites, diagnoses and five-year outcomes (a cardiovascular event, all-cause and cardiac death); {n.imaged} have "
+            f"cardiac MRI measures, {n.imaged // 2} of them repeat MRI, NT-proBNP and proteins at a follow-up visit (visits, "
+            f"visit_proteins), and {n.rna} have transcripts. "
             "Some cardiac disease runs through this cohort. Its severity is never measured directly: build a participant-level "
             "phenotype that tracks it. Then find the proteins that causally drive the disease (there may be none), and the "
             "direction to move each to treat it (down: lower, inhibit; up: raise, activate). Some proteins are associated with "

@@ -18,8 +18,8 @@ import numpy as np
 from luca_gym.validate import check_seed, short_repr
 from luca_gym.worlds.biobank.config import MAX_DRIVERS, PROFILES, BiobankConfig
 from luca_gym.worlds.biobank.design import ARCHETYPES, MECHANISMS, Design, design_of
-from luca_gym.worlds.biobank.generator import STANDARD_MEASURE, cohort
-from luca_gym.worlds.biobank.oracle import Oracle
+from luca_gym.worlds.biobank.generator import INTERACTION, STANDARD_MEASURE, cohort
+from luca_gym.worlds.biobank.oracle import InterventionModel, Oracle
 from luca_gym.worlds.biobank.release import Release, build_release
 
 
@@ -47,10 +47,11 @@ def make_world(seed, config: BiobankConfig | None = None, seal=None, design: Des
         design = design_of(seed, world_seed, config.tier, seal)
     elif (not isinstance(design, Design) or design.archetype not in ARCHETYPES or design.tier not in ("standard", "hard")
           or not 0 <= design.n_drivers <= MAX_DRIVERS or set(design.biases) - set(MECHANISMS)
-          or (design.n_drivers == 0 and "shared_instrument" in design.biases)):
+          or (design.n_drivers == 0 and "shared_instrument" in design.biases)
+          or design.delayed not in (0, 1) or (design.delayed and design.n_drivers < 2)):
         raise ValueError(f"design: {short_repr(design)} not allowed; a Design of an archetype ({', '.join(ARCHETYPES)}), "
-                         f"0-{MAX_DRIVERS} drivers, tier standard or hard and biases in {', '.join(MECHANISMS)} "
-                         "(shared_instrument with a driver only)")
+                         f"0-{MAX_DRIVERS} drivers, tier standard or hard, biases in {', '.join(MECHANISMS)} "
+                         "(shared_instrument with a driver only) and delayed 0 or 1 (1 with two drivers or more)")
     return _world(world_seed, design, config.profile)
 
 
@@ -68,8 +69,17 @@ def _world(world_seed: int, design: Design, profile: str) -> BiobankWorld:
     surrogate = release.proteins[c["decoy"][MECHANISMS.index("harmful_surrogate")]] if "harmful_surrogate" in decoys.values() else None
     artefacts = {release.proteins[i]: tuple(m for j, m in enumerate(MECHANISMS) if c["artefacts"][i, j])
                  for i in np.flatnonzero(c["artefacts"].any(1))}
+    index = np.flatnonzero(c["driver"])
+    model = InterventionModel(
+        levels=c["protein_true"][:, index].astype(np.float64), baseline=c["effect"][index].astype(np.float64),
+        late=c["late_effect"][index].astype(np.float64), hard=design.tier == "hard",
+        pair=tuple(int(np.flatnonzero(index == i)[0]) for i in c["interaction"]) if pair else (),
+        pair_coef=((INTERACTION * float(c["pair_sign"]) / float(c["scale"]), INTERACTION * float(c["pair_sign"]) / float(c["late_scale"]))
+                   if pair else (0.0, 0.0)))
     oracle = Oracle(design=design, drivers=drivers, decoys=decoys, surrogate=surrogate,
                     severity=c["severity"][imaged].astype(np.float64), baseline=baseline, baseline_name=f"imaging.{baseline_name}",
                     interaction=pair, surrogate_harm=None if surrogate is None else ("up" if c["surrogate_sign"] > 0 else "down"),
-                    artefacts=artefacts)
+                    artefacts=artefacts, late_effects={release.proteins[i]: float(c["late_effect"][i]) for i in index},
+                    delayed=tuple(release.proteins[i] for i in np.flatnonzero(c["late_delayed"])),
+                    tracker=release.proteins[int(c["tracker"])] if bool(c["has_tracker"]) else None, model=model)
     return BiobankWorld(release, oracle, design, world_seed)
