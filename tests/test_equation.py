@@ -59,7 +59,7 @@ def test_the_world_declares_its_keys_scores_and_baselines(world):
     # version 1's lines: one submission; lines from before the settings beyond the paper: no noise, the grammar listed
     assert world.version == "2" and dict(world.key_defaults) == {"proposals": "final", "measurement_noise": 0.0,
                                                                  "grammar_shown": "listed"}
-    assert set(world.baseline_policies()) == {"random", "systematic"}
+    assert set(world.baseline_policies()) == {"random", "systematic", "noisy-fit"}
     assert "luca_gym/EquationDiscoveryTools-v0" in world.gym_ids()
 
 

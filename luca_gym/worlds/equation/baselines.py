@@ -33,11 +33,31 @@ current best formula with every query, as the paper's loop asks; under
   settings (n <= 5 formula variables, m <= 7 visible) in full. Beyond, the
   supports are bounded (largest first cut) and formulas outside them are
   missed: the baseline then submits a fallback and fails.
+* ``noisy-fit``: the grammar fitted to noisy answers (``measurement_noise``,
+  where ``systematic``'s exact match finds nothing). It lists every
+  structure of the session's complexity (:func:`fit_structures`: the
+  variables' split among M1, f(M2) and M3, their exponents and f; the
+  constants and sign left free) and, after each answer, fits each
+  structure's integer constants to all the answers by weighted least
+  squares in relative error (for each c1 in 1..9 the two integers next to
+  the best continuous c2), keeps the FIT_KEEP best and ranks them by their
+  log posterior: the Gaussian log likelihood of the answers (each the
+  formula's value times 1 + sigma z, sigma as ``describe`` says) plus the
+  log probability the world's generator gives the structure. With every
+  query it states the most probable formula not yet found wrong (a query
+  answered means the formula it stated was not right) and queries the random
+  input where the likely alternatives stand furthest, in noise standard
+  deviations, from that formula; once the budget is spent it submits it. It
+  reads only the tools' answers and its own calls (a fresh agent given the
+  same messages makes the same call). Exhaustive up to FIT_CAP structures
+  (every paper setting: at most 4.7 million, complex with 5 variables among
+  7, one to two minutes a session here); it works without noise too.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import zlib
 from dataclasses import dataclass
 from math import comb
@@ -380,4 +400,261 @@ def _distinct(values, size) -> np.ndarray:
     return 1 + gaps.sum(axis=0)
 
 
-BASELINES = {"random": RandomBaseline, "systematic": Systematic}
+# -- noisy-fit: the grammar fitted to noisy answers ------------------------------------------------
+FIT_CHUNK = 200_000  # structures fitted at once
+FIT_CAP = 6_000_000  # structures enumerated at most (complex, 5 variables among 7: about 4.7 million)
+FIT_KEEP = 256  # best structures (by the weighted least squares) scored exactly
+FIT_DESIGN = 32  # best distinct formulas whose disagreement chooses the next input
+FIT_PROBES = 64  # random inputs the next query is chosen among
+FIT_SIGMA_MIN = 1e-6  # the noise assumed without any (the fit still ranks by relative error)
+FIT_SAME = 1e-9  # two formulas are one where they agree to this relative error on the reference inputs
+
+
+def _roles(complexity: str, n: int):
+    """The grammar's ways of splitting n formula variables among M1, M2 (in f) and
+    M3: (|M1|, |M2|, |M3|, has f, log of the generator's probability of these sizes)."""
+    if complexity == "simple":
+        return [(n, 0, 0, False, 0.0)]
+    out = []
+    if complexity == "medium":
+        p_f = 0.5 if n >= 2 else 1.0
+        for inner in range(1, min(MAX_INNER, n) + 1):
+            out.append((n - inner, inner, 0, True, np.log(p_f / min(MAX_INNER, n))))
+        for first in range(1, n) if n >= 2 else ():
+            out.append((first, 0, n - first, False, np.log(0.5 / (n - 1))))
+        return out
+    for inner in range(1, min(MAX_INNER, n - 1) + 1):
+        for first in range(0, n - inner):
+            out.append((first, inner, n - inner - first, True, np.log(1.0 / min(MAX_INNER, n - 1) / (n - inner))))
+    return out
+
+
+def fit_count(complexity: str, n: int, m: int) -> int:
+    """How many structures (formulas less their constants and sign) :func:`fit_structures` lists."""
+    total = 0
+    for s1, s2, s3, has_f, _ in _roles(complexity, n):
+        ways = comb(n, s1) * comb(n - s1, s2)
+        total += ways * len(EXPONENTS) ** (s1 + s3) * len(INNER_EXPONENTS) ** s2 * (len(FUNCTIONS) if has_f else 1)
+    return comb(m, n) * total
+
+
+_STRUCTURES: dict = {}
+
+
+def fit_structures(complexity: str, n: int, m: int) -> dict:
+    """Every structure of the grammar with n formula variables among m inputs,
+    less its constants and sign (``c1 * M1 * f(M2) + b * M3`` with b free, or
+    ``c1 * M1 * f(M2)``): int8 exponents ``e1, e2, e3`` (K, m), ``f`` (K,)
+    (0: none), ``two`` bool (K,) (a second term) and ``logprior`` (K,), the
+    log of the generator's probability of the structure with one given set
+    of constants and sign (:func:`~luca_gym.worlds.equation.grammar.draw_structure`
+    draws each part evenly). Cached per (complexity, n, m); ValueError
+    beyond FIT_CAP structures."""
+    key = (complexity, n, m)
+    if key in _STRUCTURES:
+        return _STRUCTURES[key]
+    if fit_count(complexity, n, m) > FIT_CAP:
+        raise ValueError(f"noisy-fit: {fit_count(complexity, n, m)} structures at ({complexity}, {n} of {m}); at most {FIT_CAP}")
+    blocks = {k: [] for k in ("e1", "e2", "e3", "f", "two", "logprior")}
+    for s1, s2, s3, has_f, log_sizes in _roles(complexity, n):
+        exps = np.asarray(list(itertools.product(*([EXPONENTS] * s1 + [INNER_EXPONENTS] * s2 + [EXPONENTS] * s3))),
+                          np.int8).reshape(-1, n)
+        codes = np.arange(1, len(FUNCTIONS) + 1) if has_f else np.zeros(1, np.int64)
+        logprior = (log_sizes - np.log(comb(n, s1) * comb(n - s1, s2)) - np.log(len(exps))
+                    - (np.log(len(FUNCTIONS)) if has_f else 0.0) - np.log(len(CONSTANTS)) * (1 + (s3 > 0))
+                    - (np.log(2) if s3 else 0.0))
+        for subset in itertools.combinations(range(m), n):
+            for order in itertools.permutations(range(n)):
+                part1, part2, part3 = order[:s1], order[s1:s1 + s2], order[s1 + s2:]
+                if list(part1) != sorted(part1) or list(part2) != sorted(part2) or list(part3) != sorted(part3):
+                    continue  # each split of the variables once
+                rows = len(exps) * len(codes)
+                for name, part, lo in (("e1", part1, 0), ("e2", part2, s1), ("e3", part3, s1 + s2)):
+                    e = np.zeros((len(exps), m), np.int8)
+                    for j, v in enumerate(part):
+                        e[:, subset[v]] = exps[:, lo + j]
+                    blocks[name].append(np.tile(e, (len(codes), 1)))
+                blocks["f"].append(np.repeat(codes, len(exps)).astype(np.int8))
+                blocks["two"].append(np.full(rows, s3 > 0))
+                blocks["logprior"].append(np.full(rows, logprior))
+    out = {k: np.concatenate(v) for k, v in blocks.items()}
+    _STRUCTURES[key] = out
+    return out
+
+
+def _features(part: dict, logx) -> tuple[np.ndarray, np.ndarray]:
+    """(c1's factor M1 * f(M2), the second term's monomial M3, 0 without one), each (K, Q), at log-inputs (Q, m)."""
+    inner = np.exp(part["e2"].astype(np.float64) @ logx.T)
+    f = np.ones_like(inner)
+    with np.errstate(all="ignore"):
+        for code, name in enumerate(FUNCTIONS, start=1):
+            rows = part["f"] == code
+            if rows.any():
+                f[rows] = _NUMPY[name](inner[rows])
+        g = np.exp(part["e1"].astype(np.float64) @ logx.T) * f
+        h = np.where(part["two"][:, None], np.exp(part["e3"].astype(np.float64) @ logx.T), 0.0)
+    return g, h
+
+
+def _best_constants(g, h, two, y):
+    """For each structure, the integer constants (c1 in 1..9; b = +/- c2, c2 in 1..9, where
+    there is a second term) that fit the answers y best in relative error: (a (K,), b (K,),
+    weighted squared error (K,)). The error is a quadratic in (a, b); for each a the best
+    integer b is one of the two next to its continuous optimum."""
+    w = 1.0 / np.maximum(y * y, 1e-300)
+    with np.errstate(all="ignore"):
+        sgg, sgh, shh = (g * g) @ w, (g * h) @ w, (h * h) @ w
+        sgy, shy, syy = g @ (w * y), h @ (w * y), np.sum(w * y * y)
+        a = _CONSTANTS[None, :]  # (1, 9)
+        b_opt = (shy[:, None] - a * sgh[:, None]) / np.where(shh > 0, shh, 1.0)[:, None]
+        b_opt = np.nan_to_num(b_opt, nan=1.0, posinf=9.0, neginf=-9.0)
+        best = np.full(len(g), np.inf)
+        best_a, best_b = np.ones(len(g)), np.zeros(len(g))
+        for rounding, zero in ((np.floor, -1.0), (np.ceil, 1.0)):
+            b = np.clip(rounding(b_opt), -9, 9)
+            b = np.where(b == 0, zero, b)
+            b = np.where(two[:, None], b, 0.0)
+            err = (syy - 2 * a * sgy[:, None] - 2 * b * shy[:, None] + a * a * sgg[:, None] + 2 * a * b * sgh[:, None]
+                   + b * b * shh[:, None])
+            err = np.where(np.isfinite(err), err, np.inf)
+            k = np.argmin(err, axis=1)
+            e = err[np.arange(len(g)), k]
+            better = e < best
+            best = np.where(better, e, best)
+            best_a = np.where(better, a[0, k], best_a)
+            best_b = np.where(better, b[np.arange(len(g)), k], best_b)
+    return best_a, best_b, best
+
+
+def _as_candidates(part: dict, a, b) -> Candidates:
+    return Candidates(c1=np.asarray(a, np.int64), e1=part["e1"].astype(np.int64), f=part["f"].astype(np.int64),
+                      e2=part["e2"].astype(np.int64), sign=np.where(np.asarray(b) < 0, -1, 1).astype(np.int64),
+                      c2=np.abs(np.asarray(b)).astype(np.int64), e3=part["e3"].astype(np.int64))
+
+
+def fit(complexity: str, n: int, x, y, sigma: float) -> tuple[Candidates, np.ndarray]:
+    """The formulas of the grammar (n formula variables among x's m columns)
+    that best explain answers y (Q,) at inputs x (Q, m) measured with relative
+    noise sigma, best first: each structure's integer constants by weighted
+    least squares in relative error, the FIT_KEEP best structures (by that
+    error over 2 sigma**2, less their log prior) then ranked by their log
+    posterior, the Gaussian log likelihood of y (each answer the formula's
+    value times 1 + sigma z) plus the generator's log prior. Returns
+    (candidates, log posterior (K,)), at most FIT_KEEP of them."""
+    x = np.asarray(x, np.float64)
+    y = np.asarray(y, np.float64)
+    sigma = max(float(sigma), FIT_SIGMA_MIN)
+    table = fit_structures(complexity, n, x.shape[1])
+    logx = np.log(x)
+    kept, kept_score, kept_prior = [], [], []
+    for lo in range(0, len(table["f"]), FIT_CHUNK):
+        part = {k: v[lo:lo + FIT_CHUNK] for k, v in table.items()}
+        g, h = _features(part, logx)
+        a, b, err = _best_constants(g, h, part["two"], y)
+        score = err / (2 * sigma * sigma) - part["logprior"]
+        top = np.argsort(score, kind="stable")[:FIT_KEEP]
+        kept.append(_as_candidates({k: v[top] for k, v in part.items()}, a[top], b[top]))
+        kept_score.append(score[top])
+        kept_prior.append(part["logprior"][top])
+    best = np.argsort(np.concatenate(kept_score), kind="stable")[:FIT_KEEP]
+    c, prior = Candidates.join(kept).take(best), np.concatenate(kept_prior)[best]
+    values, _ = c.values(x)
+    with np.errstate(all="ignore"):
+        r = (y[None] - values) / (sigma * np.abs(values))
+        loglik = -np.sum(np.log(np.abs(values)) + 0.5 * r * r, axis=1)
+    post = np.where(np.isfinite(loglik), loglik + prior, -np.inf)
+    order = np.argsort(-post, kind="stable")
+    return c.take(order), post[order]
+
+
+def _stated(messages) -> list[str]:
+    """The formulas this session's queries stated and were told were wrong (the query was
+    answered, so the session did not end: the formula was not right)."""
+    answered = set()
+    for m in messages:
+        if m.get("role") == "tool":
+            try:
+                result = json.loads(m["content"])
+            except (TypeError, ValueError):
+                continue
+            if isinstance(result, dict) and "output" in result and result.get("formula_correct") is False:
+                answered.add(m.get("tool_call_id"))
+    out = []
+    for m in messages:
+        for call in (m.get("tool_calls") or []) if m.get("role") == "assistant" else []:
+            arguments = call.get("arguments") or {}
+            if isinstance(arguments, str):
+                try:
+                    arguments = json.loads(arguments)
+                except ValueError:
+                    continue
+            if call.get("name") == "query" and call.get("id") in answered and isinstance(arguments, dict) and "formula" in arguments:
+                out.append(arguments["formula"])
+    return out
+
+
+class NoisyFit:
+    """Fit the grammar to noisy answers; state the most probable formula not yet
+    found wrong with every query, and query where the likely formulas disagree most."""
+
+    def __call__(self, messages, tools) -> AgentTurn:
+        info, queries, budget = _session_facts(tool_results(messages))
+        if info is None:
+            return _call("describe")
+        variables = info["variables"]
+        m = len(variables)
+        low, high = info["input_range"]
+        every = info.get("proposals") == "every"
+        sigma = float(info.get("measurement_noise", 0.0))
+        rng = np.random.default_rng([zlib.crc32(",".join(variables).encode()), len(queries)])
+        if not queries:
+            return _call("query", {"inputs": _inputs(rng.uniform(low, high, m), info),
+                                   **({"formula": NO_HYPOTHESIS} if every else {})})
+        x = np.array([[q[0][v] for v in variables] for q in queries], np.float64)
+        y = np.array([q[1] for q in queries], np.float64)
+        c, post = fit(info["complexity"], m - info["n_distractors"], x, y, sigma)
+        c, post = _distinct_formulas(c, post, variables, set(_stated(messages)),
+                                     np.random.default_rng(zlib.crc32(",".join(variables).encode())).uniform(low, high, (8, m)))
+        best = grammar.render(c.structure(0), variables) if len(c) else NO_HYPOTHESIS
+        if not budget:
+            return _call("submit_formula", {"formula": best})
+        probes = rng.uniform(low, high, (FIT_PROBES, m))
+        return _call("query", {"inputs": _inputs(probes[_most_telling(c, post, probes, sigma)], info),
+                               **({"formula": best} if every else {})})
+
+
+def _distinct_formulas(c: Candidates, post, variables, wrong: set, reference) -> tuple[Candidates, np.ndarray]:
+    """The candidates less repeats of one function (equal on the reference inputs) and less
+    every function already found wrong, best first."""
+    if not len(c):
+        return c, post
+    values, _ = c.values(reference)
+
+    def same(u, v) -> bool:
+        return bool(np.all(np.abs(u - v) <= FIT_SAME * np.maximum(np.abs(u), np.abs(v)) + 1e-300))
+
+    seen = [values[k] for k in range(len(c)) if grammar.render(c.structure(k), variables) in wrong]
+    keep = []
+    for k in range(len(c)):
+        if np.isfinite(post[k]) and not any(same(u, values[k]) for u in seen):
+            keep.append(k)
+            seen.append(values[k])
+    index = np.asarray(keep, int)
+    return c.take(index), post[index]
+
+
+def _most_telling(c: Candidates, post, probes, sigma: float) -> int:
+    """The probe where the likely alternatives stand furthest, in noise, from the most probable formula:
+    sum over the FIT_DESIGN best of posterior weight times the squared distance in noise standard deviations (capped)."""
+    if len(c) < 2:
+        return 0
+    c, post = c.take(np.arange(min(len(c), FIT_DESIGN))), post[:FIT_DESIGN]
+    weight = np.exp(post - post[0])
+    values, _ = c.values(probes)
+    with np.errstate(all="ignore"):
+        d = (values[1:] - values[:1]) / (max(sigma, FIT_SIGMA_MIN) * np.abs(values[:1]))
+    d = np.nan_to_num(np.minimum(d * d, 25.0), nan=0.0)
+    return int(np.argmax(weight[1:] @ d))
+
+
+BASELINES = {"random": RandomBaseline, "systematic": Systematic, "noisy-fit": NoisyFit}
