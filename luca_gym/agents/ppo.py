@@ -19,6 +19,9 @@ progress reporting, and writes a run folder:
   episodes that ended;
 * ``summary.json`` -- what :func:`train` returns.
 
+A run stopped before its first update (Ctrl-C, an error) leaves no run folder
+it created (:func:`remove_unfinished_run`); one stopped later keeps its curve.
+
 :func:`load` turns a run folder into a :class:`~luca_gym.agents.FlatPolicy`
 (greedy: the legal action of highest logit) for the evaluation harness; a
 per-gene checkpoint plays sessions of any organism size (:func:`bind`).
@@ -524,6 +527,38 @@ def train(config: PPOConfig, out: str | None = None, progress: Callable[[dict], 
     """
     if not isinstance(config, PPOConfig):
         raise ValueError(f"config: {short_repr(config)} is not a PPOConfig")
+    created = out is not None and not os.path.isdir(out)
+    try:
+        return _train(config, out, progress, network, started_from)
+    except BaseException:  # Ctrl-C (KeyboardInterrupt) included: a run stopped before its first update leaves no folder
+        if created:
+            remove_unfinished_run(out)
+        raise
+
+
+def remove_unfinished_run(out: str) -> bool:
+    """Remove what a training run stopped before its first update (Ctrl-C,
+    an error) left in run folder ``out``: a learning curve with no line past
+    its header, then the folder itself if that leaves it empty. A curve with
+    lines stays (an interrupted run keeps its curve), as does any other file.
+    Returns whether the folder is gone."""
+    curve = os.path.join(out, CURVE_CSV)
+    try:
+        with open(curve, encoding="utf-8") as f:
+            empty = sum(1 for _ in f) <= 1
+        if empty:
+            os.remove(curve)
+    except OSError:
+        pass
+    try:
+        os.rmdir(out)  # only if empty
+    except OSError:
+        return not os.path.exists(out)
+    return True
+
+
+def _train(config: PPOConfig, out: str | None, progress, network, started_from) -> dict:
+    """:func:`train`'s run (``config`` checked)."""
     started = time.perf_counter()
     if out is not None:
         os.makedirs(out, exist_ok=True)

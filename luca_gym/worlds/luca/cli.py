@@ -266,6 +266,7 @@ class LucaCLI:
         for n in n_genes:
             parts.append(f"\nComposite score, N={n}{at} ({len(seeds)} seeds; mean ± population std; {paper})")
             parts.append(tables.composite_table(main, n, with_paper=budget is None))
+        parts += tables.baseline_notes(main)
         if note:
             parts.append(f"({note})\n\n{ablation.section(records)}")
         scaling = any((r["tier"], r["mode"]) == ("medium", "healthy") for r in records)  # the paper's table is of those

@@ -107,27 +107,32 @@ def figure_disease(records, path: str, n_genes: int = 20, paper: bool = True) ->
 
 def _gap_panel(ax, records, rows, n_genes: int, paper: bool = True, letter: str = "b") -> None:
     """The paper's Fig. 3b: per (tier, agent) row, diagnosis (open circle) and
-    rescue (filled square) joined by a line, ±1 std whiskers, the gap written
-    at the right; the paper's pair as black diamonds just below."""
+    rescue (filled square) joined by a grey band (the gap), ±1 std whiskers,
+    the gap written at the right; the paper's pair as black diamonds joined by
+    a black line just below. Within a row the two are dodged apart (diagnosis
+    above, rescue below), so their whiskers never lie on one line."""
     groups = group(records, "agent", "tier")
     y = np.arange(len(rows))[::-1].astype(float)
+    dy_diagnosis, dy_rescue, dy_paper = 0.16, -0.08, -0.34  # a row's lanes, in rows
     for yi, (t, a) in zip(y, rows):
         d = np.array([r["scores"]["diagnosis"] for r in groups[(a, t)]], float)
         r_ = np.array([r["scores"]["rescue"] for r in groups[(a, t)]], float)
-        ax.plot([d.mean(), r_.mean()], [yi, yi], color="0.85", lw=3, zorder=1, solid_capstyle="round")
+        middle = yi + (dy_diagnosis + dy_rescue) / 2
+        ax.plot([d.mean(), r_.mean()], [middle, middle], color="0.85", lw=3, zorder=1, solid_capstyle="round")
         r_mean, r_err = clip_to_score([r_.mean()], [r_.std()])  # whiskers stop at 0 and 1
         d_mean, d_err = clip_to_score([d.mean()], [d.std()])
-        ax.errorbar(r_mean, [yi], xerr=r_err, fmt="s", color=METRIC_COLORS["rescue"], capsize=2, ms=6, zorder=3)
-        # the open circle is drawn over the square, so equal scores show as a ring round it
-        ax.errorbar(d_mean, [yi], xerr=d_err, fmt="o", mfc="none", mec=METRIC_COLORS["diagnosis"], mew=1.8,
-                    ecolor=METRIC_COLORS["diagnosis"], capsize=2, ms=10, zorder=4)
+        ax.errorbar(r_mean, [yi + dy_rescue], xerr=r_err, fmt="s", color=METRIC_COLORS["rescue"], capsize=2, ms=6,
+                    zorder=3)
+        ax.errorbar(d_mean, [yi + dy_diagnosis], xerr=d_err, fmt="o", mfc="none", mec=METRIC_COLORS["diagnosis"],
+                    mew=1.8, ecolor=METRIC_COLORS["diagnosis"], capsize=2, ms=8, zorder=4)
         gap = r_ - d
         ax.text(1.12, yi, f"{gap.mean():+.2f} ± {gap.std():.2f}", va="center", ha="left", fontsize=8)
         theirs = PAPER_TABLE8.get(t, {}).get(a) if paper and n_genes == PAPER_N else None
         if theirs:
-            ax.plot([theirs["diagnosis"], theirs["rescue"]], [yi - 0.28] * 2, color="black", lw=0.8, zorder=2)
-            ax.plot([theirs["diagnosis"]], [yi - 0.28], marker="D", ms=4, mfc="white", mec="black", ls="none", zorder=4)
-            ax.plot([theirs["rescue"]], [yi - 0.28], marker="D", ms=4, color="black", ls="none", zorder=4)
+            ax.plot([theirs["diagnosis"], theirs["rescue"]], [yi + dy_paper] * 2, color="black", lw=0.8, zorder=2)
+            ax.plot([theirs["diagnosis"]], [yi + dy_paper], marker="D", ms=4, mfc="white", mec="black", ls="none",
+                    zorder=4)
+            ax.plot([theirs["rescue"]], [yi + dy_paper], marker="D", ms=4, color="black", ls="none", zorder=4)
     for k in range(1, len(rows)):
         if rows[k][0] != rows[k - 1][0]:
             ax.axhline(y[k] + 0.5, color="0.5", ls=":", lw=0.8)
@@ -145,10 +150,12 @@ def _gap_panel(ax, records, rows, n_genes: int, paper: bool = True, letter: str 
     handles = [
         Line2D([], [], marker="o", mfc="white", mec=METRIC_COLORS["diagnosis"], mew=1.6, ls="none", label="diagnosis"),
         Line2D([], [], marker="s", color=METRIC_COLORS["rescue"], ls="none", label="rescue"),
+        Line2D([], [], color="0.85", lw=3, solid_capstyle="round", label="diagnosis to rescue"),
         Line2D([], [], marker="D", ms=4, mfc="white", mec="black", ls="none", label="paper diagnosis"),
         Line2D([], [], marker="D", ms=4, color="black", ls="none", label="paper rescue"),
+        Line2D([], [], color="black", lw=0.8, label="paper diagnosis to rescue"),
     ]
-    ax.legend(handles=handles if paper and n_genes == PAPER_N else handles[:2], fontsize=8, loc="upper left",
+    ax.legend(handles=handles if paper and n_genes == PAPER_N else handles[:3], fontsize=8, loc="upper left",
               bbox_to_anchor=(1.01, 1.0), frameon=False)
 
 
@@ -244,6 +251,7 @@ def sections(every: list, out_dir: str, *, source: str, notes=()) -> list[str]:
         *([f"Note: {arms_note}."] if arms_note else []),
         f"## Composite score (N={n0})",
         tables.composite_table(records, n0, with_paper=paper),
+        *tables.baseline_notes(records),
         "![composite](composite.png)",
     ]
     figure_composite(records, os.path.join(out_dir, "composite.png"), n0, paper=paper)

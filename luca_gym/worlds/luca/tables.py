@@ -28,6 +28,19 @@ PAPER_SCALING = {
 }
 
 
+# What the paper's floor does, said under the composite table: its steady
+# 0.667 ± 0.000 (easy healthy) otherwise reads as a bug.
+RANDOM_NOTE = ("random is the paper's floor: it runs no experiment and predicts 0.5 for every phenotype (in disease mode "
+               "it also commits a random diagnosis and rescue); its prediction score is the share of phenotypes whose "
+               "true value lies within 0.10 of 0.5, often the same on every seed (hence ± 0.000).")
+
+
+def baseline_notes(records) -> list[str]:
+    """The lines to print under :func:`composite_table` of ``records``: what
+    ``random`` does, where it ran (none otherwise)."""
+    return [RANDOM_NOTE] if "random" in agents_in(records) else []
+
+
 def summary(records, fields=("agent", "tier", "mode", "n_genes")) -> dict:
     """{group key: {metric: (mean, population std, count)}} for the score and
     strategy metrics."""
