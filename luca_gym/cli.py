@@ -1072,8 +1072,15 @@ def main(argv=None) -> int:
         print(f"luca-gym {args.command}: error: {exc}; completed sessions are saved and a rerun resumes", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("\ninterrupted; completed sessions are saved and a rerun resumes", file=sys.stderr)
+        print(f"\ninterrupted; {_INTERRUPTED.get(args.command, 'nothing more was written')}", file=sys.stderr)
         return 130
+
+
+# What an interrupted command leaves behind, said on Ctrl-C.
+_INTERRUPTED = {
+    "eval": "completed sessions are saved and a rerun resumes",
+    "train": "a run stopped before its first update leaves no folder; a later one keeps its learning curve so far",
+}
 
 
 if __name__ == "__main__":
