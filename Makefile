@@ -4,6 +4,11 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.luca-gym-installed
+# `make demo` and `make ablation` run scripted baselines: the base install
+# (jax, which brings scipy for the ablations' paired tests, and matplotlib for
+# the report's figures) is all they import, not the dev extra's 2 GB (torch,
+# verifiers, the docs). Their own stamp, so `make test` still installs dev.
+DEMO_STAMP := $(VENV)/.luca-gym-demo-installed
 EXTRAS ?= dev
 # Compiled generators and solvers are cached on disk and shared by the test
 # workers and later runs (JAX reads this variable itself).
@@ -28,9 +33,17 @@ $(STAMP): pyproject.toml
 	$(SANDBOX_PACKAGES)
 	@touch $(STAMP)
 
+# A .venv that `make test` installed already holds everything the demo needs.
+$(DEMO_STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@if [ $(STAMP) -nt pyproject.toml ]; then :; else \
+	  $(BIN)/python -m pip install --quiet --upgrade pip && \
+	  $(BIN)/python -m pip install -qq --no-compile -e .; fi
+	@touch $(DEMO_STAMP)
+
 # The main job on built-in defaults: three baselines x 3 tiers x 2 modes x 5
 # seeds, the table, and a report (markdown + figures) in results/demo.
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	@rm -f results/demo/sessions.jsonl
 	$(BIN)/luca-gym eval --seeds 0-4 --out results/demo
 	$(BIN)/luca-gym report results/demo
@@ -41,7 +54,7 @@ demo: $(STAMP)
 # seeds each; the report's "Ablations" section has the paired tests.
 ABLATION_AGENTS ?= causal-sweep,heuristic,random
 ABLATION = $(BIN)/luca-gym eval --agents $(ABLATION_AGENTS) --modes healthy --seeds 0-19 --out results/ablation --quiet
-ablation: $(STAMP)
+ablation: $(DEMO_STAMP)
 	@rm -f results/ablation/sessions.jsonl
 	$(ABLATION) --tiers medium --n-genes 20 --ablation backwards
 	$(ABLATION) --tiers medium --n-genes 20 --ablation vocabulary,stance
@@ -63,6 +76,23 @@ test-slow: $(STAMP)
 	$(PYTEST) -m slow
 
 test-all: test test-slow
+
+# verifiers 0.4 (luca_gym.integrations.verifiers_v1) in an environment of its
+# own: 0.4 pins mcp==2.0.0, which cannot join .venv (the llm and dev extras need
+# mcp>=2.3 and pin verifiers 0.2.0). The base install, verifiers 0.4 and pytest,
+# no torch; tests/test_verifiers_v1.py plays a rollout against a fake server on
+# 127.0.0.1 through verifiers' own interception, offline.
+VF_VENV := .venv-verifiers
+VF_STAMP := $(VF_VENV)/.luca-gym-installed
+$(VF_STAMP): pyproject.toml
+	@test -x $(VF_VENV)/bin/python || $(PYTHON) -m venv $(VF_VENV)
+	$(VF_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VF_VENV)/bin/python -m pip install -qq --no-compile -e . "verifiers==0.4.*" pytest
+	@touch $(VF_STAMP)
+
+.PHONY: test-verifiers
+test-verifiers: $(VF_STAMP)
+	$(VF_VENV)/bin/python -m pytest tests/test_verifiers_v1.py -rs
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/solver.py

@@ -20,14 +20,27 @@ is written and tested against (``pip install "luca-gym[verifiers]"``).
 verifiers 0.4 also dropped the API this adapter stands on (``MultiTurnEnv``,
 ``Rubric``, ``verifiers.types``: 0.4 keeps only ``verifiers.v1``'s
 taskset, harness and MCP-toolset design), so with it installed
-:func:`load_environment` says so in one line (ImportError) rather than
-failing inside verifiers. verifiers is imported when :func:`load_environment`
+:func:`load_environment` returns :mod:`luca_gym.integrations.verifiers_v1`'s
+environment for the same arguments (and where ``verifiers.v1`` is not one it
+knows, says so in one line, ImportError, rather than failing inside
+verifiers). verifiers is imported when :func:`load_environment`
 is called, never at import time. verifiers finds it by module name::
 
     import verifiers as vf
     env = vf.load_environment("luca_gym.integrations.verifiers", world="dag", num_examples=8)
 
 (``vf-eval luca_gym.integrations.verifiers -a '{"world": "dag"}'`` the same).
+
+verifiers reloads an environment by its ``env_id`` and ``env_args``:
+``vf-eval``'s env server (its default; ``--disable-env-server`` plays in the
+one process) spawns worker processes that each call
+``vf.load_environment(env.env_id, **env.env_args)``, which imports the module
+the id names (its last ``/`` part, ``-`` read as ``_``). So the environment's
+``env_id`` is this module's name, :data:`ENV_ID`, and its ``env_args`` are
+the arguments that rebuild it (the world, its rows, the seal, the turn limit
+and the settings); they are also what ``vf-eval --save-results`` writes to
+``metadata.json``, so a seal travels as a :class:`~luca_gym.seal.Seal`, which
+shows its fingerprint only, never the secret.
 """
 
 from __future__ import annotations
@@ -38,11 +51,13 @@ import json
 
 from luca_gym import worlds
 from luca_gym.protocol import load
+from luca_gym.seal import make_seal
 from luca_gym.tools.loop import opening_messages
 from luca_gym.validate import DRAWN_SEED_LIMIT, check_seed
 
 INSTALL_HINT = 'verifiers is not installed; pip install "luca-gym[verifiers]"'
 DEFAULT_MAX_TURNS = 300  # model turns of one rollout, as the harness's run_agent
+ENV_ID = __name__  # verifiers' worker processes import the environment's env_id: this module
 
 
 def _import_verifiers():
@@ -54,6 +69,22 @@ def _import_verifiers():
         raise ImportError(f"verifiers {getattr(verifiers, '__version__', '?')} is installed; this adapter needs "
                           f"verifiers' MultiTurnEnv API (0.2.0, which 0.4 removed): pip install \"luca-gym[verifiers]\"")
     return verifiers
+
+
+def _verifiers_v1():
+    """:mod:`luca_gym.integrations.verifiers_v1` where verifiers >= 0.4 (no
+    ``MultiTurnEnv``, a working ``verifiers.v1``) is installed, else None."""
+    try:
+        import verifiers
+    except ImportError:
+        return None
+    if hasattr(verifiers, "MultiTurnEnv"):
+        return None
+    try:
+        from luca_gym.integrations import verifiers_v1
+    except ImportError:
+        return None  # not a verifiers.v1 we know: _import_verifiers names the release
+    return verifiers_v1
 
 
 # Tool-session parameters that are not settings a user gives: the seed comes
@@ -93,7 +124,7 @@ def load_environment(world: str = "luca", seeds=None, num_examples: int = 16, se
         **config: the world's settings (its config's fields, checked here,
             e.g. ``tier="easy"``) and its tool session's options.
 
-    Returns a ``verifiers.MultiTurnEnv`` whose dataset and eval dataset
+    Returns (verifiers 0.2) a ``verifiers.MultiTurnEnv`` whose dataset and eval dataset
     (built when first asked for) hold one row per seed: ``prompt``, the
     instance's system prompt and opening user message; ``info``, JSON text
     of ``{"seed": k, "tool_defs": [...]}``, the instance's tools (a world's
@@ -101,8 +132,10 @@ def load_environment(world: str = "luca", seeds=None, num_examples: int = 16, se
     organism's genes). The rubric's reward is the session's return; a
     rollout's state keeps ``state["luca_gym"]``: the session's return,
     scores, end_reason, number of calls and instance_id (opaque when
-    sealed). ImportError with the install hint when verifiers is missing;
-    ValueError naming a bad argument.
+    sealed). Its ``env_id`` is :data:`ENV_ID` and its ``env_args`` rebuild it
+    (``vf.load_environment(env.env_id, **env.env_args)``, as ``vf-eval``'s env
+    server workers do). ImportError with the install hint when verifiers is
+    missing; ValueError naming a bad argument.
     """
     spec = worlds.get(world)
     if spec.tools is None:
@@ -112,20 +145,26 @@ def load_environment(world: str = "luca", seeds=None, num_examples: int = 16, se
     spec.make_config(**{k: v for k, v in config.items() if k in fields})  # checks them now
     if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
         raise ValueError(f"max_turns: {max_turns!r}; allowed an integer >= 1")
+    row_args = {}  # how env_args rebuild the rows: as they were given
     if seeds is None:
         if isinstance(num_examples, bool) or not isinstance(num_examples, int) or not 1 <= num_examples <= DRAWN_SEED_LIMIT:
             raise ValueError(f"num_examples: {num_examples!r}; allowed an integer from 1 to {DRAWN_SEED_LIMIT}")
-        seeds = range(num_examples)
+        seeds, row_args = range(num_examples), {"num_examples": num_examples}
     seeds = [check_seed(s, f"seeds[{i}]") for i, s in enumerate(seeds)]
     if not seeds:
         raise ValueError("seeds: empty; give at least one instance seed")
+    row_args = row_args or {"seeds": seeds}
+    seal = make_seal(sealed)  # a bad secret now; a Seal in env_args shows its fingerprint, never the secret
+    v1 = _verifiers_v1()
+    if v1 is not None:  # verifiers >= 0.4: its verifiers.v1 taskset/harness design
+        return v1.load_environment(spec.name, seeds=seeds, sealed=sealed, max_turns=max_turns, **config)
     vf = _import_verifiers()
     from datasets import Dataset  # a dependency of verifiers
 
     open_tools = load(spec.tools)
 
     def open_session(seed: int):
-        return open_tools(seed, sealed=sealed, **config)
+        return open_tools(seed, sealed=seal, **config)
 
     @functools.cache
     def dataset():
@@ -136,9 +175,14 @@ def load_environment(world: str = "luca", seeds=None, num_examples: int = 16, se
             rows.append({"prompt": opening_messages(session), "info": info, "example_id": i})
         return Dataset.from_list(rows)
 
+    # env_id and env_args are how verifiers rebuilds this environment in another process
+    # (vf-eval's env server workers: vf.load_environment(env_id, **env_args)), so the id is
+    # this module's importable name and the args everything that was given
+    env_args = {"world": spec.name, **row_args, **({"sealed": seal} if seal is not None else {}),
+                "max_turns": max_turns, **config}
     env_class = _environment_class(vf)
     return env_class(open_session=open_session, turn_limit=max_turns, dataset=dataset, eval_dataset=dataset,
-                     rubric=_rubric(vf), env_id=f"luca-gym/{spec.name}", env_args={"world": spec.name, **config})
+                     rubric=_rubric(vf), env_id=ENV_ID, env_args=env_args)
 
 
 def _tool_defs(session) -> list[dict]:
