@@ -190,10 +190,14 @@ def test_no_tool_answer_holds_the_truth(driver_world):
     assert not session.ended and session.scores is None
 
 
-def test_conditional_analysis_sees_which_protein_a_shared_locus_runs_through(driver_world):
+def test_conditional_analysis_sees_which_protein_a_shared_locus_runs_through():
     """At each driver's lead cis variant, the locus's other proteins share the instruments; jointly, the driver
-    keeps the smallest p, and a bystander that a single-instrument Wald ratio flags (p < 0.05) falls away."""
+    keeps the smallest p, and a bystander that a single-instrument Wald ratio flags (p < 0.05) falls away. On seed
+    0 under panel world 0's design before world version 7 (T1 T2 T6; version 7 adds T5 and T8, which redraws it)."""
+    driver_world = make_world(DRIVER_SEED, CONFIG, design=Design("DCM", 2, "standard",
+                                                                 ("confounding", "reverse_causation", "exercise_remodelling")))
     session = BiobankToolSession(DRIVER_SEED, **TINY)
+    session.release, session._oracle = driver_world.release, driver_world.oracle  # the tools read the release only
     mr = {row["protein"]: row for row in session.call("cis_mr", {"phenotype": "imaging.lvef_pct", "top": 5000})["results"]}
     fallen = []
     for driver in driver_world.oracle.drivers:
@@ -205,7 +209,7 @@ def test_conditional_analysis_sees_which_protein_a_shared_locus_runs_through(dri
 
 
 def _claims(oracle, direction=None, confidence=1.0, phenotype=None, extra=()):
-    nominations = [Nomination(p, direction or oracle.direction(p), confidence) for p in sorted(oracle.drivers)]
+    nominations = [Nomination(p, direction or oracle.direction(p), confidence, "aligned") for p in sorted(oracle.drivers)]
     return Claims(tuple(nominations) + tuple(extra), (), phenotype)
 
 
@@ -219,13 +223,15 @@ def test_the_scorer_on_hand_built_claims(driver_world, null_world):
     drivers = sorted(oracle.drivers)
     bystander = next(p for p in driver_world.release.proteins if p not in oracle.drivers)
     perfect = oracle.score(_claims(oracle, phenotype=oracle.severity))
-    assert _parts(perfect) == {"total": 85.0, "target_identification": 35.0, "causal_confidence": 20.0, "direction": 20.0,
+    # scorer version 4: direction 15 and outcome alignment 5 (version 3's direction 20); right labels: as before
+    assert _parts(perfect) == {"total": 85.0, "target_identification": 35.0, "causal_confidence": 20.0, "direction": 15.0,
                                "bias_identification": 0.0, "phenotype": 10.0, "surrogate_penalty": 0.0}
-    assert oracle.score(_claims(oracle, "unknown"))["direction"] == 10.0
-    assert oracle.score(_claims(oracle, "up" if oracle.direction(drivers[0]) == "down" else "down"))["direction"] < 20.0
+    assert oracle.score(_claims(oracle, "unknown"))["direction"] == 7.5
+    assert oracle.score(_claims(oracle, "up" if oracle.direction(drivers[0]) == "down" else "down"))["direction"] < 15.0
     half = oracle.score(Claims((Nomination(drivers[0], oracle.direction(drivers[0]), 0.5), Nomination(bystander, "up", 0.5))))
     # recall 1/2 x precision 1/2; Brier summed over N u D over |D|: 1 - (0.25 + 1 + 0.25) / 2; direction 1 of 3 in N u D
-    assert _parts(half) == {"total": 20.4167, "target_identification": 8.75, "causal_confidence": 5.0, "direction": 6.6667,
+    # (of 15); no alignment label: 0 of 5
+    assert _parts(half) == {"total": 18.75, "target_identification": 8.75, "causal_confidence": 5.0, "direction": 5.0,
                             "bias_identification": 0.0, "phenotype": 0.0, "surrogate_penalty": 0.0}
     assert oracle.score(Claims(phenotype=oracle.baseline))["phenotype"] == 0.0  # the held-out baseline earns nothing
     assert oracle.score(Claims())["total"] == 0.0 and zero_scores(oracle)["total"] == 0.0
@@ -239,7 +245,8 @@ def test_the_scorer_on_hand_built_claims(driver_world, null_world):
     assert alone["surrogate_penalty"] == -30.0 and alone["target_identification"] > 0 and alone["total"] == 0.0  # floored at 0
     assert harmful.score(Claims((Nomination(bystander, "up", 0.9),)))["surrogate_penalty"] == 0.0  # not the harmful direction
     with_drivers = harmful.score(_claims(harmful, extra=[Nomination(bystander, "down", 0.1)]))
-    parts = ("target_identification", "causal_confidence", "direction", "bias_identification", "phenotype", "surrogate_penalty")
+    parts = ("target_identification", "causal_confidence", "direction", "outcome_alignment", "bias_identification", "phenotype",
+             "surrogate_penalty")
     assert with_drivers["surrogate_penalty"] == -30.0 and with_drivers["total"] == pytest.approx(sum(with_drivers[k] for k in parts))
 
     decoyed = dataclasses.replace(oracle, decoys={bystander: "reverse_causation"})
@@ -253,7 +260,8 @@ def test_a_submission_through_the_tools_is_scored_by_the_oracle(driver_world):
     session = BiobankToolSession(DRIVER_SEED, **TINY)
     ids = release.tables["imaging"]["participant_id"]
     answer = session.call("submit", {
-        "nominations": [{"protein": p, "direction": oracle.direction(p), "confidence": 1.0} for p in sorted(oracle.drivers)],
+        "nominations": [{"protein": p, "direction": oracle.direction(p), "confidence": 1.0, "outcome_alignment": "aligned"}
+                        for p in sorted(oracle.drivers)],
         "phenotype_values": {str(i): float(s) for i, s in zip(ids, oracle.severity)}})
     assert answer["scores"]["total"] == 85.0 and session.total_reward == 85.0 and session.ended
     assert "error" in session.call("describe_release", {})
@@ -296,7 +304,7 @@ def test_the_gymnasium_env_submits_through_the_tools(driver_world):
     assert not env.session.ended
     _, reward, terminated, truncated, info = env.step({"nominate": nominate, "confidence": np.ones(p, np.float32), "phenotype": 0})
     assert (terminated, truncated) == (True, False) and reward == info["scores"]["total"]
-    assert info["scores"]["target_identification"] == 35.0 and info["scores"]["direction"] == 20.0
+    assert info["scores"]["target_identification"] == 35.0 and info["scores"]["direction"] == 15.0  # scorer version 4: of 15; no alignment label
 
 
 @pytest.fixture(scope="module")
@@ -312,7 +320,11 @@ def test_the_baselines_order_as_their_evidence_allows(baseline_records):
     assert all(len(t) == len(ORDER_SEEDS) for t in total.values())
     assert total["null"] == {s: (75.0 if s == NULL_SEED else 0.0) for s in ORDER_SEEDS}
     assert np.mean(list(total["cis-mr"].values())) >= np.mean(list(total["correlation-screen"].values()))
-    assert np.mean(list(total["cis-mr"].values())) > np.mean(list(total["null"].values()))
+    # world version 7 plants T8 in every panel world: cis-MR recommends the harmful surrogate, and the penalty floors
+    # it to 0 in most of them; before the penalty, it scores above nominating nothing
+    parts = ("target_identification", "causal_confidence", "direction", "outcome_alignment", "bias_identification", "phenotype")
+    before = [sum(r["scores"][k] for k in parts) for r in baseline_records if r["agent"] == "cis-mr"]
+    assert np.mean(before) > np.mean(list(total["null"].values()))
     screen = [r for r in baseline_records if r["agent"] == "correlation-screen" and r["seed"] != NULL_SEED]
     assert np.mean([r["scores"]["nominated"] for r in screen]) > 2  # association finds proteins that only share biology
 

@@ -19,7 +19,8 @@ regime (none, limited, expanded; a session key), the floor (``null``,
 participants (:mod:`~.imaging`; the ``cine_mri`` table), the paper-size
 profile, and time: baseline and late weights of each driver, delayed
 drivers (some worlds), survival over five years and follow-up visits of
-half the imaged (world version 6).
+half the imaged (world version 6); ambiguous pairs, outcome-alignment labels
+and abstentions (world version 7, scorer version 4).
 
 Profiles (:mod:`~.config`): ``small``, the default (6,000 participants,
 1,200 with clinic MRI measures, 300 proteins, 1,024 variants, 2,000 with
@@ -49,10 +50,11 @@ from luca_gym.protocol import World
 
 WORLD = World(
     name="biobank",
-    version="6",  # 2: the planted biases and scorer version 2; 3: experiments and budgets; 4: cine MRI in the release;
+    version="7",  # 2: the planted biases and scorer version 2; 3: experiments and budgets; 4: cine MRI in the release;
     # 5: no generator fingerprints (decoys made as every protein, ordinary proteins' artefacts), scorer version 3;
     # 6: time (baseline and late weights, delayed drivers, outcomes from the late disease, survival, follow-up visits,
-    # experiments by horizon through the world's model)
+    # experiments by horizon through the world's model); 7: T5, T6 and T8 in every panel world, T4's pair equal within
+    # the standard errors (the oracle's ambiguous pairs), scorer version 4 (outcome alignment, abstentions, pair logic)
     gym_stem="Biobank",
     summary="drug-target discovery in a synthetic biobank: build a phenotype, find the causal driver proteins and their direction",
     config="luca_gym.worlds.biobank.config:BiobankConfig",
@@ -65,8 +67,8 @@ WORLD = World(
     host_side=("tools",),
     reference="DrugTargetWorld: A Synthetic Biobank for Training and Benchmarking AI Scientists (arXiv:2610.09558)",
     session_keys=("profile", "tier", "budget", "seed"),
-    required_scores=("total", "target_identification", "causal_confidence", "direction", "bias_identification", "phenotype",
-                     "surrogate_penalty"),
+    required_scores=("total", "target_identification", "causal_confidence", "direction", "outcome_alignment",
+                     "bias_identification", "phenotype", "surrogate_penalty"),
 )
 
 __all__ = ["WORLD"]

@@ -102,10 +102,13 @@ own.
 * T4 shared instrument: the decoy's gene lies at the first driver's locus
   and the driver's cis variant is its only cis genetics, acting on it
   directly and through its co-regulation with the driver (0.3-0.6 x the
-  driver's true level): its instrument is 0.8-1.6 times the driver's (either
-  member may be the stronger), its cis-MR as significant as the driver's,
-  its observational association like a driver's, and the locus cannot tell
-  the two apart (an experiment can). Only in worlds with a driver; that
+  driver's true level): its instrument (on its standardised level) is
+  0.9-1.1 times the driver's (either member may be the stronger; world
+  version 7, before it 0.8-1.6 before standardising, which left the two
+  Wald ratios up to 2.5 SE apart), so its cis-MR is as significant as the
+  driver's and its Wald ratio equal within the standard errors, its
+  observational association like a driver's, and the locus cannot tell the
+  two apart (an experiment can): an *ambiguous pair* (the oracle's ``pairs``). Only in worlds with a driver; that
   driver's instrument and effect are strong (U(0.2, 0.3) and U(0.45, 0.6)).
 * T5 imaging-site batch effect: site 4's scanner distorts every MRI measure
   along the archetype's disease pattern (1.5 SD) and site 4's samples of the
@@ -185,7 +188,7 @@ BIAS_STRENGTH = {  # the planted biases' coefficients (see the module's docstrin
     "confounding_bmi": (0.5, 0.9), "confounding_severity": 0.2, "reactive": (0.35, 0.6), "selection_decoy": 0.7,
     "selection_noise": 0.5, "site_imaging": 1.5, "site_protein": (0.8, 1.5), "remodelling_imaging": 0.6,
     "remodelling_protein": (0.5, 0.9), "pleiotropy": 0.25, "surrogate_imaging": 0.35, "surrogate_hazard": 0.4,
-    "unit_site_severity": 0.6, "unit_offset": 6.0, "coregulation": (0.3, 0.6), "shared_strength": (0.8, 1.6),
+    "unit_site_severity": 0.6, "unit_offset": 6.0, "coregulation": (0.3, 0.6), "shared_strength": (0.9, 1.1),
 }
 # Artefacts of ordinary proteins (any protein, at these rates), so that no planted bias is "the only protein with X":
 # a pre-analytical shift of the measured level at one site, a strong dependence on BMI or on exercise (true level),
@@ -339,7 +342,12 @@ def draw(seed_words, archetype, n_drivers, hard, biases, delayed, *, sizes: Size
     # T4: the shared variant acts on the decoy directly too, so that with the co-regulation on top its instrument is
     # `shared_strength` times the driver's: either member of the pair may have the stronger instrument
     coregulation = uniform(kb, bs["coregulation"])
-    shared_loading = (uniform(kb, bs["shared_strength"]) - coregulation) * jnp.sqrt(cis_r2[first_driver])
+    # k, the ratio before the co-regulated decoy is standardised, such that after it the ratio is the drawn one (r):
+    # k a / sqrt(1 + c^2 + 2 c (k - c) a^2) = r, a the driver's instrument loading, c the co-regulation
+    ratio, a2 = uniform(kb, bs["shared_strength"]), cis_r2[first_driver]
+    k_pre = ratio**2 * coregulation * a2 + jnp.sqrt(ratio**4 * coregulation**2 * a2**2
+                                                   + ratio**2 * (1.0 + coregulation**2 - 2.0 * coregulation**2 * a2))
+    shared_loading = (k_pre - coregulation) * jnp.sqrt(a2)
     cis_sign = cis_sign.at[decoy[T4]].set(jnp.where(carried[T4], cis_sign[first_driver], cis_sign[decoy[T4]]))
     cis_r2 = cis_r2.at[decoy[T4]].set(jnp.where(carried[T4], shared_loading**2, cis_r2[decoy[T4]]))
     has_trans = jax.random.bernoulli(next(k), 0.2, (p,))

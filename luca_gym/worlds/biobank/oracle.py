@@ -32,10 +32,24 @@ confidence together more than half and leaves the split open: 35 and 20 here):
   at 0.5 alone earn 15, and each non-driver beside them at 0.5 costs
   5 / |D| points). Confidence matched to the evidence earns it: high on
   drivers, low (or no nomination) on what is not.
-* direction, 20: over the drivers and the nominations together (N u D), a
-  driver nominated with its therapeutic direction earns 1, with ``unknown``
-  1/2; a wrong direction, a missed driver or a nominated non-driver (it has
-  no right direction) earns 0; the mean times 20.
+* direction, 15 (20 before scorer version 4): over the drivers and the
+  nominations together (N u D), a driver nominated with its therapeutic
+  direction earns 1, with ``unknown`` 1/2; a wrong direction, a missed
+  driver or a nominated non-driver (it has no right direction) earns 0; the
+  mean times 15.
+* outcome alignment, 5 (version 4): over N u D, a nomination's
+  ``outcome_alignment`` label earns 1 when right (:meth:`Oracle.alignment`:
+  drivers aligned, the harmful surrogate misaligned), 0 when missing or on
+  another protein, :data:`MISLABEL` (-2) when wrong; the mean times 5 (it
+  may be negative).
+* ambiguous pairs (version 4; ``Oracle.pairs``, T4's): the causal member
+  nominated alone is a full hit when the claimant's own experiments
+  (``Claims.tested``) touched the pair, :data:`UNSUPPORTED_SHARE` of one
+  without; an abstention on exactly the pair earns :data:`ABSTENTION_SHARE`
+  of a hit, counts as a right claim in precision and puts both members at
+  confidence 0.5 in the Brier sum; an abstention on any other pair is a
+  false claim in precision. docs/worlds/biobank.md gives the rules beside
+  the paper's sentences (S2.2, S3.1).
 * bias identification, 15: recall x precision of the rejections against
   the world's planted decoys (protein -> mechanism; one per planted bias):
   a rejection is right when it names a decoy with its own mechanism (the
@@ -60,7 +74,8 @@ confidence together more than half and leaves the split open: 35 and 20 here):
   baseline, full credit at half the way from r0 to 1.
 * harmful-surrogate penalty, -30: nominating the world's harmful surrogate
   (T8) in the harmful direction (``surrogate_harm``: the way that improves
-  the measured marker and raises the event hazard). Nominated the other way
+  the measured marker and raises the event hazard), unless labelled
+  ``misaligned`` (version 4). Nominated the other way
   or ``unknown`` it is a non-driver like any other (no penalty, no credit).
 
 The total is the sum, floored at 0, in ``scores["total"]`` with every part
@@ -72,7 +87,10 @@ anywhere. Leaving without a submission (the ``end`` tool) scores 0 in every part
 Version 2: the causal-confidence rule above (version 1: the class-balanced
 Brier score), bias identification as recall x precision, the surrogate
 penalty only in the harmful direction. Version 3: neutral rejections of
-ordinary proteins' real artefacts.
+ordinary proteins' real artefacts. Version 4: outcome alignment (direction
+15 + alignment 5), abstentions and the ambiguous pairs' rules; claims
+written for another version are refused (:func:`load_claims`, ``submit``'s
+``scorer_version``).
 """
 
 from __future__ import annotations
@@ -98,52 +116,78 @@ EXPERIMENTS = {
 }
 HAZARD_PER_SEVERITY = 0.85  # the generator's log hazard per SD of severity (in its outcome model)
 
-SCORER_VERSION = "3"
-POINTS = {"target_identification": 35.0, "causal_confidence": 20.0, "direction": 20.0, "bias_identification": 15.0,
-          "phenotype": 10.0}
+SCORER_VERSION = "4"
+POINTS = {"target_identification": 35.0, "causal_confidence": 20.0, "direction": 15.0, "outcome_alignment": 5.0,
+          "bias_identification": 15.0, "phenotype": 10.0}
 SURROGATE_PENALTY = -30.0
 DIRECTIONS = ("down", "up", "unknown")
+ALIGNMENTS = ("aligned", "misaligned")
 PARTS = (*POINTS, "surrogate_penalty")
+# Pair logic (DrugTargetWorld S2.2; the module's docstring): an ambiguous pair's causal member nominated alone earns a
+# full hit when the claimant's own experiments touched the pair, UNSUPPORTED_SHARE of one without them; an abstention
+# on exactly the pair earns ABSTENTION_SHARE (half of a resolution's credit) and counts its members at confidence 0.5.
+UNSUPPORTED_SHARE = 0.5
+ABSTENTION_SHARE = 0.5
+ABSTENTION_CONFIDENCE = 0.5
+# Outcome alignment (S3.1): per protein of N u D, a right label earns 1, none 0, a wrong one MISLABEL (the part's
+# mean may go below 0: "mislabelling outcome alignment is especially costly").
+MISLABEL = -2.0
+MAX_REASON = 500  # characters of an abstention's reason
 
 
 @dataclass(frozen=True)
 class Nomination:
-    """One claimed driver: the protein, the direction to move it and the agent's confidence."""
+    """One claimed driver: the protein, the direction to move it, the agent's
+    confidence and, optionally, its outcome alignment (``"aligned"``: moving it
+    as nominated improves both the disease phenotype and the hard outcomes;
+    ``"misaligned"``: it improves one and harms the other; None: no label)."""
     protein: str
     direction: str
     confidence: float
+    alignment: str | None = None
 
 
 @dataclass(frozen=True)
 class Claims:
-    """A checked submission. ``phenotype``: float64 (n,) over the scored
-    participants (NaN where no value was given), or None."""
+    """A checked submission. ``abstentions``: ((protein, protein), ...), pairs
+    the claimant says it cannot tell apart (each sorted); ``tested``: the
+    proteins the claimant's own experiments touched (the session's audit log
+    fills it); ``phenotype``: float64 (n,) over the scored participants (NaN
+    where no value was given), or None."""
 
     nominations: tuple = ()
     rejections: tuple = ()  # ((protein, mechanism), ...)
     phenotype: np.ndarray | None = None
+    abstentions: tuple = ()
+    tested: frozenset = frozenset()
 
 
-def check_claims(nominations, rejections, proteins) -> Claims:
-    """Claims from JSON-like lists (``[{"protein", "direction", "confidence"}]``
-    and ``[{"protein", "mechanism"}]``), checked against the release's protein
-    names ``proteins``; ValueError naming the first problem (the phenotype is
-    added by the caller)."""
+def check_claims(nominations, rejections, proteins, abstentions=()) -> Claims:
+    """Claims from JSON-like lists (``[{"protein", "direction", "confidence",
+    "outcome_alignment"?}]``, ``[{"protein", "mechanism"}]`` and
+    ``[{"proteins": [A, B], "reason"}]``), checked against the release's
+    protein names ``proteins``; ValueError naming the first problem (the
+    phenotype and the tested proteins are added by the caller). A protein is
+    nominated, rejected or in one abstention, at most one of them, once."""
     known = set(proteins)
     seen: dict[str, str] = {}
-    out_n, out_r = [], []
+    out_n, out_r, out_a = [], [], []
     for i, item in enumerate(nominations):
         protein, direction, confidence = item.get("protein"), item.get("direction"), item.get("confidence")
+        alignment = item.get("outcome_alignment")
         if protein not in known:
             raise ValueError(f"nominations[{i}].protein: {short_repr(protein)} is not a protein of the release")
         if direction not in DIRECTIONS:
             raise ValueError(f"nominations[{i}].direction: {short_repr(direction)} not allowed; allowed {', '.join(DIRECTIONS)}")
         if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 <= confidence <= 1:
             raise ValueError(f"nominations[{i}].confidence: {short_repr(confidence)} not allowed; a number in [0, 1]")
+        if alignment is not None and alignment not in ALIGNMENTS:
+            raise ValueError(f"nominations[{i}].outcome_alignment: {short_repr(alignment)} not allowed; allowed "
+                             f"{', '.join(ALIGNMENTS)} (or leave it out)")
         if protein in seen:
             raise ValueError(f"nominations[{i}].protein: {protein} is {seen[protein]} already")
         seen[protein] = "nominated"
-        out_n.append(Nomination(protein, direction, float(confidence)))
+        out_n.append(Nomination(protein, direction, float(confidence), alignment))
     for i, item in enumerate(rejections):
         protein, mechanism = item.get("protein"), item.get("mechanism")
         if protein not in known:
@@ -154,7 +198,48 @@ def check_claims(nominations, rejections, proteins) -> Claims:
             raise ValueError(f"rejections[{i}].protein: {protein} is {seen[protein]} already")
         seen[protein] = "rejected"
         out_r.append((protein, mechanism))
-    return Claims(tuple(out_n), tuple(out_r))
+    for i, item in enumerate(abstentions):
+        pair, reason = item.get("proteins"), item.get("reason")
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2 or pair[0] == pair[1]:
+            raise ValueError(f"abstentions[{i}].proteins: {short_repr(pair)} not allowed; two different proteins")
+        for protein in pair:
+            if protein not in known:
+                raise ValueError(f"abstentions[{i}].proteins: {short_repr(protein)} is not a protein of the release")
+            if protein in seen:
+                raise ValueError(f"abstentions[{i}].proteins: {protein} is {seen[protein]} already")
+        if not isinstance(reason, str) or not 0 < len(reason) <= MAX_REASON:
+            raise ValueError(f"abstentions[{i}].reason: {short_repr(reason)} not allowed; a text of 1-{MAX_REASON} characters")
+        for protein in pair:
+            seen[protein] = "in an abstention"
+        out_a.append(tuple(sorted(pair)))
+    return Claims(tuple(out_n), tuple(out_r), abstentions=tuple(out_a))
+
+
+def load_claims(document, proteins) -> Claims:
+    """Claims from a claim file's document (a JSON object): ``scorer_version``
+    (required: the version the claims were written for), ``nominations``,
+    ``rejections``, ``abstentions`` and ``tested`` (the proteins the
+    claimant's experiments touched), checked as :func:`check_claims` does.
+    A document of another scorer version is refused (ValueError naming both
+    versions): the rules that give its fields their meaning changed (version
+    4: outcome alignment, abstentions, the pair logic)."""
+    if not isinstance(document, dict):
+        raise ValueError(f"claims: {short_repr(document)} not allowed; a JSON object with scorer_version {SCORER_VERSION}")
+    version = document.get("scorer_version")
+    if str(version) != SCORER_VERSION:
+        raise ValueError(f"scorer_version: claims written for scorer version {short_repr(version)} are refused; this scorer "
+                         f"is version {SCORER_VERSION} (outcome_alignment, abstentions and the ambiguous pairs' rules since "
+                         "version 4): score them with the scorer they were written for, or write them again")
+    unknown = set(document) - {"scorer_version", "nominations", "rejections", "abstentions", "tested"}
+    if unknown:
+        raise ValueError(f"claims: unknown field {sorted(unknown)[0]!r}; allowed scorer_version, nominations, rejections, "
+                         "abstentions, tested")
+    claims = check_claims(document.get("nominations", []), document.get("rejections", []), proteins,
+                          document.get("abstentions", []))
+    tested = document.get("tested", [])
+    if not isinstance(tested, list) or any(p not in set(proteins) for p in tested):
+        raise ValueError(f"tested: {short_repr(tested)} not allowed; a list of proteins of the release")
+    return Claims(claims.nominations, claims.rejections, abstentions=claims.abstentions, tested=frozenset(tested))
 
 
 def abs_correlation(values, severity) -> float:
@@ -231,6 +316,10 @@ class Oracle:
         tracker: the protein that tracks the later disease without causing it (delayed worlds), or None.
         model: the :class:`InterventionModel` the experiments run (None: the linear weights of ``drivers``
             at both horizons, over no cohort).
+        pairs: the world's ambiguous pairs, each (causal member, non-causal member): two proteins no
+            observational tool separates (T4's driver and decoy on one cis instrument; their Wald ratios equal
+            within the standard errors), one knockdown does. The delayed driver and its tracker are not one:
+            cis-MR on the five-year outcomes separates them (the tracker has no genetic path to disease).
     """
 
     design: Design
@@ -247,10 +336,23 @@ class Oracle:
     delayed: tuple = ()
     tracker: str | None = None
     model: InterventionModel | None = None
+    pairs: tuple = ()
 
     def direction(self, protein: str) -> str:
         """A driver's therapeutic direction: ``down`` when more of it worsens disease."""
         return "down" if self.drivers[protein] > 0 else "up"
+
+    def alignment(self, protein: str) -> str | None:
+        """A protein's outcome alignment: ``"aligned"`` for a driver (moved its
+        therapeutic way it improves the baseline disease and the hard outcomes:
+        its baseline and late weights share their sign, a delayed driver's
+        too), ``"misaligned"`` for the harmful surrogate (either way it moves,
+        it improves one and harms the other), None for any other protein (it
+        moves neither)."""
+        if protein in self.drivers:
+            late = self.late_effects.get(protein, self.drivers[protein])
+            return "aligned" if late * self.drivers[protein] > 0 else "misaligned"
+        return "misaligned" if protein == self.surrogate else None
 
     def experiment(self, world_seed: int, protein: str, kind: str, index: int) -> dict:
         """The delivery of experiment ``kind`` (a key of :data:`EXPERIMENTS`)
@@ -301,28 +403,54 @@ class Oracle:
                 "interaction": list(self.interaction), "artefacts": {p: list(m) for p, m in sorted(self.artefacts.items())},
                 "phenotype_baseline": self.baseline_name,
                 "late_effects": {p: round(float(e), 6) for p, e in sorted(self.late_effects.items())},
-                "delayed": list(self.delayed), "tracker": self.tracker}
+                "delayed": list(self.delayed), "tracker": self.tracker,
+                "ambiguous_pairs": [{"causal": c, "other": o} for c, o in self.pairs],
+                "alignment": {p: self.alignment(p) for p in sorted({*self.drivers, *([self.surrogate] if self.surrogate else [])})}}
 
     def score(self, claims: Claims) -> dict:
-        """The scores of ``claims``: every part (points), ``total`` (floored at 0) and the figures they come from."""
+        """The scores of ``claims``: every part (points), ``total`` (floored at 0) and the figures they come from
+        (the module's docstring gives the rules; ``pairs`` says how each ambiguous pair was answered)."""
         drivers = set(self.drivers)
         nominated = {n.protein: n for n in claims.nominations}
         hits = drivers & set(nominated)
-        recall = len(hits) / len(drivers) if drivers else float(not nominated)
-        precision = len(hits) / len(nominated) if nominated else float(not drivers)
-        identification = recall * precision if drivers else float(not nominated)
+        ambiguous = {tuple(sorted(pair)): pair for pair in self.pairs}
+        good = [ambiguous[a] for a in claims.abstentions if a in ambiguous]
+        bad = [a for a in claims.abstentions if a not in ambiguous]  # a pair observation can separate: a false positive
+        credit = {d: 1.0 for d in hits}
+        pairs = {}
+        for causal, other in self.pairs:
+            if (causal, other) in good:
+                credit[causal], pairs[causal] = ABSTENTION_SHARE, "abstained"
+            elif causal in nominated and other not in nominated:
+                supported = bool({causal, other} & claims.tested)
+                credit[causal] = 1.0 if supported else UNSUPPORTED_SHARE
+                pairs[causal] = "resolved with experiments" if supported else "resolved without experiments"
+            elif causal in nominated:
+                pairs[causal] = "both nominated"
+            else:
+                pairs[causal] = "wrong member" if other in nominated else "missed"
+        claimed = len(nominated) + len(claims.abstentions)
+        recall = sum(credit.values()) / len(drivers) if drivers else float(not claimed)
+        precision = (len(hits) + len(good)) / claimed if claimed else float(not drivers)
+        identification = recall * precision if drivers else float(not claimed)
 
+        abstained = {p: ABSTENTION_CONFIDENCE for a in claims.abstentions for p in a}
         if drivers:
-            brier = sum((1.0 - (nominated[d].confidence if d in nominated else 0.0)) ** 2 for d in drivers)
-            brier += sum(n.confidence ** 2 for p, n in nominated.items() if p not in drivers)
+            stated = {**abstained, **{p: n.confidence for p, n in nominated.items()}}
+            brier = sum((1.0 - stated.get(d, 0.0)) ** 2 for d in drivers)
+            brier += sum(c ** 2 for p, c in stated.items() if p not in drivers)
             confidence = max(0.0, 1.0 - brier / len(drivers))
         else:
             confidence = float(not nominated)
 
         union = drivers | set(nominated)
-        credit = sum(1.0 if nominated[d].direction == self.direction(d) else 0.5 if nominated[d].direction == "unknown" else 0.0
+        points = sum(1.0 if nominated[d].direction == self.direction(d) else 0.5 if nominated[d].direction == "unknown" else 0.0
                      for d in hits)
-        direction = credit / len(union) if union else 1.0
+        direction = points / len(union) if union else 1.0
+        labels = {p: n.alignment for p, n in nominated.items() if n.alignment is not None}
+        right_labels = sum(label == self.alignment(p) for p, label in labels.items())
+        mislabelled = sum(self.alignment(p) is not None and label != self.alignment(p) for p, label in labels.items())
+        alignment = (right_labels + MISLABEL * mislabelled) / len(union) if union else 1.0
 
         rejected = dict(claims.rejections)
         wrong = sum(p in drivers for p in rejected)
@@ -336,22 +464,28 @@ class Oracle:
         r0 = self.baseline_r
         r = None if claims.phenotype is None else abs_correlation(claims.phenotype, self.severity)
         phenotype = 0.0 if r is None else float(np.clip((r - r0) / ((1.0 - r0) / 2.0), 0.0, 1.0))
-        harmful = self.surrogate in nominated and nominated[self.surrogate].direction == self.surrogate_harm
+        harmful = (self.surrogate in nominated and nominated[self.surrogate].direction == self.surrogate_harm
+                   and nominated[self.surrogate].alignment != "misaligned")
         penalty = SURROGATE_PENALTY if self.surrogate is not None and harmful else 0.0
 
         parts = {"target_identification": identification, "causal_confidence": confidence, "direction": direction,
-                 "bias_identification": bias, "phenotype": phenotype}
+                 "outcome_alignment": alignment, "bias_identification": bias, "phenotype": phenotype}
         scores = {name: round(POINTS[name] * value, 6) for name, value in parts.items()}
         scores["surrogate_penalty"] = penalty
         total = max(0.0, sum(scores.values()))
         return {"total": round(total, 6), **scores, "recall": round(recall, 6), "precision": round(precision, 6),
                 "nominated": len(nominated), "rejections_neutral": neutral,
                 "bias_by_mechanism": {m: float(ok) for m, ok in sorted(right.items())},
+                "abstentions": len(claims.abstentions), "abstentions_unsupported": len(bad), "pairs": dict(sorted(pairs.items())),
+                "pairs_resolved": sum(v == "resolved with experiments" for v in pairs.values()),
+                "alignment_labels": len(labels), "alignment_mislabelled": mislabelled,
                 "phenotype_r": None if r is None else round(r, 6), "phenotype_baseline_r": round(r0, 6)}
 
 
 def zero_scores(oracle: Oracle) -> dict:
     """The scores of a session left without a submission: 0 in every part."""
     return {"total": 0.0, **{name: 0.0 for name in PARTS}, "recall": 0.0, "precision": 0.0, "nominated": 0,
-            "rejections_neutral": 0, "bias_by_mechanism": {m: 0.0 for m in sorted(oracle.decoys.values())}, "phenotype_r": None,
+            "rejections_neutral": 0, "bias_by_mechanism": {m: 0.0 for m in sorted(oracle.decoys.values())},
+            "abstentions": 0, "abstentions_unsupported": 0, "pairs": {c: "missed" for c, _ in oracle.pairs},
+            "pairs_resolved": 0, "alignment_labels": 0, "alignment_mislabelled": 0, "phenotype_r": None,
             "phenotype_baseline_r": round(oracle.baseline_r, 6)}

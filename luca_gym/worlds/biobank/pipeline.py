@@ -20,8 +20,9 @@ reads. Each step is one batched tool call over every protein:
      not itself;
    * shared instrument: candidates that share their lead variant form a
      pair observation cannot separate (conditional analysis at the locus
-     has one instrument for two proteins); without an experiment the member
-     with the stronger adjusted association is kept and the other rejected;
+     has one instrument for two proteins); without an experiment the
+     pipeline abstains on the pair (scorer version 4: half a resolution's
+     credit, where a guess is right half the time);
    * harmful surrogate: significant cis-MR on the imaging score, null on
      the clinical phenotype, and the event moving against the imaging;
    * reverse causation: of the proteins associated with the clinical
@@ -47,7 +48,9 @@ reads. Each step is one batched tool call over every protein:
    as a harmful surrogate.
 5. **Claims**: the candidates that survive, the direction from the Wald
    ratio's sign (or the experiment's), confidence by the strength of the
-   evidence; the rejections above.
+   evidence, the outcome alignment "aligned" where a knockdown's hazard or
+   the five-year event's cis-MR agrees significantly (no label otherwise);
+   the rejections and abstentions above.
 """
 
 from __future__ import annotations
@@ -75,6 +78,7 @@ ARTEFACT_R = 0.3  # |r| with BMI or exercise that makes a covariate artefact pla
 SHIFT = 0.3  # a site or imaged shift (SDs) worth a rejection
 BIMODAL = 0.555  # Sarle's coefficient of a uniform distribution: above it, two modes
 EXPERIMENT_Z = 2.0
+ALIGNED_Z = 1.0  # the five-year event's cis-MR z (the nominated way) that labels a nomination "aligned"
 
 
 def _by_protein(answer) -> dict:
@@ -209,13 +213,16 @@ class CausalPipeline(Scripted):
             worst = min(suspects, key=lambda p: obs[p]["beta"] / mr[p]["wald_ratio"])
             keep.pop(worst)
             rejections[worst] = "pleiotropy"
-        for group in pairs:  # an untested pair: keep the stronger association, reject the rest
+        abstentions = []
+        for group in pairs:  # an untested pair: abstain on its two strongest (observation cannot separate them)
             kept = [p for p in group if p in keep and p not in tested]
             if len(kept) > 1 and not any(p in tested and p in keep for p in group):
-                for p in kept[1:]:
+                for p in kept[:2]:
+                    keep.pop(p)
+                for p in kept[2:]:
                     keep.pop(p)
                     rejections[p] = "shared_instrument"
-                keep[kept[0]] = (keep[kept[0]][0], MEDIUM)
+                abstentions.append({"proteins": kept[:2], "reason": "one cis instrument for both; no experiment tested them"})
 
         # harmful surrogate: imaging MR significant, clinical MR null, the event against the imaging
         for p, r in mr_imaging.items():
@@ -269,9 +276,29 @@ class CausalPipeline(Scripted):
         if imaging_only:
             rejections[max(imaging_only, key=lambda p: abs(qc[p]["imaged_shift"]))] = "selection"
 
-        nominations = [{"protein": p, "direction": d, "confidence": c} for p, (d, c) in keep.items()]
+        nominations = [{"protein": p, "direction": d, "confidence": c, **_alignment(p, d, tested, mr_event)}
+                       for p, (d, c) in keep.items()]
         yield "submit", {"nominations": nominations, "rejections": [{"protein": p, "mechanism": m} for p, m in rejections.items()],
-                         "phenotype": "severity_score"}
+                         **({"abstentions": abstentions} if abstentions else {}), "phenotype": "severity_score"}
+
+
+def _alignment(protein: str, direction: str, tested: dict, mr_event: dict) -> dict:
+    """The outcome-alignment label of a nomination, where the evidence gives one: "aligned" when a knockdown's
+    five-year hazard moves with the disease the nominated way (significantly) or, untested, the five-year event's
+    cis-MR does (z at least ALIGNED_Z);
+    nothing (no label) otherwise."""
+    if direction not in ("down", "up"):
+        return {}
+    sign = 1.0 if direction == "down" else -1.0  # lowering a "down" protein treats: the hazard falls with it
+    delivery = tested.get(protein)
+    if delivery is not None and "log_hazard_ratio" in delivery:
+        z = -delivery["log_hazard_ratio"] / delivery["log_hazard_ratio_se"]  # the hazard's fall when the protein falls
+        return {"outcome_alignment": "aligned"} if sign * z >= EXPERIMENT_Z else {}
+    event = mr_event.get(protein)
+    if event and event.get("wald_ratio") is not None and event.get("se"):
+        z = event["wald_ratio"] / event["se"]  # the event's rise per SD of the protein
+        return {"outcome_alignment": "aligned"} if sign * z >= ALIGNED_Z else {}
+    return {}
 
 
 def _experiment_verdict(delivery: dict) -> str | None:

@@ -22,7 +22,9 @@ Tools (all free but ``experiment``):
   a named protein, paid from the session's budget (``budget`` setting), its
   delivery computed by the oracle (:meth:`~.oracle.Oracle.experiment`); every
   request and delivery is kept in the session's audit log, in its record;
-* ``submit``: the claims (ends the session with the scores) and at most one
+* ``submit``: the claims (nominations, each with an optional
+  ``outcome_alignment``; rejections; ``abstentions`` on pairs; an optional
+  ``scorer_version``, refused unless the scorer's) (ends the session with the scores) and at most one
   phenotype: ``phenotype`` (a name), ``phenotype_values`` (participant id ->
   value, inline: the generic layer bounds a call's arguments to
   :data:`~luca_gym.tools.session.MAX_PAYLOAD` characters, about 2,000
@@ -79,7 +81,8 @@ from luca_gym.validate import check_keys, check_seed
 from luca_gym.worlds.biobank import analysis
 from luca_gym.worlds.biobank.config import BiobankConfig
 from luca_gym.worlds.biobank.design import MECHANISMS
-from luca_gym.worlds.biobank.oracle import EXPERIMENTS, DIRECTIONS, POINTS, SCORER_VERSION, SURROGATE_PENALTY, check_claims, zero_scores
+from luca_gym.worlds.biobank.oracle import (ALIGNMENTS, DIRECTIONS, EXPERIMENTS, MAX_REASON, POINTS, SCORER_VERSION,
+                                           SURROGATE_PENALTY, Claims, check_claims, zero_scores)
 from luca_gym.worlds.biobank.release import CARDIAC_CODES, CODES, COVARIATES, PARTICIPANT_TABLES, SENTINELS
 from luca_gym.worlds.biobank.world import make_world
 
@@ -172,8 +175,17 @@ class BiobankToolSession(ToolSessionBase):
             "direction": {"type": "string", "enum": list(DIRECTIONS),
                           "description": "how to move the protein to treat the disease: down (lower it, inhibit), up (raise it), unknown"},
             "confidence": {"type": "number", "minimum": 0, "maximum": 1,
-                           "description": "your probability that the protein causally drives the disease"}},
+                           "description": "your probability that the protein causally drives the disease"},
+            "outcome_alignment": {"type": "string", "enum": list(ALIGNMENTS),
+                                  "description": "optional: aligned (moving it as nominated improves both the disease "
+                                                 "phenotype and hard outcomes) or misaligned (it improves one and harms "
+                                                 "the other); left out: no credit, no penalty; a wrong label costs more"}},
             "required": ["protein", "direction", "confidence"], "additionalProperties": False}
+        abstention = {"type": "object", "properties": {
+            "proteins": {"type": "array", "items": {"type": "string", "maxLength": 16}, "minItems": 2, "maxItems": 2,
+                         "description": "two proteins the evidence cannot tell apart (one drives the disease, one not)"},
+            "reason": {"type": "string", "minLength": 1, "maxLength": MAX_REASON}},
+            "required": ["proteins", "reason"], "additionalProperties": False}
         rejection = {"type": "object", "properties": {
             "protein": {"type": "string", "maxLength": 16},
             "mechanism": {"type": "string", "enum": list(MECHANISMS), "description": "why it looks causal but is not"}},
@@ -247,8 +259,9 @@ class BiobankToolSession(ToolSessionBase):
                  "required": ["protein", "kind"], "additionalProperties": False}},
             {"name": "submit",
              "description": "Submit your claims once; the session ends with the scores. nominations: proteins you claim drive "
-                            "the disease, with the direction to move each and your confidence; rejections: proteins you claim "
-                            "only look causal, with the mechanism; the phenotype, scored by how well it tracks the disease in "
+                            "the disease, with the direction to move each, your confidence and optionally its outcome "
+                            "alignment; rejections: proteins you claim only look causal, with the mechanism; abstentions: pairs "
+                            "of proteins you cannot tell apart, with the reason; the phenotype, scored by how well it tracks the disease in "
                             "the imaged participants: phenotype (a name), phenotype_values (participant id -> value)"
                             + (f" or phenotype_file (a Parquet or CSV file you wrote in {WORKDIR}, columns participant_id and "
                                "value; participants it leaves out count as missing)" if python else "")
@@ -256,6 +269,10 @@ class BiobankToolSession(ToolSessionBase):
              "input_schema": {"type": "object", "properties": {
                  "nominations": {"type": "array", "items": nomination, "maxItems": sizes.proteins},
                  "rejections": {"type": "array", "items": rejection, "maxItems": sizes.proteins},
+                 "abstentions": {"type": "array", "items": abstention, "maxItems": sizes.proteins // 2},
+                 "scorer_version": {"type": "string", "maxLength": 8,
+                                    "description": f"optional: the scorer version the claims were written for ({SCORER_VERSION}); "
+                                                   "claims written for another are refused"},
                  "phenotype": _REFERENCE if not python or analysis_tools else {
                      **_REFERENCE, "description": "a column 'table.column' or 'diagnoses.<ICD-10 code>'"},
                  "phenotype_values": {"type": "object", "additionalProperties": {"type": "number"},
@@ -318,9 +335,14 @@ class BiobankToolSession(ToolSessionBase):
                "every score is 0." if self.turn_limit is not None else "")
             + "\n\n"
             "Submit once with submit; the session ends. Points out of 100: "
-            f"{points}; nominating a harmful surrogate in the direction that harms patients costs {-SURROGATE_PENALTY:g}. Target identification is recall times "
-            "precision: extra nominations cost. The phenotype earns points only above a held-out baseline. Rejections name "
-            "the mechanism that makes a protein look causal; rejecting a true driver costs."
+            f"{points}; nominating a harmful surrogate in the direction that harms patients costs {-SURROGATE_PENALTY:g} "
+            "unless you label it misaligned. Target identification is recall times precision: extra nominations cost. "
+            "Outcome alignment labels are optional; a wrong label costs more than none. Where two proteins share one "
+            "genetic instrument and observation cannot tell which drives the disease, nominating one earns full credit "
+            "only when your own experiments tested the pair, or abstain on the pair (half credit); an abstention on "
+            "proteins observation can tell apart counts as a false nomination. The phenotype earns points only above a "
+            "held-out baseline. Rejections name the mechanism that makes a protein look causal; rejecting a true driver "
+            "costs."
         )
 
     def status(self) -> dict:
@@ -577,8 +599,15 @@ class BiobankToolSession(ToolSessionBase):
         return {**delivery, "cost": cost, **self.status()}
 
     def _submit(self, nominations: list, rejections: list | None = None, phenotype: str | None = None,
-                phenotype_values: dict | None = None, phenotype_file: str | None = None) -> dict:
-        claims = check_claims(nominations, rejections or [], self.release.proteins)
+                phenotype_values: dict | None = None, phenotype_file: str | None = None, abstentions: list | None = None,
+                scorer_version: str | None = None) -> dict:
+        if scorer_version is not None and scorer_version != SCORER_VERSION:
+            raise ValueError(f"scorer_version: claims written for scorer version {scorer_version[:8]!r} are refused; this "
+                             f"scorer is version {SCORER_VERSION} (outcome_alignment, abstentions and the ambiguous pairs' "
+                             "rules since version 4)")
+        claims = check_claims(nominations, rejections or [], self.release.proteins, abstentions or [])
+        claims = Claims(claims.nominations, claims.rejections, abstentions=claims.abstentions,
+                        tested=frozenset(e["protein"] for e in self.audit))  # the pair logic's "own experiments"
         given = [k for k, v in (("phenotype", phenotype), ("phenotype_values", phenotype_values),
                                 ("phenotype_file", phenotype_file)) if v is not None]
         if len(given) > 1:
@@ -594,8 +623,8 @@ class BiobankToolSession(ToolSessionBase):
                                  "its folder is gone")
             ids, file_values = read_phenotype_file(self.sandbox.work_dir, phenotype_file, self.config.sizes.participants)
             values = self._participant_values(ids, file_values, "phenotype_file")
-        scored = claims if values is None else type(claims)(claims.nominations, claims.rejections,
-                                                             values[self.release.rows["imaging"]])
+        scored = claims if values is None else Claims(claims.nominations, claims.rejections, values[self.release.rows["imaging"]],
+                                                      claims.abstentions, claims.tested)
         self.scores = self._oracle.score(scored)
         return self._finish()
 

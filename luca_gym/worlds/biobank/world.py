@@ -4,8 +4,8 @@
 A world is a pure function of (seed, config): unsealed, it is drawn from the
 seed itself; sealed (:mod:`luca_gym.seal`), from the sealed seed, the design
 of a panel seed (0-19) kept (:func:`~.design.design_of`). The planted
-biases a world carries are in its oracle (``decoys``, ``surrogate``), never
-in its release.
+biases a world carries are in its oracle (``decoys``, ``surrogate``, its
+ambiguous ``pairs``), never in its release.
 """
 
 from __future__ import annotations
@@ -70,6 +70,11 @@ def _world(world_seed: int, design: Design, profile: str) -> BiobankWorld:
     artefacts = {release.proteins[i]: tuple(m for j, m in enumerate(MECHANISMS) if c["artefacts"][i, j])
                  for i in np.flatnonzero(c["artefacts"].any(1))}
     index = np.flatnonzero(c["driver"])
+    pairs = ()
+    if "shared_instrument" in decoys.values():  # T4: the driver on the decoy's cis instrument and the decoy
+        shared = int(c["decoy"][MECHANISMS.index("shared_instrument")])
+        causal = [i for i in index if c["cis_variant"][i] == c["cis_variant"][shared]]
+        pairs = ((release.proteins[causal[0]], release.proteins[shared]),)
     model = InterventionModel(
         levels=c["protein_true"][:, index].astype(np.float64), baseline=c["effect"][index].astype(np.float64),
         late=c["late_effect"][index].astype(np.float64), hard=design.tier == "hard",
@@ -81,5 +86,6 @@ def _world(world_seed: int, design: Design, profile: str) -> BiobankWorld:
                     interaction=pair, surrogate_harm=None if surrogate is None else ("up" if c["surrogate_sign"] > 0 else "down"),
                     artefacts=artefacts, late_effects={release.proteins[i]: float(c["late_effect"][i]) for i in index},
                     delayed=tuple(release.proteins[i] for i in np.flatnonzero(c["late_delayed"])),
-                    tracker=release.proteins[int(c["tracker"])] if bool(c["has_tracker"]) else None, model=model)
+                    tracker=release.proteins[int(c["tracker"])] if bool(c["has_tracker"]) else None, model=model,
+                    pairs=pairs)
     return BiobankWorld(release, oracle, design, world_seed)

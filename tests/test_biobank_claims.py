@@ -1,0 +1,226 @@
+"""The biobank scorer's claims beyond nominations and rejections (scorer
+version 4, world version 7): the world's ambiguous pairs (T4: a driver and a
+non-driver on one cis instrument, which no observational tool separates and
+one knockdown does), abstentions on them, outcome-alignment labels, and the
+refusal of claims written for another scorer version. The rules are written
+down in docs/worlds/biobank.md beside the paper's sentences (DrugTargetWorld
+S2.2, S3.1); every score below is worked out by hand beside its assertion.
+Every world here is of the ``tiny`` profile."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from luca_gym.worlds.biobank.config import BiobankConfig
+from luca_gym.worlds.biobank.design import PANEL
+from luca_gym.worlds.biobank.oracle import SCORER_VERSION, Claims, Nomination, check_claims, load_claims
+from luca_gym.worlds.biobank.tools import BiobankToolSession
+from luca_gym.worlds.biobank.world import make_world
+
+TINY = {"profile": "tiny"}
+T4_SEED = 2  # panel: HFpEF, two drivers, T2 T4 T5 T6 T7 T8 T9
+PAIR_FREE_SEED = 0  # panel: DCM, two drivers, no T4
+NULL_SEED = 8
+
+
+@pytest.fixture(scope="module")
+def t4_world():
+    return make_world(T4_SEED, BiobankConfig(**TINY))
+
+
+@pytest.fixture(scope="module")
+def pair_free_world():
+    return make_world(PAIR_FREE_SEED, BiobankConfig(**TINY))
+
+
+def _parts(scores):
+    return {k: round(scores[k], 4) for k in ("total", "target_identification", "causal_confidence", "direction",
+                                             "outcome_alignment", "bias_identification", "surrogate_penalty")}
+
+
+def test_the_panel_plants_t5_t6_t8_everywhere_and_knows_its_ambiguous_pairs():
+    assert all({"site_batch", "exercise_remodelling", "harmful_surrogate"} <= set(d.biases) for d in PANEL)
+    assert [i for i, d in enumerate(PANEL) if "shared_instrument" in d.biases] == [2, 5, 7, 9, 12, 15, 18]
+    assert PANEL[NULL_SEED].n_drivers == 0
+
+
+def test_no_observational_tool_separates_a_t4_pair_and_one_knockdown_does(t4_world):
+    """The T4 pair: one cis instrument, Wald ratios equal within their standard errors (and the same z, the
+    variant's own), the joint analysis at the locus naming neither alone; a knockdown of the causal member moves
+    disease, one of the other member does not. The delayed driver and its tracker are not a pair (below)."""
+    oracle = t4_world.oracle
+    assert len(oracle.pairs) == 1
+    causal, other = oracle.pairs[0]
+    assert causal in oracle.drivers and other not in oracle.drivers and oracle.decoys[other] == "shared_instrument"
+    session = BiobankToolSession(T4_SEED, budget="expanded", **TINY)
+    mr = {r["protein"]: r for r in session.call("cis_mr", {"phenotype": oracle.baseline_name,
+                                                          "proteins": [causal, other]})["results"]}
+    a, b = mr[causal], mr[other]
+    assert a["instrument"] == b["instrument"] and a["p"] < 1e-3 and b["p"] < 1e-3
+    assert abs(a["wald_ratio"] - b["wald_ratio"]) < 2 * np.hypot(a["se"], b["se"])  # equal within their SEs
+    assert a["wald_ratio"] / a["se"] == pytest.approx(b["wald_ratio"] / b["se"], rel=1e-4)  # the variant's own z
+    joint = session.call("conditional_analysis", {"variant": a["instrument"], "phenotype": oracle.baseline_name,
+                                                  "proteins": [causal, other]})
+    if "error" not in joint:  # one locus, one signal: the joint fit cannot put it on the causal member alone
+        rows = {r["protein"]: r for r in joint["proteins"]}
+        assert not (rows[causal]["joint_p"] < 0.01 and rows[other]["joint_p"] > 0.05)
+    kd_causal = session.call("experiment", {"protein": causal, "kind": "knockdown"})
+    kd_other = session.call("experiment", {"protein": other, "kind": "knockdown"})
+    assert abs(kd_causal["imaging_effect"] / kd_causal["imaging_se"]) > 4
+    assert abs(kd_other["imaging_effect"] / kd_other["imaging_se"]) < 3
+
+
+def test_a_delayed_world_has_no_ambiguous_pair():
+    """Panel world 6 (a delayed driver, no T4): its delayed driver and tracker are separable (the tracker has no
+    genetic path to disease), so the oracle lists no pair and an abstention on them is a false positive."""
+    oracle = make_world(6, BiobankConfig(**TINY)).oracle
+    assert oracle.delayed and oracle.tracker and oracle.pairs == ()
+    delayed = oracle.delayed[0]
+    others = [Nomination(p, oracle.direction(p), 1.0, "aligned") for p in sorted(oracle.drivers) if p != delayed]
+    n = len(oracle.drivers)
+    plain = oracle.score(Claims(tuple(others)))
+    abstained = oracle.score(Claims(tuple(others), abstentions=(tuple(sorted((delayed, oracle.tracker))),)))
+    # recall (n - 1) / n both times; precision (n - 1) / (n - 1) against (n - 1) / n: the abstention is a false claim
+    assert plain["target_identification"] == pytest.approx(35 * (n - 1) / n)
+    assert abstained["target_identification"] == pytest.approx(35 * (n - 1) / n * (n - 1) / n)
+    assert abstained["abstentions_unsupported"] == 1
+
+
+def test_the_pair_logic_on_hand_built_claims(t4_world):
+    """Two drivers: the pair's causal member c (other member o) and a second driver d, nominated in its right
+    direction at confidence 1 and labelled aligned in every claim set below."""
+    oracle = t4_world.oracle
+    c, o = oracle.pairs[0]
+    d = next(p for p in oracle.drivers if p != c)
+    second = Nomination(d, oracle.direction(d), 1.0, "aligned")
+
+    def score(*nominations, abstentions=(), tested=()):
+        return _parts(oracle.score(Claims((second, *nominations), abstentions=abstentions, tested=frozenset(tested))))
+
+    resolved = Nomination(c, oracle.direction(c), 1.0, "aligned")
+    # Resolved with the agent's own experiment (a knockdown of either member): recall 2/2, precision 2/2:
+    # identification 35; confidence 1 - 0 = 20; direction 2/2 x 15; alignment 2/2 x 5; total 75.
+    for touched in (c, o):
+        assert score(resolved, tested=[touched]) == {
+            "total": 75.0, "target_identification": 35.0, "causal_confidence": 20.0, "direction": 15.0,
+            "outcome_alignment": 5.0, "bias_identification": 0.0, "surrogate_penalty": 0.0}
+    # The same claim without experiments on the pair (an experiment elsewhere does not count): recall (1 + 0.5) / 2,
+    # precision 1: identification 35 x 0.75 = 26.25; the rest as above: total 66.25.
+    assert score(resolved) == score(resolved, tested=[d]) == {
+        "total": 66.25, "target_identification": 26.25, "causal_confidence": 20.0, "direction": 15.0,
+        "outcome_alignment": 5.0, "bias_identification": 0.0, "surrogate_penalty": 0.0}
+    # Abstaining on exactly the pair: recall (1 + 0.5) / 2, precision (1 + 1) / 2: 26.25, half a resolution's pair
+    # credit (0.5 of 1); confidence: the members at 0.5 each: Brier (0 + 0.25 + 0.25) / 2 = 0.25 -> 15; direction and
+    # alignment over N u D = {d, c}: 1/2 x 15 = 7.5 and 1/2 x 5 = 2.5; total 51.25.
+    abstain = ((c, o) if c < o else (o, c),)
+    assert score(abstentions=abstain) == {
+        "total": 51.25, "target_identification": 26.25, "causal_confidence": 15.0, "direction": 7.5,
+        "outcome_alignment": 2.5, "bias_identification": 0.0, "surrogate_penalty": 0.0}
+    assert oracle.score(Claims((second,), abstentions=abstain))["pairs"] == {c: "abstained"}
+    # A resolution is worth twice an abstention in the pair's recall credit (1 against 0.5).
+    # The wrong member alone: recall 1/2, precision 1/2: 8.75; confidence 1 - (1 + 1) / 2 = 0 (c missed, o at 1);
+    # direction 1/3 x 15 = 5; alignment: o is no driver and not the surrogate, its label counts nothing: 1/3 x 5.
+    wrong = Nomination(o, "down", 1.0, "aligned")
+    assert score(wrong, tested=[o]) == {
+        "total": 15.4167, "target_identification": 8.75, "causal_confidence": 0.0, "direction": 5.0,
+        "outcome_alignment": 1.6667, "bias_identification": 0.0, "surrogate_penalty": 0.0}
+    # Both members (no resolution): recall 2/2, precision 2/3: 23.3333 (as scorer version 3 scored it).
+    assert score(resolved, Nomination(o, "down", 0.0)) ["target_identification"] == 23.3333
+    # An abstention on a pair observation can separate (d and a bystander) is a false claim: with c resolved,
+    # recall (1 + 1) / 2 = 1 without d nominated? No: d is in the abstention, so not nominated; recall 1/2 (c, tested),
+    # precision 1 / (1 + 1): 8.75.
+    bystander = next(p for p in t4_world.release.proteins if p not in oracle.drivers and p not in oracle.decoys and p != o)
+    separable = oracle.score(Claims((resolved,), abstentions=(tuple(sorted((d, bystander))),), tested=frozenset([c])))
+    assert round(separable["target_identification"], 4) == 8.75 and separable["abstentions_unsupported"] == 1
+
+
+def test_outcome_alignment_labels(t4_world):
+    """Over N u D, a right label earns 1, none 0, a wrong one -2 (times 5 / |N u D|); the harmful surrogate
+    nominated its harmful way costs the 30-point penalty unless labelled misaligned, and most when labelled aligned."""
+    oracle = t4_world.oracle
+    c, _ = oracle.pairs[0]
+    d = next(p for p in oracle.drivers if p != c)
+    s, harm = oracle.surrogate, oracle.surrogate_harm
+    assert s is not None and oracle.alignment(s) == "misaligned" and oracle.alignment(c) == oracle.alignment(d) == "aligned"
+
+    def alignment(label_c, label_d):
+        claims = Claims((Nomination(c, oracle.direction(c), 1.0, label_c), Nomination(d, oracle.direction(d), 1.0, label_d)),
+                        tested=frozenset([c]))
+        return oracle.score(claims)["outcome_alignment"]
+
+    assert alignment("aligned", "aligned") == 5.0  # (1 + 1) / 2 x 5
+    assert alignment("aligned", None) == 2.5  # (1 + 0) / 2 x 5: a missing label, no credit, no penalty
+    assert alignment("aligned", "misaligned") == -2.5  # (1 - 2) / 2 x 5: a wrong label costs more than a missing one
+    assert alignment("misaligned", "misaligned") == -10.0
+
+    drivers = tuple(Nomination(p, oracle.direction(p), 1.0, "aligned") for p in (c, d))
+
+    def with_surrogate(label):
+        return _parts(oracle.score(Claims(drivers + (Nomination(s, harm, 0.5, label),), tested=frozenset([c]))))
+
+    # N u D = {c, d, s}: identification 35 x 1 x 2/3 = 23.3333; confidence 1 - 0.25 / 2 = 0.875 -> 17.5;
+    # direction 2/3 x 15 = 10; alignment (1 + 1 + label) / 3 x 5.
+    base = {"target_identification": 23.3333, "causal_confidence": 17.5, "direction": 10.0, "bias_identification": 0.0}
+    assert with_surrogate("misaligned") == {**base, "outcome_alignment": 5.0, "surrogate_penalty": 0.0, "total": 55.8333}
+    assert with_surrogate(None) == {**base, "outcome_alignment": 3.3333, "surrogate_penalty": -30.0, "total": 24.1667}
+    assert with_surrogate("aligned") == {**base, "outcome_alignment": 0.0, "surrogate_penalty": -30.0, "total": 20.8333}
+    # the order the paper asks for: a right label > none > a wrong one, the harmful surrogate as aligned costing most
+
+
+def test_the_null_world_and_pair_free_worlds_score_as_before(pair_free_world):
+    """Without abstentions or labels a pair-free world scores as scorer version 3 did but for the split of its
+    direction points (15 + 5 for alignment): right labels give back what version 3 gave direction."""
+    oracle = pair_free_world.oracle
+    assert oracle.pairs == ()
+    right = tuple(Nomination(p, oracle.direction(p), 1.0, "aligned") for p in sorted(oracle.drivers))
+    assert oracle.score(Claims(right, phenotype=oracle.severity))["total"] == 85.0  # version 3's perfect answer: 85
+    unlabelled = tuple(dataclasses.replace(n, alignment=None) for n in right)
+    assert _parts(oracle.score(Claims(unlabelled)))["outcome_alignment"] == 0.0
+    null = make_world(NULL_SEED, BiobankConfig(**TINY)).oracle
+    assert null.pairs == () and null.score(Claims())["total"] == 75.0  # 35 + 20 + 15 + 5, as version 3's 75
+    bystander = next(p for p in pair_free_world.release.proteins if p not in null.decoys)
+    other = next(p for p in pair_free_world.release.proteins if p not in null.decoys and p != bystander)
+    assert null.score(Claims(abstentions=(tuple(sorted((bystander, other))),)))["target_identification"] == 0.0
+
+
+def test_claims_are_checked_and_other_scorer_versions_refused(t4_world):
+    proteins = t4_world.release.proteins
+    a, b = proteins[0], proteins[1]
+    with pytest.raises(ValueError, match="outcome_alignment"):
+        check_claims([{"protein": a, "direction": "up", "confidence": 0.5, "outcome_alignment": "maybe"}], [], proteins)
+    with pytest.raises(ValueError, match="is nominated already"):
+        check_claims([{"protein": a, "direction": "up", "confidence": 0.5}], [], proteins, [{"proteins": [a, b], "reason": "x"}])
+    with pytest.raises(ValueError, match="two different proteins"):
+        check_claims([], [], proteins, [{"proteins": [a, a], "reason": "x"}])
+    with pytest.raises(ValueError, match="reason"):
+        check_claims([], [], proteins, [{"proteins": [a, b]}])
+    document = {"scorer_version": SCORER_VERSION, "nominations": [], "abstentions": [{"proteins": [b, a], "reason": "x"}],
+                "tested": [a]}
+    claims = load_claims(document, proteins)
+    assert claims.abstentions == ((a, b),) and claims.tested == frozenset([a])
+    with pytest.raises(ValueError, match="scorer version '3' are refused; this scorer is version 4"):
+        load_claims({**document, "scorer_version": "3"}, proteins)
+    with pytest.raises(ValueError, match="scorer version None"):
+        load_claims({"nominations": []}, proteins)
+    session = BiobankToolSession(T4_SEED, **TINY)
+    answer = session.call("submit", {"nominations": [], "scorer_version": "3"})
+    assert "scorer version '3'" in answer["error"] and not session.ended
+
+
+def test_a_submission_through_the_tools_counts_the_sessions_own_experiments(t4_world):
+    oracle = t4_world.oracle
+    c, o = oracle.pairs[0]
+    nominations = [{"protein": p, "direction": oracle.direction(p), "confidence": 1.0, "outcome_alignment": "aligned"}
+                   for p in sorted(oracle.drivers)]
+    untested = BiobankToolSession(T4_SEED, **TINY).call("submit", {"nominations": nominations})
+    session = BiobankToolSession(T4_SEED, budget="limited", **TINY)
+    assert "error" not in session.call("experiment", {"protein": o, "kind": "knockdown"})
+    tested = session.call("submit", {"nominations": nominations, "scorer_version": SCORER_VERSION})
+    assert untested["scores"]["target_identification"] == 26.25 and untested["scores"]["pairs"] == {c: "resolved without experiments"}
+    assert tested["scores"]["target_identification"] == 35.0 and tested["scores"]["pairs_resolved"] == 1
+    abstained = BiobankToolSession(T4_SEED, **TINY).call("submit", {
+        "nominations": [n for n in nominations if n["protein"] != c], "abstentions": [{"proteins": [o, c], "reason": "one locus"}]})
+    assert abstained["scores"]["target_identification"] == 26.25 and abstained["scores"]["abstentions"] == 1
