@@ -12,7 +12,7 @@ drive the disease. The evidence is the experiments' deliveries as the agent
 was shown them (each accepted ``experiment`` call's result; the line's audit
 log, else the oracle's replay, where a result is missing). Each delivery gets
 the world's own verdict (:func:`verdict`, the reference pipeline's rule,
-:func:`luca_gym.worlds.biobank.pipeline._experiment_verdict`: |z| of the
+:func:`luca_gym.worlds.biobank.pipeline.experiment_verdict`: |z| of the
 imaging effect at least :data:`~luca_gym.worlds.biobank.pipeline.EXPERIMENT_Z`
 is significant): *null* rules the protein out; *significant* rules it in;
 a knockdown whose imaging effect is significant while its five-year hazard
@@ -53,7 +53,7 @@ import numpy as np
 
 from luca_gym.worlds.biobank.config import BiobankConfig
 from luca_gym.worlds.biobank.oracle import EXPERIMENTS
-from luca_gym.worlds.biobank.pipeline import _experiment_verdict
+from luca_gym.worlds.biobank.pipeline import experiment_verdict
 from luca_gym.worlds.biobank.world import make_world
 
 # The fields of a delivery that the replay compares with what the agent was shown.
@@ -80,14 +80,14 @@ def verdict(delivery: dict) -> str | None:
     effect, se = delivery.get("imaging_effect"), delivery.get("imaging_se")
     if not isinstance(effect, (int, float)) or not isinstance(se, (int, float)) or not se > 0:
         return None
-    judged = _experiment_verdict(delivery)
+    judged = experiment_verdict(delivery)
     return "in" if judged in ("down", "up") else "out"
 
 
 def treating_direction(delivery: dict) -> str | None:
     """The direction a significant delivery shows treats the disease
     (``"down"``: lowering the protein lowers disease; ``"up"``), else None."""
-    judged = _experiment_verdict(delivery) if verdict(delivery) == "in" else None
+    judged = experiment_verdict(delivery) if verdict(delivery) == "in" else None
     return judged if judged in ("down", "up") else None
 
 
@@ -100,7 +100,7 @@ def status(verdicts) -> str | None:
     judged = [(kind, d, v) for kind, d, v in judged if v is not None]
     if not judged:
         return None
-    if any(v == "out" and _experiment_verdict(d) == "surrogate" for _, d, v in judged):
+    if any(v == "out" and experiment_verdict(d) == "surrogate" for _, d, v in judged):
         return "out"
     return "in" if any(v == "in" for _, _, v in judged) else "out"
 

@@ -194,7 +194,7 @@ class CausalPipeline(Scripted):
             direction = "down" if sign > 0 else "up"
             confidence = HIGH if (mr[p]["q"] if mr[p]["q"] is not None else 1.0) < STRONG_Q else MEDIUM
             if p in tested:
-                verdict = _experiment_verdict(tested[p])
+                verdict = experiment_verdict(tested[p])
                 if verdict == "surrogate":
                     rejections[p] = "harmful_surrogate"
                 elif verdict is None and any(p in g for g in pairs):
@@ -301,7 +301,7 @@ def _alignment(protein: str, direction: str, tested: dict, mr_event: dict) -> di
     return {}
 
 
-def _experiment_verdict(delivery: dict) -> str | None:
+def experiment_verdict(delivery: dict) -> str | None:
     """"down"/"up" (a significant imaging effect of lowering the protein: the
     direction that treats), "surrogate" (the five-year hazard moving against
     the imaging), or None (no effect)."""
