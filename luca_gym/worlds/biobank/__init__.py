@@ -20,7 +20,9 @@ participants (:mod:`~.imaging`; the ``cine_mri`` table), the paper-size
 profile, and time: baseline and late weights of each driver, delayed
 drivers (some worlds), survival over five years and follow-up visits of
 half the imaged (world version 6); ambiguous pairs, outcome-alignment labels
-and abstentions (world version 7, scorer version 4).
+and abstentions (world version 7, scorer version 4); the ECG and CT tables,
+dated diagnoses with those recorded over follow-up, and the survival and
+visit-change tools (world version 8).
 
 Profiles (:mod:`~.config`): ``small``, the default (6,000 participants,
 1,200 with clinic MRI measures, 300 proteins, 1,024 variants, 2,000 with
@@ -50,11 +52,12 @@ from luca_gym.protocol import World
 
 WORLD = World(
     name="biobank",
-    version="7",  # 2: the planted biases and scorer version 2; 3: experiments and budgets; 4: cine MRI in the release;
+    version="8",  # 2: the planted biases and scorer version 2; 3: experiments and budgets; 4: cine MRI in the release;
     # 5: no generator fingerprints (decoys made as every protein, ordinary proteins' artefacts), scorer version 3;
     # 6: time (baseline and late weights, delayed drivers, outcomes from the late disease, survival, follow-up visits,
     # experiments by horizon through the world's model); 7: T5, T6 and T8 in every panel world, T4's pair equal within
-    # the standard errors (the oracle's ambiguous pairs), scorer version 4 (outcome alignment, abstentions, pair logic)
+    # the standard errors (the oracle's ambiguous pairs), scorer version 4 (outcome alignment, abstentions, pair logic);
+    # 8: the ecg, ct and follow_up_diagnoses tables and the diagnoses' dates (added; every other value as in 7)
     gym_stem="Biobank",
     summary="drug-target discovery in a synthetic biobank: build a phenotype, find the causal driver proteins and their direction",
     config="luca_gym.worlds.biobank.config:BiobankConfig",

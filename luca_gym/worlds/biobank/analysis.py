@@ -11,7 +11,11 @@
 * :func:`conditional`: at a locus, two-stage least squares of the phenotype
   on the locus's cis proteins jointly, the locus's variants as instruments
   (which proteins the locus's genetic effect runs through);
-* :func:`bh`: Benjamini-Hochberg q-values; p-values are two-sided normal.
+* :func:`bh`: Benjamini-Hochberg q-values; p-values are two-sided normal;
+* :func:`cox`: a Cox proportional-hazards fit (Newton-Raphson on the
+  partial likelihood, Breslow ties), behind the survival tool;
+* :func:`paired_change`: the change of a measure between baseline and the
+  follow-up visit, optionally against an exposure.
 """
 
 from __future__ import annotations
@@ -268,3 +272,96 @@ def protein_qc(release: Release) -> dict:
             z * ~imaged[:, None]).sum(0) / np.maximum((present & ~imaged[:, None]).sum(0), 1)
         release._cache["qc"] = out
     return release._cache["qc"]
+
+
+def cox(time, event, x, max_iter: int = 50) -> dict:
+    """A Cox proportional-hazards fit of ``time`` float (n,) and ``event``
+    bool (n,) on covariates ``x`` float (n, k) (complete rows; no intercept):
+    Newton-Raphson on the partial likelihood with Breslow's ties and step
+    halving. Returns ``beta`` and ``se`` (k,), ``loglik``, ``iterations`` and
+    ``converged``. ValueError for no events or a singular information matrix."""
+    time, event, x = np.asarray(time, np.float64), np.asarray(event, bool), np.asarray(x, np.float64)
+    if not event.any():
+        raise ValueError("no events")
+    order = np.argsort(-time, kind="stable")  # latest first: a risk set is a prefix
+    t, d, x = time[order], event[order], x[order]
+    last = np.searchsorted(-t, -t, side="right") - 1  # ties: the risk set holds every time >= t
+    xd = x[d]
+
+    def parts(beta):
+        eta = x @ beta
+        w = np.exp(eta - eta.max())
+        s0 = np.cumsum(w)[last][d]
+        s1 = np.cumsum(w[:, None] * x, 0)[last][d]
+        s2 = np.cumsum(w[:, None, None] * x[:, :, None] * x[:, None, :], 0)[last][d]
+        loglik = float((eta[d] - eta.max() - np.log(s0)).sum())
+        mean = s1 / s0[:, None]
+        grad = (xd - mean).sum(0)
+        info = (s2 / s0[:, None, None] - mean[:, :, None] * mean[:, None, :]).sum(0)
+        return loglik, grad, info
+
+    beta = np.zeros(x.shape[1])
+    loglik, grad, info = parts(beta)
+    converged = False
+    for iteration in range(1, max_iter + 1):
+        try:
+            step = np.linalg.solve(info, grad)
+        except np.linalg.LinAlgError:
+            raise ValueError("the information matrix is singular (an exposure or covariate without spread among "
+                             "the events)") from None
+        for _ in range(30):  # halve the step until the likelihood does not fall
+            new = parts(beta + step)
+            if new[0] >= loglik - 1e-10:
+                break
+            step = step / 2
+        beta = beta + step
+        loglik, grad, info = new
+        if np.abs(step).max() < 1e-9:
+            converged = True
+            break
+    cov = np.linalg.pinv(info)
+    return {"beta": beta, "se": np.sqrt(np.maximum(np.diag(cov), 0.0)), "loglik": loglik, "iterations": iteration,
+            "converged": converged}
+
+
+def paired_change(baseline, visit, years, exposure=None, z=None) -> dict:
+    """The change of a measure from baseline (float (n,)) to the follow-up
+    visit (float (n,), ``years`` after), on the rows where both are finite:
+    ``n``, ``baseline_mean``, ``visit_mean``, ``change_mean``, ``change_sd``,
+    ``change_se``, ``per_year`` (mean change over years) and ``p`` (paired,
+    normal); with ``exposure`` float (n,) (rows where it is finite too): the
+    annual change regressed on the standardised exposure, the baseline value
+    and ``z`` (covariates, complete, or None): ``exposure_beta`` (change per
+    year per SD of the exposure), ``exposure_se``, ``exposure_p``,
+    ``exposure_n``."""
+    baseline, visit, years = (np.asarray(a, np.float64) for a in (baseline, visit, years))
+    rows = np.isfinite(baseline) & np.isfinite(visit) & np.isfinite(years)
+    n = int(rows.sum())
+    if n < 3:
+        raise ValueError(f"{n} participants have the measure at both visits; at least 3 needed")
+    change = visit[rows] - baseline[rows]
+    sd = float(change.std(ddof=1))
+    se = sd / math.sqrt(n)
+    out = {"n": n, "baseline_mean": float(baseline[rows].mean()), "visit_mean": float(visit[rows].mean()),
+           "change_mean": float(change.mean()), "change_sd": sd, "change_se": se,
+           "per_year": float((change / years[rows]).mean()),
+           "p": float(normal_p(change.mean() / se)[()]) if se > 0 else float("nan")}
+    if exposure is not None:
+        exposure = np.asarray(exposure, np.float64)
+        rows = rows & np.isfinite(exposure)
+        m = int(rows.sum())
+        covariates = np.zeros((len(rows), 0)) if z is None else np.asarray(z, np.float64)
+        if m < covariates.shape[1] + 6:
+            raise ValueError(f"{m} participants have the measure at both visits and the exposure; too few")
+        e = exposure[rows]
+        if not e.std() > 0:
+            raise ValueError("the exposure does not vary among the participants with both visits")
+        design = np.c_[np.ones(m), (e - e.mean()) / e.std(), baseline[rows], covariates[rows]]
+        y = (visit[rows] - baseline[rows]) / years[rows]
+        coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+        residual = y - design @ coef
+        sigma2 = residual @ residual / max(m - design.shape[1], 1)
+        beta_se = math.sqrt(sigma2 * np.linalg.pinv(design.T @ design)[1, 1])
+        out.update(exposure_beta=float(coef[1]), exposure_se=beta_se,
+                   exposure_p=float(normal_p(coef[1] / beta_se)[()]) if beta_se > 0 else float("nan"), exposure_n=m)
+    return out

@@ -54,6 +54,16 @@ design choice, not an estimate):
   the true level, the tracker moved with the progression, fresh assay noise,
   the same site artefacts). The time model draws from its own branch of the
   world key, so nothing drawn before it moves with it.
+* ECG, CT and dated records (world version 8; :func:`follow_up`, from the
+  world key's own branch :data:`FOLLOW_UP_KEY`, so every value drawn before
+  stays as it was): a resting ECG for everyone (QRS, QTc, heart rate,
+  Sokolow-Lyon voltage, PR; :data:`ECG_LOADINGS` by archetype) and a cardiac
+  CT for the imaged (coronary calcium, epicardial fat, LV mass;
+  :data:`CT_LOADINGS`), each the heart as it is (severity with T6's and
+  T8's real remodelling, not T5's MRI scanner) along the archetype's
+  pattern, with covariates and reading noise; and the uniform and normal
+  draws from which the release dates the baseline diagnoses and records
+  the diagnoses after baseline (:func:`~.release.build_release`).
 * Transcripts, for a random subset: each gene's transcript follows its
   protein's true level loosely (shared variance U(0.05, 0.6)).
 * Cine MRI of the imaged (:mod:`~.imaging`, in :func:`cohort`): the heart
@@ -213,6 +223,38 @@ OTHER_DEATH = {"log_rate": -5.3, "age": 0.9, "sex": 0.2, "bmi": 0.1}
 FOLLOW_UP_YEARS = 5.0
 VISIT_YEARS = (2.0, 3.5)  # when the follow-up visit falls (uniform), for half the imaged participants
 PROTEIN_STABILITY = 0.85  # correlation of a protein's true level with itself at the follow-up visit
+# ECG and CT (world version 8): clinic-read summaries of the heart as it is (severity along the archetype's pattern,
+# with the heart's real remodelling: T6's exercise and T8's surrogate, never T5's MRI scanner), drawn from their own
+# branch of the world key (FOLLOW_UP_KEY), as are the records' dates and the diagnoses after baseline.
+FOLLOW_UP_KEY = 0xEC67  # folded into the world key: the ECG, the CT and the dated records' own draws
+ECG = ("qrs_ms", "qtc_ms", "heart_rate_bpm", "sokolow_lyon_mv", "pr_ms")
+ECG_LOADINGS = np.array([  # per SD of the heart's disease (rows: ARCHETYPES)
+    [0.60, 0.40, 0.35, 0.10, 0.25],  # DCM: conduction delay (QRS), tachycardia
+    [0.30, 0.50, 0.00, 0.80, 0.20],  # HCM: voltage (hypertrophy), long QTc
+    [0.10, 0.30, 0.15, 0.30, 0.35],  # HFpEF: atrial (PR), some voltage
+    [0.40, 0.40, 0.20, -0.20, 0.15],  # ischemic: QRS, QTc, lost voltage (scar)
+], np.float32)
+ECG_COVARIATES = np.array([  # rows: age, sex, BMI, exercise (standardised); columns: ECG
+    [0.10, 0.15, 0.00, -0.10, 0.25],
+    [0.30, -0.30, -0.10, 0.20, 0.10],
+    [0.05, 0.10, 0.15, -0.20, 0.05],
+    [0.00, 0.00, -0.30, 0.20, 0.10],
+], np.float32)
+CT = ("coronary_calcium_agatston", "epicardial_fat_ml", "lv_mass_g")
+CT_LOADINGS = np.array([
+    [0.10, 0.10, 0.35],  # DCM
+    [0.05, 0.10, 0.70],  # HCM: mass
+    [0.30, 0.60, 0.35],  # HFpEF: epicardial fat
+    [0.85, 0.35, 0.10],  # ischemic: coronary calcium
+], np.float32)
+CT_COVARIATES = np.array([
+    [0.60, 0.20, 0.00],
+    [0.40, 0.10, 0.45],
+    [0.10, 0.60, 0.30],
+    [0.00, -0.10, 0.10],
+], np.float32)
+TEST_NOISE = 0.6  # the ECG's and the CT's reading noise (SD, standardised scale)
+ECG_MISSING, CT_MISSING = 0.03, 0.02  # an ECG not recorded (the whole row); a CT measure not read
 
 
 def world_key(seed_words) -> jax.Array:
@@ -544,11 +586,55 @@ def draw(seed_words, archetype, n_drivers, hard, biases, delayed, *, sizes: Size
     }
 
 
+def follow_up(seed_words, c: dict, archetype: int) -> dict:
+    """The ECG, the CT and the records' draws of cohort ``c`` (:func:`draw`'s
+    arrays) of archetype index ``archetype``, from their own branch of the
+    world key (:data:`FOLLOW_UP_KEY`), so nothing else in the world moves
+    with them (world version 8). Returns numpy arrays:
+
+    * ``ecg`` float32 (N, 5) (standardised scale, every participant, in the
+      order of :data:`ECG`), ``ecg_missing`` bool (N,): no ECG recorded;
+    * ``ct`` float32 (NI, 3) (the imaged, :data:`CT`), ``ct_missing`` bool (NI, 3);
+    * ``record_draw`` float32 (N, 10) uniform and ``record_noise`` float32
+      (N, 2) normal: the records' dates and the diagnoses after baseline
+      (:func:`~.release.build_release` turns them into the dated records).
+
+    Each measure is the heart as it is, ``severity`` plus the real
+    remodelling of T6 (exercise) and T8 (the surrogate), along the
+    archetype's loadings (:data:`ECG_LOADINGS`, :data:`CT_LOADINGS`), plus
+    covariate effects and reading noise (:data:`TEST_NOISE`)."""
+    key = jax.random.fold_in(world_key(seed_words), FOLLOW_UP_KEY)
+    keys = iter(jax.random.split(key, 8))
+    n, n_img = len(c["age"]), len(c["imaged"])
+    f64 = np.float64
+
+    def z(x):
+        x = np.asarray(x, f64)
+        return (x - x.mean()) / (x.std() + 1e-6)
+
+    covariates = np.stack([z(c["age"]), 2.0 * c["sex"] - 1.0, z(np.log(c["bmi"])), z(np.log1p(c["exercise"]))], 1)
+    carried = np.asarray(c["carried"])
+    surrogate = float(carried[T8]) * float(c["surrogate_sign"]) * np.asarray(c["protein_true"][:, c["decoy"][T8]], f64)
+    heart = (np.asarray(c["severity"], f64) + float(carried[T6]) * BIAS_STRENGTH["remodelling_imaging"] * covariates[:, 3]
+             - BIAS_STRENGTH["surrogate_imaging"] * surrogate)
+    normal = lambda shape: np.asarray(jax.random.normal(next(keys), shape, jnp.float32), f64)  # noqa: E731
+    uniform = lambda shape: np.asarray(jax.random.uniform(next(keys), shape, jnp.float32), f64)  # noqa: E731
+    ecg = heart[:, None] * ECG_LOADINGS[archetype] + covariates @ ECG_COVARIATES + TEST_NOISE * normal((n, len(ECG)))
+    ecg_missing = uniform((n,)) < ECG_MISSING
+    imaged = np.asarray(c["imaged"])
+    ct = (heart[imaged, None] * CT_LOADINGS[archetype] + covariates[imaged] @ CT_COVARIATES
+          + TEST_NOISE * normal((n_img, len(CT))))
+    ct_missing = uniform((n_img, len(CT))) < CT_MISSING
+    return {"ecg": ecg.astype(np.float32), "ecg_missing": ecg_missing, "ct": ct.astype(np.float32), "ct_missing": ct_missing,
+            "record_draw": uniform((n, 10)).astype(np.float32), "record_noise": normal((n, 2)).astype(np.float32)}
+
+
 def cohort(world_seed: int, design, sizes: Sizes) -> dict:
     """:func:`draw` of world seed ``world_seed`` (an int in [0, 2**63)) and
     ``design`` (a :class:`~.design.Design`), as numpy arrays, with the
     imaged participants' cine MRI stacks: ``cine`` uint8 (NI, FRAMES,
-    PIXELS, PIXELS) (:func:`~.imaging.cine`)."""
+    PIXELS, PIXELS) (:func:`~.imaging.cine`), and :func:`follow_up`'s ECG,
+    CT and records' draws."""
     words = np.array([world_seed >> 32, world_seed & 0xFFFFFFFF], np.uint32)
     biases = np.array([m in design.biases for m in MECHANISMS])
     out = draw(words, np.int32(ARCHETYPES.index(design.archetype)), np.int32(design.n_drivers),
@@ -556,4 +642,5 @@ def cohort(world_seed: int, design, sizes: Sizes) -> dict:
     c = {name: np.asarray(value) for name, value in jax.device_get(out).items()}
     site = c["site"][c["imaged"]]
     c["cine"] = cine(world_key(words), c["heart"], site, c["imaged"], c["carried"][T5] & (site == BATCH_SITE))
+    c.update(follow_up(words, c, ARCHETYPES.index(design.archetype)))
     return c

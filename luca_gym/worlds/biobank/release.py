@@ -11,11 +11,20 @@ Tables (one row per participant unless said; ``participant_id`` "P000001"...):
   cardiac cycle from end-diastole, as raw bytes (:data:`CINE_RECIPE` loads
   them as an array; :mod:`~.imaging` draws them);
 * ``physiology``: blood pressure, heart rate, NT-proBNP;
+* ``ecg``: every participant's resting 12-lead ECG summary (QRS duration,
+  QTc, heart rate, Sokolow-Lyon voltage, PR interval; world version 8);
+* ``ct``: the imaged participants' cardiac CT (coronary calcium, epicardial
+  fat, LV mass; world version 8);
 * ``metabolites``: eight blood metabolites;
 * ``proteins``: one column per protein (``PROT_0001``...), NPX (log2) units;
 * ``transcripts``: a subset of participants, one column per gene (``GENE_0001``...);
 * ``genotypes``: one column per variant (``rs...``), effect-allele counts 0/1/2;
-* ``diagnoses``: one row per recorded ICD-10 code;
+* ``diagnoses``: one row per ICD-10 code recorded by baseline, with its date
+  (``years_from_baseline``, 0 or negative; world version 8);
+* ``follow_up_diagnoses``: the codes recorded in the five years after
+  baseline (hospital records up to death or loss to follow-up), dated: a
+  heart-failure hospitalisation at its cardiovascular event's time, new
+  cardiomyopathy, hypertension and diabetes (world version 8);
 * ``outcomes``: a five-year cardiovascular event and its time, and survival
   over five years (all-cause and cardiac death, each with its time);
 * ``visits``: the follow-up visit of half the imaged participants (2-3.5
@@ -44,7 +53,7 @@ import numpy as np
 
 from luca_gym.worlds.biobank.config import BLOCK, Sizes
 from luca_gym.worlds.biobank.design import ARCHETYPES, design_rng
-from luca_gym.worlds.biobank.generator import IMAGING, METABOLITES
+from luca_gym.worlds.biobank.generator import CT, ECG, IMAGING, METABOLITES
 from luca_gym.worlds.biobank.imaging import FRAMES, PIXEL_MM, PIXELS
 
 NOT_RECORDED, BELOW_LOD = -999.0, -1.0
@@ -61,7 +70,7 @@ CODES = {
 CARDIAC_CODES = ("I42.0", "I42.1", "I50.3", "I25.5", "I50.9")
 # Participant-level tables a phenotype or covariate may come from (the wide ones included).
 PARTICIPANT_TABLES = ("participants", "imaging", "physiology", "metabolites", "outcomes", "proteins", "transcripts", "visits",
-                      "visit_proteins")
+                      "visit_proteins", "ecg", "ct")
 COVARIATES = ("age_years", "sex", "bmi_kg_m2", "site")  # what "adjust" adjusts for
 CINE_RECIPE = (f"numpy.frombuffer(b''.join(table['frames']), numpy.uint8).reshape(-1, {FRAMES}, {PIXELS}, {PIXELS}) "
                "(participant, frame, row, column)")
@@ -100,6 +109,20 @@ _COLUMNS = {  # (unit, description) of every narrow column
         "heart_rate_bpm": ("beats/min", "resting heart rate; -999 not recorded"),
         "ntprobnp_pg_ml": ("pg/mL", "NT-proBNP; -1 below the limit of detection (15 pg/mL), -999 not recorded"),
     },
+    "ecg": {
+        "participant_id": ("", "participant identifier"),
+        "qrs_ms": ("ms", "QRS duration; missing: no ECG recorded"),
+        "qtc_ms": ("ms", "QT interval corrected for heart rate (Bazett)"),
+        "heart_rate_bpm": ("beats/min", "ventricular rate during the ECG"),
+        "sokolow_lyon_mv": ("mV", "Sokolow-Lyon voltage (S in V1 + the larger R in V5 or V6)"),
+        "pr_ms": ("ms", "PR interval"),
+    },
+    "ct": {
+        "participant_id": ("", "participant identifier"),
+        "coronary_calcium_agatston": ("Agatston units", "coronary artery calcium score (0: none detected); missing: null"),
+        "epicardial_fat_ml": ("mL", "epicardial adipose tissue volume"),
+        "lv_mass_g": ("g", "left-ventricular mass (contrast CT)"),
+    },
     "metabolites": {
         "participant_id": ("", "participant identifier"),
         "ldl_mmol_l": ("mmol/L", "LDL cholesterol"), "hdl_mmol_l": ("mmol/L", "HDL cholesterol"),
@@ -131,6 +154,14 @@ _COLUMNS = {  # (unit, description) of every narrow column
         "participant_id": ("", "participant identifier"),
         "icd10": ("ICD-10 code", "a recorded diagnosis (one row per participant and code); codes: "
                   + "; ".join(f"{c} {d}" for c, d in CODES.items())),
+        "years_from_baseline": ("years", "when the code was first recorded, from the baseline assessment (0 or negative)"),
+    },
+    "follow_up_diagnoses": {
+        "participant_id": ("", "participant identifier"),
+        "icd10": ("ICD-10 code", "a diagnosis recorded after baseline (one row per participant and code); codes as "
+                  "in diagnoses: I50.9 at a heart-failure hospitalisation (known before or not), new cardiomyopathy, "
+                  "hypertension and diabetes"),
+        "years_from_baseline": ("years", "when it was recorded, from the baseline assessment (above 0, at most 5)"),
     },
     "protein_annotation": {
         "protein": ("", "protein (a column of the proteins table)"),
@@ -157,11 +188,14 @@ _DESCRIPTIONS = {
     "imaging": "cardiac MRI measures as reported by the clinic, imaged participants only",
     "cine_mri": "cardiac cine MRI images, one row per imaged participant",
     "physiology": "baseline physiology, one row per participant",
+    "ecg": "resting 12-lead ECG at baseline, one row per participant; missing: null",
+    "ct": "cardiac CT, imaged participants only; missing: null",
     "metabolites": "blood metabolites, one row per participant; missing: null",
     "proteins": "plasma proteomics, one row per participant",
     "transcripts": "whole-blood transcriptomics, a subset of participants",
     "genotypes": "genotypes, one row per participant",
-    "diagnoses": "recorded diagnoses (ICD-10), one row per participant and code",
+    "diagnoses": "diagnoses (ICD-10) recorded by baseline, one row per participant and code, dated",
+    "follow_up_diagnoses": "diagnoses (ICD-10) recorded in the five years after baseline, one row per participant and code, dated",
     "outcomes": "five-year follow-up, one row per participant",
     "visits": "the follow-up visit (repeat MRI measures and NT-proBNP) of half the imaged participants, one row each",
     "visit_proteins": "plasma proteomics at the follow-up visit, one row per participant of the visits table",
@@ -259,7 +293,8 @@ class Release:
         n = self.sizes
         return {
             "release": {"participants": n.participants, "imaged": n.imaged, "proteins": n.proteins, "variants": n.variants,
-                        "with_transcripts": n.rna, "follow_up_years": 5, "with_follow_up_visit": n.imaged // 2},
+                        "with_transcripts": n.rna, "follow_up_years": 5, "with_follow_up_visit": n.imaged // 2,
+                        "with_ecg": n.participants, "with_ct": n.imaged},
             "missing_values": ("Parquet null (NaN in pandas) marks a missing value; sentinel codes mark the rest: "
                                + "; ".join(f"{code:g} = {text}" for code, text in SENTINELS.items())
                                + " (participants.exercise_hours_per_week and the physiology table)."),
@@ -331,6 +366,68 @@ def _imaging_units(z) -> tuple:
             _rounded(125 + 28 * z[:, 3], 1, 50, None), _rounded(1000 + 40 * z[:, 4], 0), _rounded(1 + 0.12 * np.exp(0.9 * z[:, 5]), 2))
 
 
+def _ecg_units(z) -> tuple:
+    """The five ECG measures in clinic units from their standardised scale (N, 5)."""
+    return (_rounded(92 + 11 * z[:, 0], 0, 60, None), _rounded(418 + 22 * z[:, 1], 0, 320, None), _rounded(68 + 10 * z[:, 2], 0, 35, None),
+            _rounded(2.4 + 0.7 * z[:, 3], 2, 0.2, None), _rounded(158 + 22 * z[:, 4], 0, 80, None))
+
+
+def _ct_units(z) -> tuple:
+    """The three CT measures in clinic units from their standardised scale (NI, 3): the calcium score is 0 for
+    about half (none detected) and skewed above."""
+    return (_rounded(np.maximum(np.exp(3.0 + 1.6 * z[:, 0]) - 20.0, 0.0), 0), _rounded(np.exp(np.log(95.0) + 0.35 * z[:, 1]), 1),
+            _rounded(128 + 28 * z[:, 2], 1, 50, None))
+
+
+# When a code recorded by baseline was first recorded: up to this many years before (uniform), by the code's kind.
+RECORD_SPAN = {"cardiomyopathy": 6.0, "I50.9": 4.0, "I10": 15.0, "E11": 12.0, "E66": 15.0}
+# Incidence after baseline (per year) of hypertension and diabetes: base rate and log-rate slope per SD of
+# systolic pressure / fasting glucose; new cardiomyopathy where the disease five years on crosses the baseline's threshold.
+INCIDENCE = {"I10": (0.025, 0.6), "E11": (0.006, 1.0)}
+
+
+def _dated_records(c: dict, design, baseline_pairs: list, glucose) -> tuple[np.ndarray, list]:
+    """The baseline codes' dates (float32, one per pair of ``baseline_pairs``, 0 or negative) and the codes after
+    baseline: sorted (participant, code, years) with years in (0, 5], from :func:`~.generator.follow_up`'s draws.
+
+    After baseline: a heart-failure hospitalisation (the cardiovascular event that is not a cardiac death, unless
+    death came first) is recorded at the event's time as I50.9 (whether or not the code was recorded before); the
+    archetype's cardiomyopathy where the disease five years on crosses the baseline's threshold, and hypertension and
+    diabetes by :data:`INCIDENCE` (these three only where not recorded by baseline). Records stop at death or the end of the event's follow-up (loss to follow-up or five years)."""
+    u, noise = np.asarray(c["record_draw"], np.float64), np.asarray(c["record_noise"], np.float64)
+    archetype_code = CARDIOMYOPATHY_CODES[design.archetype]
+    kinds = {**{code: ("cardiomyopathy", 0) for code in CARDIOMYOPATHY_CODES.values()}, "I50.9": ("I50.9", 1), "I10": ("I10", 2),
+             "E11": ("E11", 3), "E66": ("E66", 4)}
+    dates = np.array([-np.round(RECORD_SPAN[kinds[code][0]] * u[i, kinds[code][1]], 2) + 0.0 for i, code in baseline_pairs],
+                     np.float32)
+    has = {code: np.zeros(len(u), bool) for code in (archetype_code, "I10", "E11")}
+    for i, code in baseline_pairs:
+        if code in has:
+            has[code][i] = True
+    event, event_time = np.asarray(c["event"], bool), np.asarray(c["event_time"], np.float64)
+    death, death_time = np.asarray(c["all_cause_death"], bool), np.asarray(c["death_time"], np.float64)
+    cardiac_death, cardiac_time = np.asarray(c["cardiac_death"], bool), np.asarray(c["cardiac_death_time"], np.float64)
+    end = np.minimum(np.where(death, death_time, 5.0), np.where(event, 5.0, event_time))
+    later = []
+    hospitalised = event & ~(cardiac_death & (cardiac_time == event_time)) & ~(death & (death_time < event_time))
+    later += [(i, "I50.9", event_time[i]) for i in np.flatnonzero(hospitalised)]
+    onset = ~has[archetype_code] & (np.asarray(c["late_severity"], np.float64) + 0.6 * noise[:, 0] > 1.5)
+    later += [(i, archetype_code, u[i, 5] * end[i]) for i in np.flatnonzero(onset)]
+    sbp_z = (np.asarray(c["sbp"], np.float64) - 128.0) / 14.0
+    glucose = np.log(np.asarray(glucose, np.float64))
+    glucose_z = (glucose - glucose.mean()) / glucose.std()
+    for code, z, column in (("I10", sbp_z, 6), ("E11", glucose_z, 7)):
+        rate, slope = INCIDENCE[code]
+        t = -np.log(np.maximum(u[:, column], 1e-12)) / (rate * np.exp(slope * z))
+        later += [(i, code, t[i]) for i in np.flatnonzero(~has[code] & (t < end))]
+    first = {}
+    for i, code, t in later:
+        t = float(max(np.round(t, 3), 0.001))
+        if (i, code) not in first or t < first[(i, code)]:
+            first[(i, code)] = t
+    return dates, sorted((i, code, t) for (i, code), t in first.items())
+
+
 def _missing(values, mask) -> np.ndarray:
     return np.where(mask, np.nan, values).astype(np.float32)
 
@@ -399,6 +496,14 @@ def build_release(c: dict, design, world_seed: int, sizes: Sizes) -> Release:
     pairs += [(i, code) for i, code in zip(np.flatnonzero(miscoded), wrong[miscoded])]
     pairs = sorted(set(pairs))
     diagnoses = {"participant_id": ids[[i for i, _ in pairs]].astype(str), "icd10": np.array([code for _, code in pairs], dtype=str)}
+    dates, later = _dated_records(c, design, pairs, metabolite_units[3])
+    diagnoses["years_from_baseline"] = dates
+    follow_up_diagnoses = {"participant_id": ids[[i for i, _, _ in later]].astype(str),
+                           "icd10": np.array([code for _, code, _ in later], dtype=str),
+                           "years_from_baseline": np.array([t for _, _, t in later], np.float32)}
+    ecg = {"participant_id": ids, **{name: _missing(u, c["ecg_missing"]) for name, u in zip(ECG, _ecg_units(c["ecg"]))}}
+    ct = {"participant_id": ids[c["imaged"]],
+          **{name: _missing(u, c["ct_missing"][:, j]) for j, (name, u) in enumerate(zip(CT, _ct_units(c["ct"])))}}
 
     # where genes and variants lie: block b on chromosome 1 + 22b/B, blocks 1.5 Mb apart, variants 25 kb apart
     blocks = v // BLOCK
@@ -416,12 +521,15 @@ def build_release(c: dict, design, world_seed: int, sizes: Sizes) -> Release:
                          "exercise_hours_per_week": exercise.astype(np.float32)},
         "imaging": imaging,
         "cine_mri": {"participant_id": ids[c["imaged"]], "frames": _as_bytes(c["cine"])},
+        "ct": ct,
         "physiology": physiology,
+        "ecg": ecg,
         "metabolites": metabolites,
         "proteins": {"participant_id": ids, **{name: npx[:, j] for j, name in enumerate(proteins)}},
         "transcripts": {"participant_id": ids[c["rna"]], **{name: transcripts_log2[:, j] for j, name in enumerate(genes)}},
         "genotypes": {"participant_id": ids, **{name: c["genotypes"][:, j] for j, name in enumerate(variant_ids)}},
         "diagnoses": diagnoses,
+        "follow_up_diagnoses": follow_up_diagnoses,
         "outcomes": {"participant_id": ids, "cv_event": c["event"].astype(np.int8),
                      "cv_event_time_years": _rounded(c["event_time"], 3),
                      "all_cause_death": c["all_cause_death"].astype(np.int8), "all_cause_death_time_years": _rounded(c["death_time"], 3),
@@ -437,7 +545,8 @@ def build_release(c: dict, design, world_seed: int, sizes: Sizes) -> Release:
     rows = {"participants": everyone, "imaging": c["imaged"].astype(np.int64), "cine_mri": c["imaged"].astype(np.int64),
             "physiology": everyone, "metabolites": everyone,
             "proteins": everyone, "transcripts": c["rna"].astype(np.int64), "genotypes": everyone, "outcomes": everyone,
-            "visits": visited.astype(np.int64), "visit_proteins": visited.astype(np.int64)}
+            "visits": visited.astype(np.int64), "visit_proteins": visited.astype(np.int64), "ecg": everyone,
+            "ct": c["imaged"].astype(np.int64)}
     return Release(tables, rows, sizes, proteins, genes, variant_ids)
 
 

@@ -18,6 +18,13 @@ Tools (all free but ``experiment``):
 * ``cis_mr``: Wald ratios with each protein's lead cis instrument;
 * ``conditional_analysis``: at a variant's locus, the phenotype on the
   locus's cis proteins jointly (two-stage least squares);
+* ``survival_association``: a protein's or column's hazard ratio per SD for
+  a five-year outcome (cardiovascular event, cardiac or all-cause death), a
+  Cox proportional-hazards fit (:func:`~.analysis.cox`), with the events and
+  the crude rates by thirds of the exposure;
+* ``visit_change``: a measure's change from baseline to the follow-up visit
+  (MRI, NT-proBNP or a protein), optionally its annual change against an
+  exposure (:func:`~.analysis.paired_change`);
 * ``experiment``: a cell perturbation ($150,000) or knockdown ($400,000) of
   a named protein, paid from the session's budget (``budget`` setting), its
   delivery computed by the oracle (:meth:`~.oracle.Oracle.experiment`); every
@@ -96,7 +103,13 @@ MAX_PATH = 256  # characters of a phenotype file's path
 PHENOTYPE_COLUMNS = ("participant_id", "value")
 # What a session with the python tool drops unless asked to keep them (the paper's code agents had none of them).
 ANALYSIS_TOOLS = ("describe_release", "column_summary", "define_phenotype", "validate_phenotype", "association_scan", "cis_mr",
-                  "conditional_analysis", "protein_qc")
+                  "conditional_analysis", "protein_qc", "survival_association", "visit_change")
+OUTCOMES = {"cv_event": "cv_event_time_years", "cardiac_death": "cardiac_death_time_years",
+            "all_cause_death": "all_cause_death_time_years"}  # survival_association's outcomes: event column -> its time
+MIN_EVENTS = 5  # events a survival fit needs
+# visit_change's measures: the visits table's column (or a protein) -> its baseline column
+VISIT_BASELINE = {**{c: f"imaging.{c}" for c in ("lvef_pct", "lvedv_ml", "max_wall_thickness_mm", "lv_mass_g", "native_t1_ms",
+                                                 "wall_motion_score_index")}, "ntprobnp_pg_ml": "physiology.ntprobnp_pg_ml"}
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
 _PARTICIPANT = re.compile(r"P[0-9]{6}")
 _NO_ARGUMENTS = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
@@ -112,6 +125,8 @@ ANNOTATIONS = {
     "cis_mr": {"title": "cis Mendelian randomisation", "readOnlyHint": True, "idempotentHint": True},
     "conditional_analysis": {"title": "Conditional analysis at a locus", "readOnlyHint": True, "idempotentHint": True},
     "protein_qc": {"title": "Proteomics quality control", "readOnlyHint": True, "idempotentHint": True},
+    "survival_association": {"title": "Survival association (Cox)", "readOnlyHint": True, "idempotentHint": True},
+    "visit_change": {"title": "Change between baseline and the follow-up visit", "readOnlyHint": True, "idempotentHint": True},
     "experiment": {"title": "Run a paid experiment", "readOnlyHint": False, "idempotentHint": False},
     "submit": {"title": "Submit the claims (ends the session)", "readOnlyHint": False, "destructiveHint": True,
                "idempotentHint": False},
@@ -247,6 +262,31 @@ class BiobankToolSession(ToolSessionBase):
              "input_schema": {"type": "object", "properties": {
                  "proteins": proteins, "sort_by": {"type": "string", "enum": list(analysis.QC_FIELDS)}, "top": top},
                  "required": [], "additionalProperties": False}},
+            {"name": "survival_association",
+             "description": "Free. A protein's (PROT_####) or a column's or phenotype's association with survival over five "
+                            "years: the hazard ratio per SD of the exposure (Cox proportional hazards, Breslow ties), its 95% "
+                            "CI, log hazard ratio, SE and p, the participants and events, and the crude event rates per 1,000 "
+                            "person-years by thirds of the exposure. Outcomes: cv_event (heart-failure hospitalisation or "
+                            "cardiac death), cardiac_death, all_cause_death.",
+             "input_schema": {"type": "object", "properties": {
+                 "exposure": {**_REFERENCE, "description": "a protein (PROT_####), a column 'table.column', "
+                                                           "'diagnoses.<ICD-10 code>' or a phenotype you defined"},
+                 "outcome": {"type": "string", "enum": list(OUTCOMES), "description": "default cv_event"},
+                 "adjust": _ADJUST},
+                 "required": ["exposure"], "additionalProperties": False}},
+            {"name": "visit_change",
+             "description": "Free. A measure's change from baseline to the follow-up visit (half the imaged, 2-3.5 years "
+                            "on): an MRI measure or ntprobnp_pg_ml of the visits table, or a protein (PROT_####): the paired "
+                            "means, the mean change (SE, p) and the mean change per year; with an exposure, the annual change "
+                            "regressed on the exposure (per SD; adjusted for the baseline value and, unless adjust is false, "
+                            "the covariates).",
+             "input_schema": {"type": "object", "properties": {
+                 "measure": {"type": "string", "minLength": 1, "maxLength": MAX_REFERENCE,
+                             "description": "a column of the visits table (e.g. lvef_pct or visits.lvef_pct) or a protein"},
+                 "exposure": {**_REFERENCE, "description": "optional: a protein (PROT_####), a column or a phenotype"},
+                 "log": {"type": "boolean", "description": "natural log of the measure first (positive values only; default false)"},
+                 "adjust": _ADJUST},
+                 "required": ["measure"], "additionalProperties": False}},
             {"name": "experiment",
              "description": "Paid from your budget. Lower a protein by 1 SD against a control sharing everything else: "
                             "cell_perturbation ($150,000; n = 120, the first-visit effect, with assay noise) gives the effect on "
@@ -320,8 +360,9 @@ class BiobankToolSession(ToolSessionBase):
         return (
             f"You are analysing a population biobank: {n.participants} participants with covariates, plasma proteomics "
             f"({n.proteins} proteins, PROT_0001 to PROT_{n.proteins:04d}), genotypes ({n.variants} variants), physiology, "
-            f"metabolites, diagnoses and five-year outcomes (a cardiovascular event, all-cause and cardiac death); {n.imaged} have "
-            f"cardiac MRI measures, {n.imaged // 2} of them repeat MRI, NT-proBNP and proteins at a follow-up visit (visits, "
+            f"a resting ECG, metabolites, dated diagnoses (by baseline and over follow-up) and five-year outcomes (a "
+            f"cardiovascular event, all-cause and cardiac death); {n.imaged} have cardiac MRI and CT measures, {n.imaged // 2} of "
+            f"them repeat MRI, NT-proBNP and proteins at a follow-up visit (visits, "
             f"visit_proteins), and {n.rna} have transcripts. "
             "Some cardiac disease runs through this cohort. Its severity is never measured directly: build a participant-level "
             "phenotype that tracks it. Then find the proteins that causally drive the disease (there may be none), and the "
@@ -584,6 +625,71 @@ class BiobankToolSession(ToolSessionBase):
         rows = [{"protein": self.release.proteins[i], **{f: _number(qc[f][i], 4) for f in analysis.QC_FIELDS},
                  "shift_site": int(qc["shift_site"][i])} for i in index[order[:top]]]
         return {"sort_by": sort_by, "tested": int(len(index)), "results": rows, **self.status()}
+
+    def _exposure(self, reference: str) -> np.ndarray:
+        """float64 (N,) of a protein named bare (PROT_####) or of any reference :meth:`resolve` takes."""
+        if isinstance(reference, str) and reference in self.release.proteins:
+            return self.release.numeric("proteins", reference)
+        return self.resolve(reference, "exposure")
+
+    def _survival_association(self, exposure: str, outcome: str = "cv_event", adjust: bool = True) -> dict:
+        if not isinstance(outcome, str) or outcome not in OUTCOMES:
+            raise ValueError(f"outcome: {str(outcome)[:32]!r} not allowed; allowed {', '.join(OUTCOMES)}")
+        x = self._exposure(exposure)
+        event = self.release.numeric("outcomes", outcome)
+        time = self.release.numeric("outcomes", OUTCOMES[outcome])
+        rows = np.isfinite(x) & np.isfinite(event) & np.isfinite(time) & (time > 0)
+        n, events = int(rows.sum()), int(event[rows].sum())
+        if events < MIN_EVENTS:
+            raise ValueError(f"exposure: {n} participants with {str(exposure)[:MAX_REFERENCE]!r} have {events} {outcome} "
+                             f"events; a survival fit needs at least {MIN_EVENTS}")
+        sd = float(x[rows].std())
+        if not sd > 0:
+            raise ValueError(f"exposure: {str(exposure)[:MAX_REFERENCE]!r} does not vary")
+        z = ((x[rows] - x[rows].mean()) / sd)[:, None]
+        if adjust:
+            c = self.release.covariates()[rows]
+            spread = c.std(0) > 0
+            z = np.c_[z, (c[:, spread] - c[:, spread].mean(0)) / c[:, spread].std(0)]
+        fit = analysis.cox(time[rows], event[rows] > 0, z)
+        beta, se = float(fit["beta"][0]), float(fit["se"][0])
+        third = np.quantile(x[rows], [1 / 3, 2 / 3])
+        group = np.searchsorted(third, x[rows], side="right")
+        rates = {}
+        for g, name in enumerate(("lowest_third", "middle_third", "highest_third")):
+            at = group == g
+            years = float(time[rows][at].sum())
+            rates[name] = {"n": int(at.sum()), "events": int(event[rows][at].sum()),
+                           "per_1000_person_years": _number(1000 * event[rows][at].sum() / years, 4) if years > 0 else None}
+        return {"exposure": exposure, "outcome": outcome, "adjusted": adjust, "n": n, "events": events,
+                "person_years": _number(time[rows].sum(), 6), "exposure_sd": _number(sd),
+                "hazard_ratio_per_sd": _number(math.exp(beta), 4),
+                "ci95": [_number(math.exp(beta - 1.959964 * se), 4), _number(math.exp(beta + 1.959964 * se), 4)],
+                "log_hazard_ratio": _number(beta), "se": _number(se), "p": _number(analysis.normal_p(beta / se)[()]) if se > 0 else None,
+                "converged": bool(fit["converged"]), "rates_by_exposure": rates,
+                "method": "Cox proportional hazards (Breslow ties), per SD of the exposure"
+                          + (f"; adjusted for {', '.join(COVARIATES)}" if adjust else ""), **self.status()}
+
+    def _visit_change(self, measure: str, exposure: str | None = None, log: bool = False, adjust: bool = True) -> dict:
+        name = measure[len("visits."):] if isinstance(measure, str) and measure.startswith("visits.") else measure
+        if name in VISIT_BASELINE:
+            baseline, visit = self.resolve(VISIT_BASELINE[name], "measure"), self.release.numeric("visits", name)
+        elif name in self.release.proteins:
+            baseline, visit = self.release.numeric("proteins", name), self.release.numeric("visit_proteins", name)
+        else:
+            raise ValueError(f"measure: {str(measure)[:MAX_REFERENCE]!r} unknown; allowed a column of the visits table "
+                             f"({', '.join(VISIT_BASELINE)}) or a protein (PROT_0001..PROT_{len(self.release.proteins):04d})")
+        x = None if exposure is None else self._exposure(exposure)
+        if log:
+            for values in (baseline, visit):
+                if (values[np.isfinite(values)] <= 0).any():
+                    raise ValueError(f"log: {str(measure)[:MAX_REFERENCE]!r} has values <= 0")
+            baseline, visit = np.log(baseline), np.log(visit)
+        years = self.release.numeric("visits", "visit_years")
+        out = analysis.paired_change(baseline, visit, years, x, self.release.covariates() if adjust else None)
+        return {"measure": measure, "log": log, **({"exposure": exposure, "adjusted": adjust} if exposure is not None else {}),
+                **{k: (int(v) if k in ("n", "exposure_n") else _number(v)) for k, v in out.items()},
+                **self.status()}
 
     def _experiment(self, protein: str, kind: str) -> dict:
         if not isinstance(kind, str) or kind not in EXPERIMENTS:
