@@ -36,8 +36,16 @@ _WORD = re.compile(r"[a-z0-9']+")
 
 # -- which records ----------------------------------------------------------------------------
 def with_transcripts(records) -> list[dict]:
-    """The records that keep a transcript (a non-empty ``messages`` list)."""
-    return [r for r in records if isinstance(r.get("messages"), list) and r["messages"]]
+    """The records of a model's sessions: a transcript (a non-empty
+    ``messages`` list) in which some assistant turn holds words (text or
+    reasoning) or the provider's token counts. A scripted agent driven
+    through the tool loop keeps a transcript of bare tool calls: not one."""
+    return [r for r in records if isinstance(r.get("messages"), list) and r["messages"] and _spoke(r)]
+
+
+def _spoke(record) -> bool:
+    return any(m.get("content") or m.get("reasoning") or m.get("input_tokens") or m.get("output_tokens")
+               for m in _assistant(record))
 
 
 def _groups(records) -> list[tuple]:

@@ -146,6 +146,17 @@ def test_sections_only_for_sessions_with_a_transcript():
     assert "### Proposal accuracy by cycle (graph worlds)" in "\n\n".join(process.sections(cycle_records()))
 
 
+def test_a_transcript_of_bare_tool_calls_is_no_models_session():
+    """A scripted agent driven through the tool loop (the biobank's) keeps calls without words or tokens."""
+    bare = {"world": "biobank", "agent": "cis-mr", "seed": 0, "messages": [
+        {"role": "system", "content": "You are..."}, {"role": "user", "content": "Begin."},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "call_0", "name": "submit", "arguments": {}}]},
+        {"role": "tool", "tool_call_id": "call_0", "content": "{}"}]}
+    assert process.with_transcripts([bare]) == [] and process.sections([bare]) == []
+    spoken = {**bare, "messages": [*bare["messages"][:2], {**bare["messages"][2], "output_tokens": 3}, bare["messages"][3]]}
+    assert process.with_transcripts([spoken]) == [spoken]
+
+
 def test_a_scripted_run_reports_as_before(tmp_path):
     ev.sweep(ev.plan_world("dag", ["random"], [0], n_nodes=3), str(tmp_path), lambda name: ev.make_runner(name, world="dag"))
     text = report.write_report(str(tmp_path))
