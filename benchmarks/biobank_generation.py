@@ -1,5 +1,5 @@
-"""Biobank world generation: time and size on disk of one world per profile
-(issue 28, S6), printed as a markdown table with the machine's load.
+"""Biobank world generation: time and size on disk of one world per profile,
+printed as a markdown table with the machine's load.
 
     .venv/bin/python benchmarks/biobank_generation.py [--profiles small,paper] [--seed 0] [--out DIR]
 

@@ -1,5 +1,5 @@
 """Organism generation per tier, side by side in one run: batched organisms/s
-and each tier's rate over medium's (issue 26: hard within 2x of medium).
+and each tier's rate over medium's (hard within 2x of medium).
 
     .venv/bin/python benchmarks/generation.py [--organisms 1024] [--n-genes 20] [--rounds 2] [--attempts 64]
 

@@ -1,5 +1,5 @@
 """One policy for every organism size: the per-gene network trained at N=20
-only, evaluated at N=20, 40 and 80 beside causal-sweep (issue 26, item 3).
+only, evaluated at N=20, 40 and 80 beside causal-sweep.
 
     .venv/bin/python benchmarks/pergene.py [--steps 786432] [--num-envs 256] [--n-genes 20,40,80]
         [--tier medium] [--mode healthy] [--out results/pergene]

@@ -1,5 +1,4 @@
-"""The biobank world (issue 28, stages S1 and S2; the planted biases have
-tests/test_biobank_biases.py): the world API test, the panel of
+"""The biobank world (its planted biases: tests/test_biobank_biases.py): the world API test, the panel of
 designs, determinism (same seed, same arrays and same release bytes), no
 truth in the release or in any tool answer, the scorer's parts on hand-built
 claims, hostile claims refused, the Gymnasium env, and the baselines run

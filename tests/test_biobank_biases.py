@@ -1,4 +1,4 @@
-"""The biobank world's planted biases (issue 28, stage S2): each bias bites.
+"""The biobank world's planted biases: each bias bites.
 For each of T1-T9, on five ``tiny`` worlds that carry it, the analysis the
 bias is designed to fool is fooled and the analysis that should see through
 it does; each assertion holds on at least 4 of the 5 worlds (a planted

@@ -1,4 +1,4 @@
-"""The biobank world's experiments and budgets (issue 28, stage S3): the
+"""The biobank world's experiments and budgets: the
 oracle's cell perturbation and knockdown, the ``budget`` setting, the
 ``experiment`` tool (refusals cost nothing and change nothing; every request
 and delivery in the record's audit log), what a knockdown resolves (T4's

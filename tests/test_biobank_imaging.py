@@ -1,4 +1,4 @@
-"""The biobank world's synthetic cine MRI (issue 28, S5): deterministic per
+"""The biobank world's synthetic cine MRI: deterministic per
 seed, shaped by archetype and severity as designed, distorted at T5's site,
 released without naming the truth."""
 

@@ -1,5 +1,5 @@
 """Evaluation at scale: concurrent sweeps, provider retries, token accounting,
-malformed provider answers, interruption and resume (issue 16, part 2).
+malformed provider answers, interruption and resume.
 
 Everything runs against :class:`luca_gym.tools.mock_provider.MockClient`,
 an OpenAI-compatible fake: no network, backoff 0."""

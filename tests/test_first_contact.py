@@ -1,4 +1,4 @@
-"""A newcomer's first contact with the ``luca-gym`` command (issue 29, item 5):
+"""A newcomer's first contact with the ``luca-gym`` command:
 ``--help``, ``--version`` and argument errors answer without importing JAX;
 ``show`` says what it is doing before its slow work; ``info`` keeps hundreds
 of signals to one short line; a refused eval leaves no file behind; a resumed

@@ -1,5 +1,5 @@
 """Every matrix product of the generator, the solver and the differentiable
-steady state asks for full float32 precision in the program itself (issue 27:
+steady state asks for full float32 precision in the program itself (
 on NVIDIA GPUs JAX's default float32 product is TF32). The check reads the
 jaxprs (every nested jaxpr: scans, loops, conds, the vmapped and map bodies,
 gradients) and the generator's stored ``jax.export`` programs, and fails on a

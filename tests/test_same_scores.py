@@ -1,5 +1,5 @@
 """One scripted sequence of calls, three front ends, the same results and scores
-(issue 16): :meth:`ToolSession.call <luca_gym.worlds.luca.tools.ToolSession.call>`,
+:meth:`ToolSession.call <luca_gym.worlds.luca.tools.ToolSession.call>`,
 the Gymnasium text env ``luca_gym/LucaTools-v0``, and the real MCP server
 (``luca-gym mcp`` as a subprocess, driven over stdio by the official ``mcp``
 SDK client), which also records its session with ``--out DIR --agent scripted``.

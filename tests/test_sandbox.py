@@ -1,4 +1,4 @@
-"""The code sandbox (issue 28, stage S4): the generic ``python`` tool
+"""The code sandbox: the generic ``python`` tool
 (:mod:`luca_gym.tools.sandbox`) as the biobank world offers it. Agent code
 that tries to read a file outside its directory, import ``luca_gym``, open a
 socket to a local port, write outside its directory, fork without bound,

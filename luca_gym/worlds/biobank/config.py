@@ -69,7 +69,7 @@ class BiobankConfig:
             seed; the panel's for seeds 0-19), or "standard" / "hard" to
             force one (every other part of the design still comes from the seed).
         budget: the experiments' budget regime, "none" (default: $0, the
-            world before stage S3), "limited" ($450,000: one knockdown or
+            world before its experiments), "limited" ($450,000: one knockdown or
             three cell perturbations) or "expanded" ($2,000,000).
 
     Checked on construction (ValueError naming the field, the value and what

@@ -214,7 +214,7 @@ def paired_tables(records, metric: str = "total") -> str:
 
 
 def _with_budget(record: dict) -> dict:
-    """A record with its budget regime ("none" for records from before stage S3, which had no experiments)."""
+    """A record with its budget regime ("none" for records from before the world had experiments)."""
     return {**record, "budget": record.get("budget", "none")}
 
 
