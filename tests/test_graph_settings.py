@@ -21,7 +21,8 @@ from luca_gym.worlds.equation.config import GRAMMAR, GRAMMAR_WORDS, TOLERANCE, E
 from luca_gym.worlds.equation.grammar import evaluate, render
 from luca_gym.worlds.equation.tools import EquationToolSession
 from luca_gym.worlds.graphs import core
-from luca_gym.worlds.graphs.baselines import BASELINES, play_bayes_batch, systematic_policy
+from luca_gym.worlds.graphs.baselines import (BASELINES, bayes_choice, bayes_memory, edge_posterior, play_bayes_batch,
+                                             systematic_policy)
 from luca_gym.worlds.graphs.config import DagConfig, RelationalConfig
 from luca_gym.worlds.graphs.flat import GraphFlat, play_batch, session_keys
 from luca_gym.worlds.graphs.tools import DagToolSession
@@ -311,15 +312,39 @@ def test_bayes_edges_matches_systematic_under_the_paper_s_settings():
 
 
 def test_bayes_edges_beats_systematic_where_a_child_may_keep_its_state():
-    """Seeds 7201-7400, unseen while bayes-edges was calibrated (on 7001-7050
-    and 9001-9200, where it led systematic by 19.6 points). Blocks of 20
-    seeds ranged from -10 to +45 points there, too wide for a bound on 20,
-    so the bound is on 200 (a few seconds, batched)."""
+    """Seeds 7201-7400 (200, a few seconds batched). bayes-edges now states the
+    most probable matrix not yet refuted (calibrated on 7001-7050: 70%
+    against systematic's 64%); here 70% against 60.5%, +9.5 points, so the
+    bound is +5 (the target of +20 is not reached: with a redraw that may
+    repeat, even knowing the hidden order the best split of the 2N
+    interventions sees every edge with a chance of about 70%, against about
+    58% for systematic's two each; see BENCHMARKS.md, "Settings with
+    headroom"). Before systematic's revisit order was fixed the bound was +15."""
     config = DagConfig(n_nodes=10, n_states=5, redraw_may_repeat=True)
     seeds = list(range(7201, 7401))
     bayes = jax.device_get(play_bayes_batch(core.instances(seeds, config), config))
     systematic = _systematic(config, seeds)
-    assert bayes["success"].mean() >= systematic["success"].mean() + 0.15
+    assert bayes["success"].mean() >= systematic["success"].mean() + 0.05
+
+
+def test_bayes_edges_never_states_a_matrix_twice_under_the_paper_s_loop():
+    """A stated matrix that did not end the session is wrong: bayes-edges
+    remembers it (its memory, carried from call to call) and states the most
+    probable matrix not yet refuted, the MAP of its edge posteriors first."""
+    config = DagConfig(n_nodes=10, n_states=5, redraw_may_repeat=True)
+    choose = bayes_choice(config)
+    for seed in (7001, 7002, 7003):
+        state, memory, stated = core.reset(core.instance(seed, config), config), bayes_memory(config), []
+        while not bool(state.ended):
+            view = core.public_view(state)
+            node, adjacency, memory = choose(view, memory)
+            if not stated:  # nothing refuted yet: the MAP
+                assert np.array_equal(adjacency, np.asarray(edge_posterior(view, config)) > 0.5)
+            stated.append(np.asarray(adjacency).tobytes())
+            kind = core.SUBMIT if int(node) == config.n else core.INTERVENE
+            state, _, error = core.step(state, kind, node, adjacency, config)
+            assert int(error) == 0
+        assert len(set(stated)) == len(stated) and int(memory["count"]) == len(stated)
 
 
 @pytest.mark.parametrize("world, settings_, config", [

@@ -25,14 +25,18 @@ first time it is right; under ``"final"`` only the submission carries it.
   truth).
 * ``bayes-edges``: a posterior over each edge from every reading
   (:func:`edge_posterior`), the intervention that most reduces the expected
-  uncertainty of the edges it tests, the MAP adjacency stated with every
-  intervention, a submission once the chance that the MAP is wrong is no
-  more than the cost of an intervention (at cost 0: once it is certain, or
-  the budget is spent). It reads the public view's per-pair change counts,
-  which the flat observation leaves out, so it has no flat form: the harness
-  runs it on the session's observation (:class:`BayesEdges`) and
-  :func:`play_bayes_batch` runs the same jitted choice on the core, the two
-  taking the same calls. Under the paper's settings (changes certain, no
+  uncertainty of the edges it tests, the most probable adjacency not yet
+  refuted stated with every intervention (:func:`best_unrefuted`: the MAP,
+  and once the MAP has been stated in vain under the paper's loop, the
+  likeliest of its flips of the least certain pairs), a submission once the
+  chance that the MAP is wrong is no more than the cost of an intervention
+  (at cost 0: once it is certain, or the budget is spent). It reads the
+  public view's per-pair change counts, which the flat observation leaves
+  out, so it has no flat form: the harness runs it on the session's
+  observation (:class:`BayesEdges`, its memory of the matrices stated in
+  vain in its attributes) and :func:`play_bayes_batch` runs the same jitted
+  choice on the core (the memory in the scan's carry), the two taking the
+  same calls. Under the paper's settings (changes certain, no
   noise) every pair is certain after one intervention on its row and it
   solves what ``systematic`` solves; where changes are not certain
   (``redraw_may_repeat``), readings are misread (``observation_noise``) or
@@ -41,6 +45,7 @@ first time it is right; under ``"final"`` only the submission carries it.
 
 from __future__ import annotations
 
+import itertools
 import math
 from functools import lru_cache, partial
 
@@ -61,12 +66,13 @@ def systematic_policy(codec: GraphFlat):
     (:func:`~luca_gym.worlds.graphs.flat.raw_systematic_policy`), which tracks state itself."""
     if codec.raw:
         return raw_systematic_policy(codec)
-    n, directed = codec.config.n, codec.config.directed
+    n, directed, budget = codec.config.n, codec.config.directed, codec.config.budget
 
     def choose(vector):
         open_ = core.open_rows(knowledge_of(vector, n), directed)
-        # fewest interventions first, then the lowest index
-        order = interventions_of(vector, n) * (n + 1) + jnp.arange(n) / n
+        # fewest interventions first, then the lowest index (the vector holds interventions over the budget:
+        # back to counts, so that one intervention more always outweighs the index)
+        order = jnp.round(interventions_of(vector, n) * budget) * n + jnp.arange(n)
         target = jnp.argmin(jnp.where(open_, order, jnp.inf))
         go = jnp.any(open_) & (budget_left_of(vector, n) > 0)
         return jnp.where(go, target, n).astype(jnp.int32)
@@ -133,6 +139,9 @@ EXACT_ORDERS = 12  # up to this many nodes the posterior sums over every order o
 PLAN_TRIALS = 4  # trials of one node the stopping rule looks ahead to
 _CLIP = 1e-12  # likelihoods kept off 0 and 1 inside the logs
 _IMPOSSIBLE = -1e4  # the log weight of an order the readings rule out (finite: no inf - inf inside the sums)
+CANDIDATE_PAIRS = 12  # the least certain pairs whose flips of the MAP make the candidate matrices
+CANDIDATE_FLIPS = 3  # at most this many of them flipped at once (1 + 12 + 66 + 220 candidates)
+_CYCLIC = -1e3  # the log-probability penalty of a candidate with a cycle (a dag's graphs have none)
 
 
 def reading_odds(config) -> tuple[float, float]:
@@ -282,32 +291,116 @@ def plan_rises(posterior: jax.Array, config) -> jax.Array:
     return -jnp.sort(-increments)
 
 
+def _acyclic(graphs: jax.Array) -> jax.Array:
+    """bool (...): whether each graph (..., N, N) has no directed cycle (its
+    transitive closure, by repeated squaring, has an empty diagonal)."""
+    n = graphs.shape[-1]
+    reach = graphs.astype(jnp.float32)
+    for _ in range(max(1, int(np.ceil(np.log2(n))))):
+        reach = jnp.minimum(reach + reach @ reach, 1.0)
+    return ~jnp.any(jnp.diagonal(reach, axis1=-2, axis2=-1) > 0, axis=-1)
+
+
+@lru_cache(maxsize=None)
+def _hash_weights(n: int) -> np.ndarray:
+    """uint32 (2, N, N): fixed random weights of :func:`matrix_hash` (a constant of N alone)."""
+    return np.random.default_rng(0x6BA7E5).integers(0, 2 ** 32, (2, n, n), dtype=np.uint64).astype(np.uint32)
+
+
+def matrix_hash(adjacency: jax.Array, config) -> jax.Array:
+    """uint32 (2,): a 64-bit fingerprint of an adjacency matrix, the sums
+    (modulo 2**32) of fixed random weights over its edges (undirected: over
+    the pairs i < j), so that flipping a pair adds or takes away its weight.
+    Two matrices share it with a chance about 2**-64. Pure."""
+    n = config.n
+    pairs = ~np.eye(n, dtype=bool) if config.directed else np.triu(np.ones((n, n), bool), 1)
+    weights = jnp.asarray(np.where(pairs, _hash_weights(n), 0).astype(np.uint32))
+    return jnp.sum(jnp.where(adjacency[None], weights, jnp.uint32(0)), axis=(1, 2), dtype=jnp.uint32)
+
+
+def bayes_memory(config) -> dict:
+    """``bayes-edges``' memory at a session's start: ``refuted`` uint32
+    (max_calls, 2), the fingerprints (:func:`matrix_hash`) of the matrices it
+    has stated and that did not end the session, and ``count`` int32 (), how
+    many there are (nothing refuted yet)."""
+    return {"refuted": jnp.zeros((config.max_calls, 2), jnp.uint32), "count": jnp.int32(0)}
+
+
+def best_unrefuted(posterior: jax.Array, memory: dict, config) -> jax.Array:
+    """bool (N, N): the most probable matrix not yet refuted. Under the
+    paper's loop a stated matrix that did not end the session is wrong, so
+    the MAP of the edge posteriors (each edge whose posterior passes 1/2),
+    once stated, is no longer worth stating while no reading changes it.
+    The candidates: the MAP and its flips of up to :data:`CANDIDATE_FLIPS`
+    of the :data:`CANDIDATE_PAIRS` least certain pairs, each scored by the
+    sum, over the pairs it flips, of log P(flipped) - log P(as in the MAP)
+    (the pairs taken as independent); a candidate with a cycle (directed,
+    up to :data:`EXACT_ORDERS` nodes: the graphs are acyclic) is penalised
+    below every acyclic one, and one whose fingerprint is in ``memory``
+    (:func:`bayes_memory`) is out. The MAP itself where every candidate is
+    out. Pure."""
+    n = config.n
+    pairs = ~np.eye(n, dtype=bool) if config.directed else np.triu(np.ones((n, n), bool), 1)
+    m = min(CANDIDATE_PAIRS, int(pairs.sum()))
+    subsets = [s for k in range(min(CANDIDATE_FLIPS, m) + 1) for s in itertools.combinations(range(m), k)]
+    masks = np.zeros((len(subsets), m), bool)
+    for c, subset in enumerate(subsets):
+        masks[c, list(subset)] = True
+    adjacency = (posterior > 0.5) & ~np.eye(n, dtype=bool)
+    p = jnp.clip(posterior, _CLIP, 1 - _CLIP)
+    # a flip's log odds (at most 0), only over the pairs
+    cost = jnp.where(pairs, jnp.log(jnp.minimum(p, 1 - p)) - jnp.log(jnp.maximum(p, 1 - p)), -jnp.inf)
+    flip_cost, flip = jax.lax.top_k(cost.reshape(-1), m)
+    at_rows, at_cols = flip // n, flip % n
+    score = jnp.sum(jnp.where(masks, flip_cost[None], 0.0), axis=1)  # (C,)
+    weights = jnp.asarray(np.where(pairs, _hash_weights(n), 0).astype(np.uint32))[:, at_rows, at_cols]  # (2, m)
+    delta = jnp.where(adjacency[at_rows, at_cols][None], jnp.uint32(0) - weights, weights)  # an edge's weight out or in
+    hashes = matrix_hash(adjacency, config)[None] + jnp.sum(jnp.where(masks[:, None, :], delta[None], jnp.uint32(0)),
+                                                               axis=2, dtype=jnp.uint32)  # (C, 2)
+    live = jnp.arange(memory["refuted"].shape[0]) < memory["count"]
+    refuted = jnp.any(jnp.all(hashes[:, None, :] == memory["refuted"][None], axis=2) & live[None], axis=1)
+
+    def candidate(mask):  # the MAP with the pairs of ``mask`` (m,) flipped
+        flipped = jnp.zeros((n, n), bool).at[at_rows, at_cols].set(mask)
+        return adjacency ^ (flipped | flipped.T if not config.directed else flipped)
+
+    if config.directed and n <= EXACT_ORDERS:
+        score = score + jnp.where(_acyclic(jax.vmap(candidate)(jnp.asarray(masks))), 0.0, _CYCLIC)
+    best = jnp.argmax(jnp.where(refuted, -jnp.inf, score))
+    return jnp.where(jnp.all(refuted), adjacency, candidate(jnp.asarray(masks)[best]))
+
+
 @lru_cache(maxsize=None)
 def bayes_choice(config):
-    """The ``bayes-edges`` choice of ``config``, jitted once: public view ->
-    (node int32 (), adjacency bool (N, N)). ``node`` < N: intervene on it
-    (stating the adjacency under the paper's loop); N: submit the adjacency.
-    The adjacency is the MAP (each edge whose posterior, :func:`edge_posterior`,
-    passes 1/2); the node is the one whose trial most reduces the expected
-    entropy of the pairs it tests (:func:`information_gain` summed over a
-    molecule's row, a house's pairs), ties to the fewest interventions, then
-    the lowest index. It submits when the budget is spent, when nothing is
-    left to learn (at the paper's settings: once every pair is certain), or,
-    where interventions cost, when no number h of further interventions
-    (up to the budget left) is worth its price: the rise it is expected to
-    bring in the chance that the MAP is right (:func:`plan_rises`, the best h
-    trials) is at most h times the cost, times, under the paper's loop, the
-    chance that the MAP is wrong (a right MAP stated with an intervention
-    ends the session before the intervention is made, and paid for). Pure."""
+    """The ``bayes-edges`` choice of ``config``, jitted once: (public view,
+    memory) -> (node int32 (), adjacency bool (N, N), memory), the memory
+    that of :func:`bayes_memory`, carried from call to call. ``node`` < N:
+    intervene on it (stating the adjacency under the paper's loop); N:
+    submit the adjacency. The adjacency is the most probable matrix not yet
+    refuted (:func:`best_unrefuted`: the MAP of the edge posteriors,
+    :func:`edge_posterior`, until it has been stated in vain); under the
+    paper's loop the memory comes back with its fingerprint added (if the
+    session goes on, it was wrong). The node is the one whose trial most
+    reduces the expected entropy of the pairs it tests
+    (:func:`information_gain` summed over a molecule's row, a house's
+    pairs), ties to the fewest interventions, then the lowest index. It
+    submits when the budget is spent, when nothing is left to learn (at the
+    paper's settings: once every pair is certain), or, where interventions
+    cost, when no number h of further interventions (up to the budget left)
+    is worth its price: the rise it is expected to bring in the chance that
+    the MAP is right (:func:`plan_rises`, the best h trials) is at most h
+    times the cost, times, under the paper's loop, the chance that the MAP
+    is wrong (a right MAP stated with an intervention ends the session
+    before the intervention is made, and paid for). Pure."""
     n = config.n
     # numpy constants: this closure is cached, and may first be built inside another function's trace
     off_diagonal = ~np.eye(n, dtype=bool)
     pairs = off_diagonal if config.directed else np.triu(np.ones((n, n), bool), 1)
     steps = np.arange(1, n * PLAN_TRIALS + 1)
 
-    def choose(view):
+    def choose(view, memory):
         posterior = edge_posterior(view, config)
-        adjacency = (posterior > 0.5) & off_diagonal
+        adjacency = best_unrefuted(posterior, memory, config)
         gain = jnp.sum(jnp.where(off_diagonal, information_gain(posterior, config), 0.0), axis=1)
         best = jnp.max(gain)
         order = jnp.asarray(view["intervened"], jnp.float32) * (n + 1) + jnp.arange(n) / n
@@ -320,24 +413,32 @@ def bayes_choice(config):
             wrong = -jnp.expm1(right) if config.proposals == "every" else 1.0
             worth = (rise > config.intervention_cost * steps * wrong) & (steps <= budget_left)
             stop = stop | ~jnp.any(worth)
-        return jnp.where(stop, n, target).astype(jnp.int32), adjacency
+        if config.proposals == "every":
+            count = memory["count"]
+            memory = {"refuted": memory["refuted"].at[jnp.minimum(count, config.max_calls - 1)].set(
+                matrix_hash(adjacency, config)), "count": jnp.minimum(count + 1, config.max_calls)}
+        return jnp.where(stop, n, target).astype(jnp.int32), adjacency, memory
 
     return jax.jit(choose)
 
 
 class BayesEdges:
     """``bayes-edges`` in the harness: :func:`bayes_choice` on the session's
-    observation (the public view), its choice as a tool call."""
+    observation (the public view) and the memory it keeps between calls (the
+    matrices it has stated in vain), its choice as a tool call."""
 
     def reset(self, params, seed: int) -> None:
         """Start a session of these settings (the choice is deterministic: the seed draws nothing)."""
         self.config = params
         self.choose = bayes_choice(params)
+        self.memory = bayes_memory(params)
 
     def act(self, obs: dict) -> dict:
-        """The call for ``obs``: intervene on the chosen node with the MAP (under the paper's loop), or submit it."""
+        """The call for ``obs``: intervene on the chosen node with the stated matrix (under the paper's loop), or
+        submit it."""
         c = self.config
-        node, adjacency = jax.device_get(self.choose({k: jnp.asarray(v) for k, v in obs.items()}))
+        node, adjacency, self.memory = self.choose({k: jnp.asarray(v) for k, v in obs.items()}, self.memory)
+        node, adjacency = jax.device_get((node, adjacency))
         adjacency = np.asarray(adjacency).astype(int).tolist()
         if int(node) == c.n:
             return {"tool": "submit_graph", "arguments": {"adjacency": adjacency}}
@@ -351,23 +452,25 @@ class BayesEdges:
 def play_bayes_batch(instances, config) -> dict:
     """``bayes-edges`` on each of a batch of instances (B leading), on the core,
     for the session's most calls (``config.max_calls``): the calls the
-    harness's session of each takes (:class:`BayesEdges`). Returns the scores
+    harness's session of each takes (:class:`BayesEdges`), its memory
+    (:func:`bayes_memory`) in the scan's carry. Returns the scores
     (B,) of :func:`core.scores` (with ``cost`` and ``return`` where
     interventions cost) and ``total`` (B,), the sum of the rewards."""
     choose = bayes_choice(config)
 
     def one(instance):
         def body(carry, _):
-            state, total = carry
-            node, adjacency = choose(core.public_view(state))
+            state, memory, total = carry
+            node, adjacency, new_memory = choose(core.public_view(state), memory)
             kind = jnp.where(node == config.n, core.SUBMIT, core.INTERVENE)
             new, reward, _ = core.step_pure(state, kind, node, adjacency, config)
             live = ~state.ended
-            return (jax.tree_util.tree_map(lambda a, b: jnp.where(live, a, b), new, state),
+            keep = lambda a, b: jnp.where(live, a, b)  # noqa: E731
+            return (jax.tree_util.tree_map(keep, new, state), jax.tree_util.tree_map(keep, new_memory, memory),
                     total + jnp.where(live, reward, 0.0)), None
 
-        (state, total), _ = jax.lax.scan(body, (core.reset(instance, config), jnp.float32(0.0)), None,
-                                         length=config.max_calls)
+        start = (core.reset(instance, config), bayes_memory(config), jnp.float32(0.0))
+        (state, _, total), _ = jax.lax.scan(body, start, None, length=config.max_calls)
         return {**core.scores(state, config.directed, config.intervention_cost), "total": total}
 
     return jax.vmap(one)(instances)
