@@ -9,10 +9,9 @@ replays with the server untouched and no key."""
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from chat_server import PROXY_VARIABLES, ChatServer, completion, error, tool_message, turn_of
 
 pytest.importorskip("openai", reason='the openai SDK is not installed (pip install "luca-gym[llm]")')
 
@@ -34,71 +33,35 @@ DONE = "Done."
 RATE_LIMITED = 1  # the first request is answered 429 (retried and replayed)
 
 
-class FakeServer:
-    """A chat-completions server on 127.0.0.1 (an ephemeral port) in a thread:
-    POST /v1/chat/completions answers from :data:`SCRIPT`; ``requests`` keeps
-    every request body it answered; ``tokens`` the usage it reported."""
+class FakeServer(ChatServer):
+    """POST /v1/chat/completions answers from :data:`SCRIPT` (the first
+    request 429, retried); ``tokens`` the usage it reported."""
 
     def __init__(self):
-        self.requests: list[dict] = []
         self.tokens = {"input_tokens": 0, "output_tokens": 0}
-        self.lock = threading.Lock()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            timeout = SOCKET_TIMEOUT_S
-
-            def do_POST(self):  # noqa: N802 -- http.server's name
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-                status, answer = server.answer(self.path, self.headers.get("Authorization"), body)
-                data = json.dumps(answer).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):  # quiet
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
+        super().__init__(timeout_s=SOCKET_TIMEOUT_S)
 
     def answer(self, path: str, authorization, body: dict) -> tuple[int, dict]:
-        with self.lock:
-            n = len(self.requests)
-            self.requests.append(body)
-        if n >= MAX_REQUESTS:
-            return 400, {"error": {"message": f"the test's server answers at most {MAX_REQUESTS} requests", "type": "test"}}
-        if path != "/v1/chat/completions" or authorization != f"Bearer {KEY}" or body.get("model") != MODEL:
-            return 404, {"error": {"message": f"unexpected {path} {body.get('model')!r}", "type": "test"}}
+        n = len(self.requests) - 1
+        refusal = self.refused(path, authorization, body, key=KEY, max_requests=MAX_REQUESTS, model=MODEL)
+        if refusal:
+            return refusal
         if n < RATE_LIMITED:
-            return 429, {"error": {"message": "Rate limit reached for requests", "type": "rate_limit"}}
-        turn = sum(m.get("role") == "assistant" for m in body["messages"])
-        prompt, completion = 100 + 10 * turn, 7 + turn
+            return error(429, "Rate limit reached for requests", "rate_limit")
+        turn = turn_of(body)
+        prompt, completion_tokens = 100 + 10 * turn, 7 + turn
         with self.lock:
             self.tokens["input_tokens"] += prompt
-            self.tokens["output_tokens"] += completion
+            self.tokens["output_tokens"] += completion_tokens
         message = {"role": "assistant", "content": DONE}
         if turn < len(SCRIPT):
-            text, name, arguments = SCRIPT[turn]
-            message = {"role": "assistant", "content": text, "tool_calls": [
-                {"id": f"call_fake_{turn}", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}]}
-        return 200, {"id": f"chatcmpl-fake-{n}", "object": "chat.completion", "created": 0, "model": MODEL,
-                     "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if "tool_calls" in message else "stop"}],
-                     "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}}
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(timeout=5)
+            message = tool_message(turn, *SCRIPT[turn])
+        return 200, completion(n, MODEL, message, prompt, completion_tokens)
 
 
 @pytest.fixture
 def server(monkeypatch):
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+    for name in PROXY_VARIABLES:
         monkeypatch.delenv(name, raising=False)  # straight to 127.0.0.1
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
@@ -133,7 +96,7 @@ def test_luca_gym_eval_plays_a_sweep_over_http_against_an_openai_compatible_serv
         assert 1 <= turns <= len(SCRIPT)  # the session ends at the submission, or sooner on a right guess
         assert [m["content"] for m in said] == [text for text, _, _ in SCRIPT[:turns]]
         assert [[(c["id"], c["name"], json.loads(c["arguments"])) for c in m["tool_calls"]] for m in said] == \
-            [[(f"call_fake_{t}", name, arguments)] for t, (_, name, arguments) in enumerate(SCRIPT[:turns])]
+            [[(f"call_{t}", name, arguments)] for t, (_, name, arguments) in enumerate(SCRIPT[:turns])]
         tools = [m for m in record["messages"] if m["role"] == "tool"]
         assert len(tools) == len(record["calls"]) == turns
         for message, call, (_, name, arguments) in zip(tools, record["calls"], SCRIPT):

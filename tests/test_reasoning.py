@@ -10,11 +10,10 @@ responses, and an OpenAI-compatible server over real HTTP through the
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import SimpleNamespace
 
 import pytest
+from chat_server import PROXY_VARIABLES, ChatServer, completion, tool_message, turn_of
 
 from luca_gym import worlds
 from luca_gym.protocol import load
@@ -144,54 +143,23 @@ def test_anthropic_thinking_without_text_is_no_reasoning():
 
 
 # -- over HTTP through the openai SDK, recorded and replayed ------------------------------------------
-class ReasoningServer:
+class ReasoningServer(ChatServer):
     """A chat-completions server on 127.0.0.1 answering :data:`SCRIPT` with
     ``reasoning_content`` on each message, as vLLM and DeepSeek do."""
 
-    def __init__(self):
-        self.requests: list[dict] = []
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            timeout = 10.0
-
-            def do_POST(self):  # noqa: N802 -- http.server's name
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-                server.requests.append(body)
-                turn = sum(m.get("role") == "assistant" for m in body["messages"])
-                message = {"role": "assistant", "content": "Done.", "reasoning_content": thought(turn)}
-                if turn < len(SCRIPT):
-                    name, arguments = SCRIPT[turn]
-                    message["tool_calls"] = [{"id": f"call_{turn}", "type": "function",
-                                              "function": {"name": name, "arguments": json.dumps(arguments)}}]
-                data = json.dumps({"id": f"x{turn}", "object": "chat.completion", "created": 0, "model": "m",
-                                   "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-                                   "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):  # quiet
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(timeout=5)
+    def answer(self, path: str, authorization, body: dict) -> tuple[int, dict]:
+        turn = turn_of(body)
+        message = {"role": "assistant", "content": "Done.", "reasoning_content": thought(turn)}
+        if turn < len(SCRIPT):
+            message = tool_message(turn, "Done.", *SCRIPT[turn], reasoning_content=thought(turn))
+        return 200, {**completion(turn, "m", message, 3, 2), "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
 
 
 def test_reasoning_content_over_http_through_the_openai_sdk_and_a_replayed_cassette(monkeypatch, tmp_path):
     pytest.importorskip("openai", reason='the openai SDK is not installed (pip install "luca-gym[llm]")')
     from luca_gym.tools.recording import Cassette
 
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+    for name in PROXY_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-reasoning")

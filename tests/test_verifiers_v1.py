@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from chat_server import PROXY_VARIABLES, ChatServer, completion, tool_message, turn_of
 
 vf_root = pytest.importorskip("verifiers", reason="verifiers is not installed (make test-verifiers installs 0.4)")
 if hasattr(vf_root, "MultiTurnEnv"):
@@ -36,62 +34,29 @@ SEED = 3
 MAX_REQUESTS = 20
 
 
-class FakeServer:
+class FakeServer(ChatServer):
     """POST /v1/chat/completions on 127.0.0.1 answering from ``script``,
     ``[(tool, arguments)]``, one call a turn (then text only)."""
 
     def __init__(self, script):
-        self.requests: list[dict] = []
         self.script = script
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            timeout = 10.0
-
-            def do_POST(self):  # noqa: N802 -- http.server's name
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-                status, answer = server.answer(self.path, self.headers.get("Authorization"), body)
-                data = json.dumps(answer).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
+        super().__init__()
 
     def answer(self, path, authorization, body) -> tuple[int, dict]:
-        self.requests.append(body)
-        if len(self.requests) > MAX_REQUESTS:
-            return 400, {"error": {"message": "too many requests", "type": "test"}}
-        if path != "/v1/chat/completions" or authorization != f"Bearer {KEY}":
-            return 404, {"error": {"message": f"unexpected {path}", "type": "test"}}
-        turn = sum(m.get("role") == "assistant" for m in body["messages"])
+        refusal = self.refused(path, authorization, body, key=KEY, max_requests=MAX_REQUESTS)
+        if refusal:
+            return refusal
+        turn = turn_of(body)
         message = {"role": "assistant", "content": "Done."}
         if turn < len(self.script):
             name, arguments = self.script[turn]
-            message = {"role": "assistant", "content": f"I call {name}.", "tool_calls": [
-                {"id": f"call_{turn}", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}]}
-        return 200, {"id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": 0, "model": body.get("model"),
-                     "choices": [{"index": 0, "message": message,
-                                  "finish_reason": "tool_calls" if "tool_calls" in message else "stop"}],
-                     "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
-
-    def stop(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(timeout=5)
+            message = tool_message(turn, f"I call {name}.", name, arguments)
+        return 200, completion(len(self.requests), body.get("model"), message, 10, 5)
 
 
 @pytest.fixture
 def server(monkeypatch):
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+    for name in PROXY_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     monkeypatch.setenv(KEY_VAR, KEY)

@@ -17,11 +17,10 @@ import pickle
 import signal
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from chat_server import PROXY_VARIABLES, ChatServer, completion, tool_message, turn_of
 
 vf = pytest.importorskip("verifiers", reason='verifiers is not installed (pip install "luca-gym[verifiers]")')
 if not hasattr(vf, "MultiTurnEnv"):
@@ -47,75 +46,31 @@ RUN_TIMEOUT_S = 240  # one vf-eval run (a cold import of verifiers and datasets 
 VF_EVAL = Path(sys.executable).with_name("vf-eval")
 
 
-class ChatServer:
-    """A chat-completions server on 127.0.0.1 (an ephemeral port) in a thread:
-    POST /v1/chat/completions answers from :data:`SCRIPT`; ``requests`` keeps
-    every request body it was sent."""
-
-    def __init__(self):
-        self.requests: list[dict] = []
-        self.lock = threading.Lock()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            timeout = SOCKET_TIMEOUT_S
-
-            def do_POST(self):  # noqa: N802 -- http.server's name
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-                status, answer = server.answer(self.path, self.headers.get("Authorization"), body)
-                data = json.dumps(answer).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):  # quiet
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
+class ScriptServer(ChatServer):
+    """POST /v1/chat/completions answers from :data:`SCRIPT`."""
 
     def answer(self, path: str, authorization, body: dict) -> tuple[int, dict]:
-        """The status and JSON body answering one request."""
-        with self.lock:
-            n = len(self.requests)
-            self.requests.append(body)
-        if n >= MAX_REQUESTS:
-            return 400, {"error": {"message": f"the test's server answers at most {MAX_REQUESTS} requests", "type": "test"}}
-        if path != "/v1/chat/completions" or authorization != f"Bearer {KEY}" or body.get("model") != MODEL:
-            return 404, {"error": {"message": f"unexpected {path} {body.get('model')!r}", "type": "test"}}
-        turn = sum(m.get("role") == "assistant" for m in body.get("messages", []))
-        message = {"role": "assistant", "content": DONE}
-        if turn < len(SCRIPT):
-            text, name, arguments = SCRIPT[turn]
-            message = {"role": "assistant", "content": text, "tool_calls": [
-                {"id": f"call_fake_{turn}", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}]}
-        return 200, {"id": f"chatcmpl-fake-{n}", "object": "chat.completion", "created": 0, "model": MODEL,
-                     "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if "tool_calls" in message else "stop"}],
-                     "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}}
-
-    def stop(self) -> None:
-        """Shut the server down."""
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(timeout=5)
+        n = len(self.requests) - 1
+        refusal = self.refused(path, authorization, body, key=KEY, max_requests=MAX_REQUESTS, model=MODEL)
+        if refusal:
+            return refusal
+        turn = turn_of(body)
+        message = tool_message(turn, *SCRIPT[turn]) if turn < len(SCRIPT) else {"role": "assistant", "content": DONE}
+        return 200, completion(n, MODEL, message, 100, 10)
 
 
 @pytest.fixture
 def server():
-    fake = ChatServer()
+    fake = ScriptServer(timeout_s=SOCKET_TIMEOUT_S)
     yield fake
     fake.stop()
 
 
-def run_vf_eval(server: ChatServer, out: Path, *more: str) -> subprocess.CompletedProcess:
+def run_vf_eval(server: ScriptServer, out: Path, *more: str) -> subprocess.CompletedProcess:
     """``vf-eval`` on dag (one row, one rollout) against ``server``, saving its
     results under ``out``; killed (a test failure) past :data:`RUN_TIMEOUT_S`."""
     env = {k: v for k, v in os.environ.items()
-           if k not in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")}
+           if k not in PROXY_VARIABLES}
     env.update({"NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost", KEY_VAR: KEY,
                 "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"})
     args = {"world": "dag", "n_nodes": N, "seeds": [0], "max_turns": 5}

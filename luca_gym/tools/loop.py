@@ -48,6 +48,11 @@ def tool_results(messages) -> list[dict]:
     """The tool results in ``messages`` so far (JSON objects, in order),
     refusals and anything that is not a JSON object left out: what a
     scripted tool agent reads back."""
+    return [result for _, result in tool_results_with_ids(messages)]
+
+
+def tool_results_with_ids(messages) -> list[tuple]:
+    """``(tool_call_id, result)`` for :func:`tool_results`' results: which call each answers."""
     out = []
     for m in messages:
         if m.get("role") == "tool":
@@ -56,7 +61,7 @@ def tool_results(messages) -> list[dict]:
             except (TypeError, ValueError):
                 continue
             if isinstance(result, dict) and "error" not in result:
-                out.append(result)
+                out.append((m.get("tool_call_id"), result))
     return out
 
 

@@ -64,7 +64,7 @@ from math import comb
 
 import numpy as np
 
-from luca_gym.tools.loop import AgentTurn, ToolCall, tool_results
+from luca_gym.tools.loop import AgentTurn, ToolCall, tool_results, tool_results_with_ids
 from luca_gym.worlds.equation import grammar
 from luca_gym.worlds.equation.config import (
     CONSTANTS, EXPONENTS, FUNCTIONS, INNER_EXPONENTS, MAX_INNER, EquationConfig,
@@ -570,15 +570,8 @@ def fit(complexity: str, n: int, x, y, sigma: float) -> tuple[Candidates, np.nda
 def _stated(messages) -> list[str]:
     """The formulas this session's queries stated and were told were wrong (the query was
     answered, so the session did not end: the formula was not right)."""
-    answered = set()
-    for m in messages:
-        if m.get("role") == "tool":
-            try:
-                result = json.loads(m["content"])
-            except (TypeError, ValueError):
-                continue
-            if isinstance(result, dict) and "output" in result and result.get("formula_correct") is False:
-                answered.add(m.get("tool_call_id"))
+    answered = {call_id for call_id, result in tool_results_with_ids(messages)
+                if "output" in result and result.get("formula_correct") is False}
     out = []
     for m in messages:
         for call in (m.get("tool_calls") or []) if m.get("role") == "assistant" else []:
