@@ -743,6 +743,7 @@ def cmd_report(args) -> int:
         text = write_report(args.results, args.out)
     folder = args.out or results_folder(args.results)
     print(os.path.join(folder, "report.md"))
+    print(os.path.join(folder, "report.html"))
     for figure in dict.fromkeys(re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)):
         print(os.path.join(folder, figure))
     return 0
@@ -980,9 +981,9 @@ def build_parser(world=None) -> argparse.ArgumentParser:
     p = sub.add_parser("worlds", help="the registered worlds: name, version, headline score, Gymnasium ids, baselines")
     p.set_defaults(func=cmd_worlds)
 
-    p = sub.add_parser("report", help="markdown tables and PNG figures from a results folder")
+    p = sub.add_parser("report", help="markdown tables, PNG figures and report.html (with each transcript) from a results folder")
     p.add_argument("results", help="results folder or sessions.jsonl")
-    p.add_argument("--out", default=None, help="where to write report.md and figures (default: the results folder)")
+    p.add_argument("--out", default=None, help="where to write report.md, report.html and figures (default: the results folder)")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("show", help="draw one recorded session with its world's viewer (LUCA's: a timeline PNG of calls, "

@@ -247,9 +247,9 @@ def test_real_exit_code(results, corrupt, argv, words):
 def test_report_writes_markdown_and_figures(results, capsys):
     assert main(["report", str(results)]) == 0
     text = (results / "report.md").read_text()
-    # It prints the paths it wrote, one a line: the markdown, then each figure the markdown shows.
+    # It prints the paths it wrote, one a line: the markdown, the page, then each figure the markdown shows.
     printed = capsys.readouterr().out.split()
-    assert printed[0] == str(results / "report.md") and {str(results / n) for n in ("composite.png", "disease.png", "scaling.png")} <= set(printed[1:])
+    assert printed[:2] == [str(results / "report.md"), str(results / "report.html")] and {str(results / n) for n in ("composite.png", "disease.png", "scaling.png")} <= set(printed[1:])
     assert all(pathlib.Path(p).is_file() for p in printed)
     for heading in ("## Composite score (N=20)", "## Disease sub-scores (N=20)", "## Strategy (medium healthy)",
                     "## Scaling (medium healthy, prediction accuracy)"):
