@@ -22,7 +22,8 @@ drivers (some worlds), survival over five years and follow-up visits of
 half the imaged (world version 6); ambiguous pairs, outcome-alignment labels
 and abstentions (world version 7, scorer version 4); the ECG and CT tables,
 dated diagnoses with those recorded over follow-up, and the survival and
-visit-change tools (world version 8).
+visit-change tools (world version 8); the delayed driver and its tracker
+an ambiguous pair on one cis instrument (world version 9).
 
 Profiles (:mod:`~.config`): ``small``, the default (6,000 participants,
 1,200 with clinic MRI measures, 300 proteins, 1,024 variants, 2,000 with
@@ -52,12 +53,14 @@ from luca_gym.protocol import World
 
 WORLD = World(
     name="biobank",
-    version="8",  # 2: the planted biases and scorer version 2; 3: experiments and budgets; 4: cine MRI in the release;
+    version="9",  # 2: the planted biases and scorer version 2; 3: experiments and budgets; 4: cine MRI in the release;
     # 5: no generator fingerprints (decoys made as every protein, ordinary proteins' artefacts), scorer version 3;
     # 6: time (baseline and late weights, delayed drivers, outcomes from the late disease, survival, follow-up visits,
     # experiments by horizon through the world's model); 7: T5, T6 and T8 in every panel world, T4's pair equal within
     # the standard errors (the oracle's ambiguous pairs), scorer version 4 (outcome alignment, abstentions, pair logic);
     # 8: the ecg, ct and follow_up_diagnoses tables and the diagnoses' dates (added; every other value as in 7)
+    # 9: the delayed driver and its tracker an ambiguous pair (the tracker on the driver's cis instrument, 0.9-1.1 times
+    # its strength; no ordinary artefacts); every other protein's values as in 8
     gym_stem="Biobank",
     summary="drug-target discovery in a synthetic biobank: build a phenotype, find the causal driver proteins and their direction",
     config="luca_gym.worlds.biobank.config:BiobankConfig",

@@ -46,9 +46,9 @@ T9 7. T4 makes the panel's ambiguous pairs (a driver and a non-driver on one
 cis instrument, which no observational tool separates: seven worlds,
 seeds 2, 5, 7, 9, 12, 15 and 18; the paper names no T4 world, and its 24 eligible
 episodes for testing a shared-instrument pair fit six). The delayed worlds'
-driver and tracker are not an ambiguous pair here: the tracker has no
-genetic path to disease, so cis-MR on the five-year outcomes tells them
-apart (:class:`~.oracle.Oracle` ``pairs``; docs/worlds/biobank.md says why). A seed from 20 up draws its
+driver and tracker are an ambiguous pair too (world version 9): the tracker
+sits on the driver's cis instrument, so no observational tool separates
+them and a knockdown does (:class:`~.oracle.Oracle` ``pairs``). A seed from 20 up draws its
 design from the seed: the archetype uniformly, a null world with probability
 :data:`NULL_PROBABILITY`, else 1 to 6 drivers uniformly, hard with
 probability :data:`HARD_PROBABILITY`, and each bias with probability

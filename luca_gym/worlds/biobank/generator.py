@@ -46,8 +46,16 @@ design choice, not an estimate):
   death (log rate -5.5 a year, 0.85 per SD, age, sex, T8's surrogate) and
   death of other causes (log rate -5.3, age, sex, BMI), both censored at
   five years. In a delayed world a non-driver *tracks* the progression
-  (0.5 x the late severity beyond what the baseline predicts): it
-  associates with later disease without causing it. Half the imaged
+  (0.5 x the late severity beyond what the baseline predicts, signed as the
+  delayed driver's late weight): it associates with later disease without
+  causing it. Since world version 9 its gene lies at the delayed driver's
+  locus and the driver's cis variant is its only cis genetics, its
+  instrument (on its standardised level) 0.9-1.1 times the driver's (drawn
+  from the time branch's last key; it carries no ordinary artefact, as a
+  decoy carries none): the two Wald ratios are equal within the standard
+  errors on the baseline phenotypes and on the outcomes, a cell
+  perturbation misses both, and only a knockdown separates them (the
+  oracle's ``pairs``, as T4's). Half the imaged
   return for a follow-up visit after U(2, 3.5) years: the MRI measures
   and NT-proBNP of the disease moved toward its late state (a weight
   years / 5), and every protein again (within-person correlation 0.85 of
@@ -357,7 +365,8 @@ def draw(seed_words, archetype, n_drivers, hard, biases, delayed, *, sizes: Size
     effect = effect.at[first_driver].set(jnp.where(  # T4: a driver whose shared locus shows
         carried[T4], sign[first_driver] * jax.random.uniform(next(kb), (), f32, 0.45, 0.6), effect[first_driver]))
     # -- time: baseline and late weights (their own draws, so that nothing above moves)
-    kt = iter(jax.random.split(jax.random.fold_in(key, 0x7143), 32))
+    kt_keys = jax.random.split(jax.random.fold_in(key, 0x7143), 32)
+    kt = iter(kt_keys)  # the last key (unused by the iterator) draws the tracker's instrument strength
     late_effect = effect * jax.random.uniform(next(kt), (p,), f32, *LATE_FACTOR)
     is_delayed = (delayed > 0) & (n_drivers >= 2)
     late_delayed = (rank == n_drivers - 1) & is_delayed  # the last driver (never T4's, the first)
@@ -392,6 +401,13 @@ def draw(seed_words, archetype, n_drivers, hard, biases, delayed, *, sizes: Size
     shared_loading = (k_pre - coregulation) * jnp.sqrt(a2)
     cis_sign = cis_sign.at[decoy[T4]].set(jnp.where(carried[T4], cis_sign[first_driver], cis_sign[decoy[T4]]))
     cis_r2 = cis_r2.at[decoy[T4]].set(jnp.where(carried[T4], shared_loading**2, cis_r2[decoy[T4]]))
+    # delayed worlds (world version 9): the tracker's gene lies at the delayed driver's locus and the driver's cis
+    # variant is its only cis genetics; its strength is set once it tracks the progression (below)
+    tracker = order[MAX_DRIVERS + N_BIASES].astype(jnp.int32)
+    delayed_driver = order[jnp.maximum(n_drivers - 1, 0)]
+    cis_variant = cis_variant.at[tracker].set(jnp.where(is_delayed, cis_variant[delayed_driver], cis_variant[tracker]))
+    cis_sign = cis_sign.at[tracker].set(jnp.where(is_delayed, cis_sign[delayed_driver], cis_sign[tracker]))
+    cis_r2 = cis_r2.at[tracker].set(jnp.where(is_delayed, 0.0, cis_r2[tracker]))
     has_trans = jax.random.bernoulli(next(k), 0.2, (p,))
     trans_variant = jax.random.randint(next(k), (p,), 0, v, jnp.int32)
     trans_r2 = jnp.where(has_trans, jax.random.uniform(next(k), (p,), f32, 0.005, 0.03), 0.0)
@@ -406,7 +422,8 @@ def draw(seed_words, archetype, n_drivers, hard, biases, delayed, *, sizes: Size
     # ARTEFACTS' rates, and T1's and T6's decoys (their mechanism), from overlapping ranges.
     art = ARTEFACTS
     # artefacts are ordinary proteins' (a decoy carries only its own mechanism's, so that it is its one path)
-    ordinary = ~driver & ~jnp.zeros(p, bool).at[decoy].set(carried)
+    # (the delayed worlds' tracker, a pair member as T4's decoy is, carries none either: world version 9)
+    ordinary = ~driver & ~jnp.zeros(p, bool).at[decoy].set(carried) & ~(is_delayed & (jnp.arange(p) == tracker))
     bmi_coef = jnp.where(ordinary & jax.random.bernoulli(next(ka), art["bmi_rate"], (p,)), random_sign(ka, (p,)) * uniform(ka, art["bmi"], (p,)), 0.0)
     bmi_coef = bmi_coef.at[decoy[T1]].set(
         jnp.where(carried[T1], random_sign(ka) * uniform(ka, bs["confounding_bmi"]), bmi_coef[decoy[T1]]))
@@ -458,7 +475,6 @@ def draw(seed_words, archetype, n_drivers, hard, biases, delayed, *, sizes: Size
     late_scale = late_raw.std() + 1e-6
     late_severity = (late_raw - late_raw.mean()) / late_scale
     # a protein that tracks the progression without causing it (delayed worlds): the late disease beyond the baseline's
-    tracker = order[MAX_DRIVERS + N_BIASES].astype(jnp.int32)
     progression = _standardise(late_severity - jnp.mean(late_severity * severity) * severity)
 
     # -- the planted mechanisms that act on a decoy's true level: T2 reacts to disease, T4 is co-regulated with the driver
@@ -466,7 +482,24 @@ def draw(seed_words, archetype, n_drivers, hard, biases, delayed, *, sizes: Size
     coregulated = protein_true[:, decoy[T4]] + coregulation * protein_true[:, first_driver]
     protein_true = protein_true.at[:, decoy[T2]].set(jnp.where(carried[T2], _standardise(reactive), protein_true[:, decoy[T2]]))
     protein_true = protein_true.at[:, decoy[T4]].set(jnp.where(carried[T4], _standardise(coregulated), protein_true[:, decoy[T4]]))
-    tracked = _standardise(protein_true[:, tracker] + TRACKER_LOADING * progression)
+    # ... on the delayed driver's cis variant, so that its instrument (on its standardised level) is
+    # `shared_strength` times the driver's, as T4's decoy's is: c, the variant's direct loading before standardising,
+    # solves (s + c v) / sqrt(V + 2 c s + c^2 v) = t over the cohort (s = cov(level, g), V = var(level), v = var(g),
+    # t the target slope), so the two members' Wald ratios are equal within their standard errors at every horizon
+    shared_g = standard_genotype(cis_variant[delayed_driver])
+    shared_g = shared_g - shared_g.mean()
+    v_g = jnp.mean(shared_g**2)
+    target = (jax.random.uniform(kt_keys[-1], (), f32, *bs["shared_strength"])
+              * jnp.mean(shared_g * protein_true[:, delayed_driver]) / v_g)
+    # it moves with the progression the way the delayed driver moves it (its sign is the driver's late weight's), so
+    # that the genetics it shares through the progression agrees with the instrument's direct action
+    tracker_sign = jnp.where(late_effect[delayed_driver] < 0, -1.0, 1.0)
+    untuned = protein_true[:, tracker] + tracker_sign * TRACKER_LOADING * progression
+    untuned = untuned - untuned.mean()
+    t_sign = jnp.where(target < 0, -1.0, 1.0)
+    s_xg, v_x, t2 = t_sign * jnp.mean(untuned * shared_g), jnp.mean(untuned**2), target**2
+    direct = t_sign * (-s_xg + jnp.sqrt(jnp.maximum(s_xg**2 - v_g * (s_xg**2 - t2 * v_x) / (v_g - t2), 0.0))) / v_g
+    tracked = _standardise(untuned + direct * shared_g)
     protein_true = protein_true.at[:, tracker].set(jnp.where(is_delayed, tracked, protein_true[:, tracker]))
 
     # -- measurement artefacts (ordinary proteins at ARTEFACTS' rates; T5's and T9's decoys as their mechanism): a
@@ -560,7 +593,7 @@ def draw(seed_words, archetype, n_drivers, hard, biases, delayed, *, sizes: Size
                           + 0.6 * jax.random.normal(next(kt), (n_visit,), f32))
     visit_true = (PROTEIN_STABILITY * protein_true[visited]
                   + jnp.sqrt(1.0 - PROTEIN_STABILITY**2) * jax.random.normal(next(kt), (n_visit, p), f32))
-    visit_true = visit_true.at[:, tracker].add(jnp.where(is_delayed, TRACKER_LOADING * w * progression[visited], 0.0))
+    visit_true = visit_true.at[:, tracker].add(jnp.where(is_delayed, tracker_sign * TRACKER_LOADING * w * progression[visited], 0.0))
     visit_npx = (npx_mean + npx_scale * (visit_true + assay_sd * jax.random.normal(next(kt), (n_visit, p), f32)
                                          + site_effect[visited]) + units[visited])
     visit_protein_missing = jax.random.bernoulli(next(kt), 0.02, (n_visit, p))

@@ -42,7 +42,8 @@ confidence together more than half and leaves the split open: 35 and 20 here):
   drivers aligned, the harmful surrogate misaligned), 0 when missing or on
   another protein, :data:`MISLABEL` (-2) when wrong; the mean times 5 (it
   may be negative).
-* ambiguous pairs (version 4; ``Oracle.pairs``, T4's): the causal member
+* ambiguous pairs (version 4; ``Oracle.pairs``: T4's, and since world
+  version 9 a delayed driver and its tracker): the causal member
   nominated alone is a full hit when the claimant's own experiments
   (``Claims.tested``) touched the pair, :data:`UNSUPPORTED_SHARE` of one
   without; an abstention on exactly the pair earns :data:`ABSTENTION_SHARE`
@@ -318,8 +319,9 @@ class Oracle:
             at both horizons, over no cohort).
         pairs: the world's ambiguous pairs, each (causal member, non-causal member): two proteins no
             observational tool separates (T4's driver and decoy on one cis instrument; their Wald ratios equal
-            within the standard errors), one knockdown does. The delayed driver and its tracker are not one:
-            cis-MR on the five-year outcomes separates them (the tracker has no genetic path to disease).
+            within the standard errors; and since world version 9 the delayed driver and its tracker, on the
+            driver's cis instrument: equal Wald ratios at both horizons, a cell perturbation null for both), one
+            knockdown does.
     """
 
     design: Design

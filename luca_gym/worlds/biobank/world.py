@@ -75,6 +75,8 @@ def _world(world_seed: int, design: Design, profile: str) -> BiobankWorld:
         shared = int(c["decoy"][MECHANISMS.index("shared_instrument")])
         causal = [i for i in index if c["cis_variant"][i] == c["cis_variant"][shared]]
         pairs = ((release.proteins[causal[0]], release.proteins[shared]),)
+    if bool(c["has_tracker"]):  # the delayed driver and its tracker, on the driver's cis instrument (world version 9)
+        pairs += ((release.proteins[int(np.flatnonzero(c["late_delayed"])[0])], release.proteins[int(c["tracker"])]),)
     model = InterventionModel(
         levels=c["protein_true"][:, index].astype(np.float64), baseline=c["effect"][index].astype(np.float64),
         late=c["late_effect"][index].astype(np.float64), hard=design.tier == "hard",
