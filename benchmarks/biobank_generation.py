@@ -54,7 +54,7 @@ def _compile(sizes) -> float:
     """Seconds to compile the draw and the images of profile ``sizes`` (into the cache the next calls load from)."""
     spec = jax.ShapeDtypeStruct
     t0 = time.perf_counter()
-    draw.lower(spec((2,), np.uint32), spec((), np.int32), spec((), np.int32), spec((), np.bool_), spec((N_BIASES,), np.bool_),
+    draw.lower(spec((2,), np.uint32), spec((), np.int32), spec((), np.int32), spec((), np.bool_), spec((N_BIASES,), np.bool_), spec((), np.int32),
                sizes=sizes).compile()
     n = sizes.imaged
     imaging._cine.lower(spec((2,), np.uint32), spec((n, 6), np.float32), spec((n,), np.int32), spec((n,), np.int32),
