@@ -99,13 +99,21 @@ def _cell(value, digits: int = 2) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 
+def _instance(record) -> tuple:
+    """A line's instance: its world, seed and key settings (the agent aside), so that the sessions of one
+    instance are audited one after another and a world's audit may keep the instance it regenerated."""
+    world = record.get("world", "luca")
+    keys = worlds.get(world).session_keys if isinstance(world, str) and world in worlds.names() else ()
+    return (str(world), str(record.get("seed")), tuple(str(record.get(k)) for k in keys))
+
+
 def section(records) -> str | None:
     """The report's "Evidence audit" section (markdown) for results lines
     ``records``: per world and agent the sessions audited and the means of
     experiments, hypotheses ruled out per experiment, the share of sessions
     whose final claim is consistent with the agent's own evidence and the
     evidence ignored. None where no line could be audited."""
-    table = summary(audit_record(r) for r in records)
+    table = summary(audit_record(r) for r in sorted(records, key=_instance))
     if not table:
         return None
     lines = [

@@ -49,6 +49,8 @@ proteins whose status is the truth.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from luca_gym.worlds.biobank.config import BiobankConfig
@@ -66,8 +68,14 @@ def world_of(record: dict):
     results line, regenerated from its seed and settings (None for a sealed line)."""
     if record.get("sealed"):
         return None
-    config = BiobankConfig(**{k: record[k] for k in SETTINGS if record.get(k) is not None})
-    return make_world(record["seed"], config)
+    return _world(record["seed"], BiobankConfig(**{k: record[k] for k in SETTINGS if record.get(k) is not None}))
+
+
+@functools.lru_cache(maxsize=1)
+def _world(seed, config: BiobankConfig):
+    # A world is a pure function of its seed and config, and the audit only reads it: the agents of one
+    # instance (adjacent in luca_gym.audit's order) share one generation; one world held (a paper one is GiBs).
+    return make_world(seed, config)
 
 
 def verdict(delivery: dict) -> str | None:
