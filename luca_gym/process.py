@@ -44,8 +44,13 @@ def with_transcripts(records) -> list[dict]:
 
 
 def _spoke(record) -> bool:
-    return any(m.get("content") or m.get("reasoning") or m.get("input_tokens") or m.get("output_tokens")
-               for m in _assistant(record))
+    # The tokens are where run_agent keeps them, under the turn's ``usage``: a
+    # model that only calls tools says no words but reports its tokens.
+    for m in _assistant(record):
+        usage = m.get("usage") if isinstance(m.get("usage"), dict) else {}
+        if m.get("content") or m.get("reasoning") or _count(usage.get("input_tokens")) or _count(usage.get("output_tokens")):
+            return True
+    return False
 
 
 def _groups(records) -> list[tuple]:

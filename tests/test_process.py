@@ -153,8 +153,29 @@ def test_a_transcript_of_bare_tool_calls_is_no_models_session():
         {"role": "assistant", "content": None, "tool_calls": [{"id": "call_0", "name": "submit", "arguments": {}}]},
         {"role": "tool", "tool_call_id": "call_0", "content": "{}"}]}
     assert process.with_transcripts([bare]) == [] and process.sections([bare]) == []
-    spoken = {**bare, "messages": [*bare["messages"][:2], {**bare["messages"][2], "output_tokens": 3}, bare["messages"][3]]}
+    spoken = {**bare, "messages": [*bare["messages"][:2], {**bare["messages"][2], "usage": {"input_tokens": 50, "output_tokens": 3}},
+                                   bare["messages"][3]]}
     assert process.with_transcripts([spoken]) == [spoken]
+    misplaced = {**bare, "messages": [*bare["messages"][:2], {**bare["messages"][2], "output_tokens": 3}, bare["messages"][3]]}
+    assert process.with_transcripts([misplaced]) == []  # tokens count where the harness keeps them, under usage
+
+
+def test_a_model_that_only_calls_tools_gets_the_process_sections(tmp_path):
+    """The mock provider's turns carry tool calls and token usage, no text: the
+    report still finds a model's sessions (their tokens per round) in them."""
+    from luca_gym.tools.mock_provider import MockClient, scripted_strategy
+    from luca_gym.tools.providers import OpenAIChatAgent
+
+    specs = ev.plan_world("luca", ["openai:tool-only"], [0], tier="easy", mode="healthy", n_genes=20)
+    ev.sweep(specs, str(tmp_path), lambda name: OpenAIChatAgent("tool-only", client=MockClient(scripted_strategy)))
+    (record,) = ev.load_sessions(str(tmp_path))
+    turns = [m for m in record["messages"] if m["role"] == "assistant"]
+    assert turns and all(m["content"] is None and m["tool_calls"] for m in turns)  # no words at all
+    assert process.with_transcripts([record]) == [record]
+    (row,) = process.token_rounds([record])
+    assert row["rounds"] == len(turns) and row["input_tokens"] > 0 and row["output_tokens"] > 0
+    text = "\n\n".join(process.sections([record]))
+    assert "### Tokens per round" in text and "| openai:tool-only | 1 |" in text
 
 
 def test_a_scripted_run_reports_as_before(tmp_path):
