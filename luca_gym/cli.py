@@ -339,6 +339,10 @@ def cmd_eval(args) -> int:
     factory = lambda name: learned[name] if name in learned else runner(name)  # noqa: E731
     ev.check_python(specs, python, args.sealed or args.secret_file or None,  # before a file is made
                     args.python_analysis_tools)
+    if python:
+        from luca_gym.tools.sandbox import check_analysis_packages
+
+        check_analysis_packages()
     created = not os.path.isdir(args.out)
     _writable_dir(args.out)
     try:
@@ -841,6 +845,10 @@ def cmd_mcp(args) -> int:
     open_tools = load(world.tools)
     options = tool_options(open_tools, python=_python_option(args), sealed=args.sealed or args.secret_file or None,
                            analysis_tools=args.python_analysis_tools)
+    if args.python:
+        from luca_gym.tools.sandbox import check_analysis_packages
+
+        check_analysis_packages()
     seal = seal_of(args)
     if args.out:
         ev.check_recordable_spec(args.out, spec, seal, ev.expected_fields(spec), python=args.python,

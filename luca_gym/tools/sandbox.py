@@ -66,8 +66,11 @@ cgroups, unmounts the working folder and removes the session's folder.
 from __future__ import annotations
 
 import functools
+import importlib.util
+import json
 import math
 import os
+import selectors
 import shutil
 import signal
 import site
@@ -79,6 +82,8 @@ import time
 import weakref
 from dataclasses import dataclass, replace
 
+from luca_gym.tools import sandbox_seccomp
+
 UNPRIVILEGED = 65534  # nobody / nogroup
 WORKDIR = "/analysis"  # the working directory, as the code sees it
 RELEASE = "release"  # the read-only data folder inside it
@@ -86,9 +91,9 @@ PACKAGES = "/opt/python-packages"  # where the host's site-packages appear (numb
 ISOLATIONS = ("auto", "bwrap", "unshare")
 _BWRAP, _UNSHARE, _SETPRIV, _CHROOT = "/usr/bin/bwrap", "/usr/bin/unshare", "/usr/bin/setpriv", "/usr/sbin/chroot"
 _PRLIMIT = "/usr/bin/prlimit"
-_MOUNT, _UMOUNT, _MKFS = (shutil.which(name, path="/usr/sbin:/usr/bin:/sbin:/bin") or f"/usr/sbin/{name}"
-                          for name in ("mount", "umount", "mkfs.ext4"))
-_PROBED: dict = {}  # (isolation, interpreter, packages, hidden) -> None (works) or why not
+_MOUNT, _UMOUNT, _MKFS, _LOSETUP = (shutil.which(name, path="/usr/sbin:/usr/bin:/sbin:/bin") or f"/usr/sbin/{name}"
+                                    for name in ("mount", "umount", "mkfs.ext4", "losetup"))
+_PROBED: dict = {}  # (isolation, interpreter, packages, hidden) -> (None (works) or why not, the packages that import)
 
 
 class SandboxUnavailable(RuntimeError):
@@ -258,18 +263,46 @@ def sandbox_limits(limits: Limits | None = None, *, sandbox_memory=None, sandbox
     return replace(limits or Limits(), **changes)
 
 
-# Runs inside: the working directory and the host's site-packages on the path, the block from stdin.
-_RUNNER = ("import sys; sys.path[:] = [{workdir!r}] + sys.path + {packages!r}; sys.argv = ['<block>']; "
+# Runs inside: the working directory (a block of the agent's; not for the host's own code, :meth:`Sandbox.run_host_code`,
+# which the agent's files must not shadow) and the host's site-packages on the path, the block from stdin.
+_RUNNER = ("import sys; sys.path[:] = {first!r} + sys.path + {packages!r}; sys.argv = ['<block>']; "
            "exec(compile(sys.stdin.read(), '<block>', 'exec'), {{'__name__': '__main__'}})")
-# Checks a fresh sandbox: the interpreter starts, runs as 65534 and cannot import the hidden packages.
+# What the python tool's description names when it imports in the sandbox (the analysis extra's, and the core's)
+ANALYSIS_PACKAGES = ("numpy", "pandas", "pyarrow", "scipy", "statsmodels")
+ANALYSIS_EXTRA = ("pandas", "scipy", "statsmodels")  # pyproject.toml's "analysis" extra (numpy and pyarrow: the core's)
+INSTALL_ANALYSIS = 'pip install -e ".[analysis]"'
+
+
+def check_analysis_packages() -> None:
+    """ValueError (one line, with the install line) where a package of the
+    ``analysis`` extra is missing: ``luca-gym eval|mcp --python`` checks it
+    before anything runs, so that a model's turns are not spent on
+    ModuleNotFoundError (the sandbox's code imports the host's packages)."""
+    missing = [name for name in ANALYSIS_EXTRA if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ValueError(f"python: {_and(missing)} {'is' if len(missing) == 1 else 'are'} not installed, and the sandboxed "
+                         f"code would have only {_and([p for p in ANALYSIS_PACKAGES if p not in missing])}; install the "
+                         f"analysis packages: {INSTALL_ANALYSIS}")
+# Checks a fresh sandbox: the interpreter starts, runs as 65534 under the seccomp filter, cannot import the
+# hidden packages; then says which analysis packages import.
 _PROBE = ("import importlib, os, sys\n"
           "assert os.getuid() == os.getgid() == {uid}, 'not uid 65534'\n"
+          "status = dict(line.split(':', 1) for line in open('/proc/self/status').read().splitlines() if ':' in line)\n"
+          "assert status['Seccomp'].strip() == '2' and status['NoNewPrivs'].strip() == '1', 'no seccomp filter'\n"
           "for name in {hidden!r}:\n"
           "    try:\n"
           "        importlib.import_module(name)\n"
           "    except ImportError:\n"
           "        continue\n"
           "    sys.exit('the host package ' + name + ' is importable')\n"
+          "found = []\n"
+          "for name in {packages!r}:\n"
+          "    try:\n"
+          "        importlib.import_module(name)\n"
+          "    except Exception:\n"
+          "        continue\n"
+          "    found.append(name)\n"
+          "print('importable', *found)\n"
           "print('sandbox ok')\n")
 # The unshare fallback, run as root in the new namespaces: a tmpfs root, the binds, chroot, setpriv.
 # Arguments: root, then (source, target, mode) triples, then "--", then the command. sh stays pid 1
@@ -453,10 +486,12 @@ class _SessionCgroup:
                 pass
         return usage
 
-    def kill(self) -> None:
-        """Kill every process still in the session's cgroups."""
+    def kill(self, wait_s: float = 5.0) -> None:
+        """Kill every process in the session's cgroups, and wait (up to ``wait_s``) until none is left."""
+        deadline = time.monotonic() + wait_s
         for folder in self.folders:
-            _kill_cgroup(folder)
+            while _kill_cgroup(folder) and time.monotonic() < deadline:
+                time.sleep(0.01)
 
     def release(self) -> None:
         """Kill what is left in the session's cgroups and remove them."""
@@ -465,22 +500,24 @@ class _SessionCgroup:
         self.folders, self.procs, self.events, self.counters = [], [], None, {}
 
 
-def _kill_cgroup(folder: str) -> None:
-    if os.path.exists(f"{folder}/cgroup.kill"):  # v2, Linux 5.14+
-        try:
-            _write(f"{folder}/cgroup.kill", "1")
-            return
-        except OSError:
-            pass
+def _kill_cgroup(folder: str) -> bool:
+    """SIGKILL every process in cgroup ``folder``; whether any was there (a killed process leaves a moment later)."""
     try:
         pids = [int(p) for p in _read(f"{folder}/cgroup.procs").split()]
     except (OSError, ValueError):
-        return
+        return False
+    if pids and os.path.exists(f"{folder}/cgroup.kill"):  # v2, Linux 5.14+: the whole cgroup at once
+        try:
+            _write(f"{folder}/cgroup.kill", "1")
+            return True
+        except OSError:
+            pass
     for pid in pids:
         try:
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
+    return bool(pids)
 
 
 def _remove_cgroup(folder: str, wait_s: float = 5.0) -> None:
@@ -535,27 +572,138 @@ def _remove_file(path: str) -> None:
         pass
 
 
+FOLDER_PREFIX = "luca-sandbox-"  # a session's folder under tempfile.gettempdir(): the prefix and a random name
+_RECORD = "host.json"  # in the session's folder: the host that owns it and what it made (sweep_stale reads it)
+_LIVE: set = set()  # the _Held of every sandbox of this process not yet released (a signal releases them)
+
+
 class _Held:
     """What a sandbox holds on the host, released once and in order by
-    :meth:`release` (``weakref.finalize``: at close, collection or exit):
-    the processes left in its cgroups, the working folder's mount, the
-    cgroups, the session's folder."""
+    :meth:`release` (``weakref.finalize``: at close, collection or exit; a
+    SIGTERM or SIGHUP too, :func:`_watch_signals`): the processes left in
+    its cgroups, the working folder's mount and its loop device, the
+    cgroups, the session's folder. :meth:`record` writes them down in the
+    folder, with the host's pid, for :func:`sweep_stale` to find should the
+    host die without releasing them (SIGKILL)."""
 
     def __init__(self, folder: str):
         self.folder = folder
         self.cgroup: _SessionCgroup | None = None
         self.mount: str | None = None  # the working folder's mount point
+        self.image: str | None = None  # the ext4 image behind it
+        self.released = False
+        _LIVE.add(self)
+
+    def record(self) -> None:
+        held = {"pid": os.getpid(), "start": _start_time(os.getpid()), "cgroups": self.cgroup.folders if self.cgroup else [],
+                "mount": os.path.join(self.folder, "work"), "image": self.image}  # the mount point, mounted or not yet
+        path = os.path.join(self.folder, _RECORD)
+        with open(path + ".new", "w", encoding="utf-8") as f:
+            json.dump(held, f)
+        os.replace(path + ".new", path)
 
     def release(self) -> None:
+        if self.released:
+            return
+        self.released = True
+        _LIVE.discard(self)
         if self.cgroup is not None:
             self.cgroup.kill()
         if self.mount is not None:
-            for lazy in ([], ["-l"]):  # lazily where something still holds it
-                if subprocess.run([_UMOUNT, *lazy, self.mount], capture_output=True, timeout=60).returncode == 0:
-                    break
+            _unmount(self.mount, self.image)
         if self.cgroup is not None:
             self.cgroup.release()
         shutil.rmtree(self.folder, True)
+
+
+def _unmount(point: str, image: str | None) -> None:
+    """Unmount ``point`` (lazily where something still holds it) and detach any loop device left on ``image``."""
+    for lazy in ([], ["-l"]):
+        if subprocess.run([_UMOUNT, *lazy, point], capture_output=True, timeout=60).returncode == 0:
+            break
+    if image is not None and os.access(_LOSETUP, os.X_OK):
+        found = subprocess.run([_LOSETUP, "-j", image], capture_output=True, text=True, timeout=60)
+        for line in found.stdout.splitlines():
+            subprocess.run([_LOSETUP, "-d", line.split(":", 1)[0]], capture_output=True, timeout=60)
+
+
+def _start_time(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks after boot), or None where there is no such process: with the
+    pid, a process no other can pass for."""
+    try:
+        stat = _read(f"/proc/{pid}/stat")
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def _mounted() -> set[str]:
+    with open("/proc/self/mountinfo", encoding="utf-8") as f:
+        return {line.split()[4] for line in f}
+
+
+def sweep_stale(folder: str | None = None) -> list[str]:
+    """Release what sandboxes of hosts that are gone (killed before they could
+    clean up) left under ``folder`` (default :func:`tempfile.gettempdir`): in
+    each session folder whose recorded host no longer runs, kill the
+    processes left in its cgroups and remove them, unmount its working
+    folder and detach its loop device, and remove the folder. A folder
+    without a record, or whose host runs, is left alone. Returns the folders
+    removed. Every sandbox runs it as it starts."""
+    folder = folder or tempfile.gettempdir()
+    removed = []
+    try:
+        names = [n for n in os.listdir(folder) if n.startswith(FOLDER_PREFIX)]
+    except OSError:
+        return removed
+    for name in names:
+        home = os.path.join(folder, name)
+        try:
+            held = json.loads(_read(os.path.join(home, _RECORD)))
+            pid, start = int(held["pid"]), held["start"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # not ours, or being made
+        if _start_time(pid) is not None and _start_time(pid) == start:
+            continue  # its host runs
+        for cgroup in held.get("cgroups") or []:
+            if isinstance(cgroup, str) and cgroup.startswith("/sys/fs/cgroup/") and os.path.basename(cgroup) == name:
+                _remove_cgroup(cgroup)
+        mount, image = held.get("mount"), held.get("image")
+        if isinstance(mount, str) and mount == os.path.join(home, "work") and mount in _mounted():
+            _unmount(mount, image if isinstance(image, str) and image == os.path.join(home, "work.img") else None)
+        shutil.rmtree(home, True)
+        removed.append(home)
+    return removed
+
+
+def _release_all() -> None:
+    for held in list(_LIVE):
+        try:
+            held.release()
+        except Exception:  # one that fails leaves the others to release; the sweep finds it later
+            pass
+
+
+def _on_signal(signum, frame) -> None:
+    """Release every sandbox of this process, then die of the signal as before."""
+    _release_all()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def _watch_signals() -> None:
+    """SIGTERM and SIGHUP release this process's sandboxes before it dies (atexit does at a normal exit), where
+    nothing else handles them and this is the main thread (only it may set a handler)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(signum) == signal.SIG_DFL:
+            signal.signal(signum, _on_signal)
+
+
+def _and(names, word: str = "and") -> str:
+    names = list(names)
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {word} {names[-1]}"
 
 
 def _system_links() -> list[tuple[str, str]]:
@@ -601,16 +749,21 @@ class Sandbox:
         self.packages = [os.path.realpath(p) for p in site.getsitepackages() if os.path.isdir(p)]
         self._root = os.geteuid() == 0
         self.isolation = self._choose(isolation)
-        self._dir = tempfile.mkdtemp(prefix="luca-sandbox-")  # a random name: nothing of the session's seed
+        sweep_stale()  # what a host killed before it could clean up left behind
+        _watch_signals()
+        self._dir = tempfile.mkdtemp(prefix=FOLDER_PREFIX)  # a random name: nothing of the session's seed
         self._held = _Held(self._dir)
         self._finalizer = weakref.finalize(self, self._held.release)
         os.chmod(self._dir, 0o711)  # uid 65534 may pass through, not list
+        self._held.record()  # before anything else is made: a host killed from here on is swept
         self.work_dir = os.path.join(self._dir, "work")
         self.release_dir = os.path.join(self._dir, RELEASE)
         os.makedirs(self.work_dir)
         workdir = None
         if self._root:
-            workdir = _mount_workdir(self.work_dir, os.path.join(self._dir, "work.img"), self.limits.workdir_bytes)
+            self._held.image = os.path.join(self._dir, "work.img")
+            self._held.record()
+            workdir = _mount_workdir(self.work_dir, self._held.image, self.limits.workdir_bytes)
             if workdir is not None:
                 self._held.mount = self.work_dir
             os.chown(self.work_dir, UNPRIVILEGED, UNPRIVILEGED)
@@ -618,6 +771,10 @@ class Sandbox:
         os.makedirs(os.path.join(self.work_dir, RELEASE))  # the release's mount point (root's: the code cannot remove it)
         os.makedirs(self.release_dir, mode=0o755)
         self._cgroup = self._held.cgroup = _SessionCgroup(os.path.basename(self._dir), self.limits)
+        self._held.record()
+        self._seccomp = os.path.join(self._dir, "seccomp.bpf")  # the filter bubblewrap loads (root's; passed as an fd)
+        with open(self._seccomp, "wb") as f:
+            f.write(sandbox_seccomp.program())
         self.enforced = {**self._cgroup.enforced, "tmp": "tmpfs", "workdir": workdir}
         why = {"session_memory": self._cgroup.why, "session_processes": self._cgroup.why,
                "workdir": "neither a loop device nor a tmpfs mount works" if self._root else "mounting a filesystem needs root"}
@@ -625,12 +782,29 @@ class Sandbox:
         self._lock = threading.Lock()
         key = (self.isolation, self.interpreter, tuple(self.packages), self.hidden)
         if key not in _PROBED:
-            probe = self._run(_PROBE.format(uid=UNPRIVILEGED, hidden=list(self.hidden)), Limits(timeout_s=60.0))
-            _PROBED[key] = None if probe["exit_status"] == 0 and "sandbox ok" in probe["output"] else (
-                f"the {self.isolation} sandbox failed its check (exit status {probe['exit_status']}): {probe['output'][-400:].strip()}")
-        if _PROBED[key] is not None:
+            probe = self._run(_PROBE.format(uid=UNPRIVILEGED, hidden=list(self.hidden), packages=list(ANALYSIS_PACKAGES)),
+                              Limits(timeout_s=60.0), agent=False)
+            found = next((line.split()[1:] for line in probe["output"].splitlines() if line.startswith("importable")), [])
+            _PROBED[key] = (None if probe["exit_status"] == 0 and "sandbox ok" in probe["output"] else
+                            f"the {self.isolation} sandbox failed its check (exit status {probe['exit_status']}): "
+                            f"{probe['output'][-400:].strip()}", tuple(found))
+        why_not, self.importable = _PROBED[key]
+        if why_not is not None:
             self.close()
-            raise SandboxUnavailable(f"python sandbox: {_PROBED[key]}; the tool cannot start")
+            raise SandboxUnavailable(f"python sandbox: {why_not}; the tool cannot start")
+
+    def packages_words(self) -> str:
+        """Which of :data:`ANALYSIS_PACKAGES` the sandbox's interpreter imports, in words (the python tool's
+        description says it): ``numpy, pandas, pyarrow, scipy and statsmodels are installed``, or those that
+        are with the others named as missing."""
+        missing = [p for p in ANALYSIS_PACKAGES if p not in self.importable]
+        if not missing:
+            return f"{_and(ANALYSIS_PACKAGES)} are installed"
+        if not self.importable:
+            return f"none of {_and(ANALYSIS_PACKAGES, 'or')} is installed (only the standard library)"
+        are = "is" if len(self.importable) == 1 else "are"
+        return (f"{_and(self.importable)} {are} installed ({_and(missing)} {'is' if len(missing) == 1 else 'are'} "
+                "not: importing them fails)")
 
     def describe(self) -> str:
         """The limits in words as they hold on this host (:meth:`Limits.describe` of :attr:`enforced`)."""
@@ -691,15 +865,22 @@ class Sandbox:
                 "PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "Agg", "OPENBLAS_NUM_THREADS": threads, "OMP_NUM_THREADS": threads,
                 "MKL_NUM_THREADS": threads, "NUMEXPR_NUM_THREADS": threads, "TMPDIR": "/tmp"}
 
-    def _command(self) -> list[str]:
+    def _command(self, seccomp_fd: int | None = None, agent: bool = True) -> list[str]:
+        """The command that runs a block: ``agent`` (the working folder first on the path) or the host's own
+        code; ``seccomp_fd``: the open filter bubblewrap loads (the fallback's interpreter loads it itself)."""
         packages = [f"{PACKAGES}/{i}" for i in range(len(self.packages))]
-        python = [self.interpreter, "-I", "-S", "-c", _RUNNER.format(workdir=WORKDIR, packages=packages)]
+        runner = _RUNNER.format(first=[WORKDIR] if agent else [], packages=packages)
+        if self.isolation == "unshare":
+            runner = sandbox_seccomp.INSTALL.format(program=sandbox_seccomp.program().hex()) + runner
+        python = [self.interpreter, "-I", "-S", "-c", runner]
         binds = self._binds()
         env = self._environment()
         tmp = ["--size", str(self.limits.tmp_bytes), "--tmpfs"]  # each block's /tmp (and /dev/shm) a tmpfs of its size
         if self.isolation == "bwrap":
-            staged, command = [], [_BWRAP, "--unshare-all", "--die-with-parent", "--new-session", "--uid", str(UNPRIVILEGED),
-                                   "--gid", str(UNPRIVILEGED), "--clearenv", "--proc", "/proc", "--dev", "/dev",
+            # --disable-userns: a nested user namespace would hold every capability inside it
+            staged, command = [], [_BWRAP, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
+                                   "--new-session", "--uid", str(UNPRIVILEGED), "--gid", str(UNPRIVILEGED), "--clearenv",
+                                   "--seccomp", str(seccomp_fd), "--proc", "/proc", "--dev", "/dev",
                                    *tmp, "/tmp", *tmp, "/dev/shm", "--remount-ro", "/dev"]
             for key, value in env.items():
                 command += ["--setenv", key, value]
@@ -744,8 +925,9 @@ class Sandbox:
         """Run one block. Returns ``{"output", "truncated", "exit_status",
         "timed_out", "limit"}``: ``limit`` names the limit that stopped the
         block ("time", "cpu", "memory": the session's cgroup killed a process,
-        or one ran out of its address space) or is None. ValueError: code not a
-        string, or the sandbox closed."""
+        or one ran out of its address space) or is None. Whatever the block
+        started is killed when it ends, the session's whole cgroup. ValueError:
+        code not a string, or the sandbox closed."""
         if not isinstance(code, str):
             raise ValueError(f"code: expected a string, got {type(code).__name__}")
         if self.closed:
@@ -753,40 +935,47 @@ class Sandbox:
         with self._lock:
             return self._run(code, self.limits)
 
-    def _run(self, code: str, limits: Limits) -> dict:
+    def run_host_code(self, code: str, output_bytes: int) -> dict:
+        """Run the host's own ``code`` as a block (:meth:`run`'s answer), under
+        the session's limits but without the working folder on the import path
+        (the agent's files cannot stand in for a module it imports), its output
+        kept up to ``output_bytes`` bytes: how the host reads what the agent
+        wrote (a phenotype file) without decoding it in its own memory."""
+        if self.closed:
+            raise ValueError("code: the sandbox is closed")
+        with self._lock:
+            return self._run(code, self.limits, agent=False, output_bytes=output_bytes)
+
+    def _run(self, code: str, limits: Limits, agent: bool = True, output_bytes: int | None = None) -> dict:
         oom_kills = self._cgroup.oom_kills()
-        process = subprocess.Popen(self._limited(self._command(), limits), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT, start_new_session=True, close_fds=True, cwd="/",
-                                   env={"PATH": "/usr/bin:/bin"})  # its own process group: a timeout kills it whole
-        kept, dropped = bytearray(), [0]
-        cap = 4 * limits.output_chars + 4  # bytes kept (UTF-8: at most 4 per character)
-
-        def read():
-            while chunk := process.stdout.read1(65536):
-                room = cap - len(kept)
-                kept.extend(chunk[:max(room, 0)])
-                dropped[0] += max(len(chunk) - max(room, 0), 0)
-
-        reader = threading.Thread(target=read, daemon=True)
-        reader.start()
+        cap = 4 * limits.output_chars + 4 if output_bytes is None else output_bytes  # bytes kept (UTF-8: 4 a character)
+        program = os.open(self._seccomp, os.O_RDONLY | os.O_CLOEXEC) if self.isolation == "bwrap" else None
         try:
-            process.stdin.write(code.encode("utf-8", "surrogatepass"))
-            process.stdin.close()
-        except (BrokenPipeError, OSError):
-            pass
-        timed_out = False
+            process = subprocess.Popen(self._limited(self._command(program, agent), limits), stdin=subprocess.PIPE,
+                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+                                       close_fds=True, pass_fds=() if program is None else (program,), cwd="/",
+                                       env={"PATH": "/usr/bin:/bin"})  # its own process group: a timeout kills it whole
+        finally:
+            if program is not None:
+                os.close(program)
+        pipes = _Pipes(process, code.encode("utf-8", "surrogatepass"), cap)
         try:
-            process.wait(timeout=limits.timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
+            timed_out = not pipes.exchange(time.monotonic() + limits.timeout_s)
+        finally:
+            # Every process of the session dies before the pipes are touched again, whatever a block did to
+            # its pid namespace; only then is the rest of the output read (to its end, or for a moment).
             _kill(process)
-        reader.join(timeout=10)
-        process.stdout.close()
-        text = kept.decode("utf-8", "replace")
-        truncated = dropped[0] > 0 or len(text) > limits.output_chars
+            self._cgroup.kill()
+            pipes.drain(time.monotonic() + 2.0)
+            pipes.close()
+        text = pipes.kept.decode("utf-8", "replace")
+        if output_bytes is not None:
+            return {"output": text, "truncated": pipes.dropped > 0, "exit_status": None if timed_out else process.returncode,
+                    "timed_out": timed_out, "limit": "time" if timed_out else None}
+        truncated = pipes.dropped > 0 or len(text) > limits.output_chars
         if truncated:
             text = text[:limits.output_chars] + (f"\n[output truncated to {limits.output_chars:,} characters; "
-                                                 f"{len(kept) + dropped[0]:,} bytes in all]")
+                                                 f"{len(pipes.kept) + pipes.dropped:,} bytes in all]")
         status = process.returncode
         signalled = -status if status < 0 else status - 128 if status > 128 else 0
         limit = ("time" if timed_out else "memory" if self._cgroup.oom_kills() > oom_kills  # the cgroup killed one
@@ -796,11 +985,103 @@ class Sandbox:
                 "limit": limit}
 
 
+class _Pipes:
+    """A block's stdin (``data``, written as the block reads it) and its stdout
+    (kept up to ``cap`` bytes, the rest counted in :attr:`dropped`), served
+    from the calling thread with non-blocking reads: no reader thread can be
+    left blocked in a read that a surviving process keeps open."""
+
+    def __init__(self, process: subprocess.Popen, data: bytes, cap: int):
+        self.process, self.cap = process, cap
+        self.kept, self.dropped, self.eof = bytearray(), 0, False
+        self._data = memoryview(data)
+        self._out, self._in = process.stdout.fileno(), process.stdin.fileno()
+        os.set_blocking(self._out, False)
+        os.set_blocking(self._in, False)
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self._out, selectors.EVENT_READ)
+        if self._data:
+            self._selector.register(self._in, selectors.EVENT_WRITE)
+        else:
+            self._close_stdin()
+
+    def exchange(self, deadline: float) -> bool:
+        """Serve the pipes until the block has exited and its output ended (True), or ``deadline`` (False).
+        A block whose first process exited while another still holds the output gets a second's grace."""
+        exited = None
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                return False
+            if self.process.poll() is not None:
+                if self.eof:
+                    return True
+                exited = exited or now
+                if now - exited > 1.0:
+                    return True
+            elif self.eof:
+                try:
+                    self.process.wait(timeout=deadline - now)
+                except subprocess.TimeoutExpired:
+                    return False
+                return True
+            self._serve(min(deadline - now, 0.1))
+
+    def drain(self, deadline: float) -> None:
+        """Read what is left of the output, to its end or ``deadline`` (the writers are dead by now)."""
+        if self._in is not None:
+            self._close_stdin()
+        while not self.eof and time.monotonic() < deadline:
+            self._serve(max(0.0, min(deadline - time.monotonic(), 0.1)))
+
+    def _serve(self, timeout: float) -> None:
+        for key, _ in self._selector.select(timeout):
+            if key.fd == self._out:
+                try:
+                    chunk = os.read(self._out, 65536)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    self.eof = True
+                    self._selector.unregister(self._out)
+                    continue
+                room = max(self.cap - len(self.kept), 0)
+                self.kept.extend(chunk[:room])
+                self.dropped += max(len(chunk) - room, 0)
+            else:
+                try:
+                    written = os.write(self._in, self._data[:65536])
+                except BlockingIOError:
+                    continue
+                except OSError:  # the block stopped reading (exited, or closed its stdin)
+                    written = len(self._data)
+                self._data = self._data[written:]
+                if not self._data:
+                    self._close_stdin()
+
+    def _close_stdin(self) -> None:
+        if self._in in self._selector.get_map():
+            self._selector.unregister(self._in)
+        self.process.stdin.close()
+        self._in = None
+
+    def close(self) -> None:
+        """Close both pipes (no other thread reads them)."""
+        if self._in is not None:
+            self._close_stdin()
+        self._selector.close()
+        self.process.stdout.close()
+
+
 def _kill(process: subprocess.Popen) -> None:
     """Kill the block's process group (the launcher and the namespace's pid 1: with it the whole pid namespace)
     and reap it (the group is still ours: its leader is not reaped yet)."""
+    if process.returncode is None:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
         pass
-    process.wait()

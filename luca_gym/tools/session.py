@@ -242,8 +242,8 @@ class ToolSessionBase:
         self.set_specs(kept + [{
             "name": "python",
             "description": f"Free. Run a block of Python 3 code in a fresh process, working directory {WORKDIR} (its files "
-                           f"are kept between blocks; variables are not). {data} (in {WORKDIR}/{RELEASE}, read-only). numpy, "
-                           f"pandas, pyarrow, scipy and statsmodels are installed; no network. Limits: "
+                           f"are kept between blocks; variables are not). {data} (in {WORKDIR}/{RELEASE}, read-only). "
+                           f"{self.sandbox.packages_words()}; no network. Limits: "
                            f"{self.sandbox.describe()}; print what you need to see.{bound}",
             "input_schema": {"type": "object", "properties": {
                 "code": {"type": "string", "minLength": 1, "maxLength": MAX_CODE, "description": "the Python block"}},
