@@ -25,8 +25,9 @@ from luca_gym.envs.tools import ToolsEnv
 from luca_gym.seal import SECRET_ENV, make_seal
 from luca_gym.tools.loop import ScriptedAgent
 from luca_gym.tools.session import MAX_PAYLOAD, tool_options
-from luca_gym.worlds.biobank import tools as tools_mod
-from luca_gym.worlds.biobank.tools import ANALYSIS_TOOLS, BiobankToolSession, read_phenotype_file
+from luca_gym.worlds.biobank import phenotype_file as phenotype_mod
+from luca_gym.worlds.biobank.phenotype_file import read_phenotype_file, read_rows
+from luca_gym.worlds.biobank.tools import ANALYSIS_TOOLS, BiobankToolSession
 
 SEAL = make_seal("a secret of the code-agent tests")
 SEED = 3
@@ -213,9 +214,9 @@ def test_a_bad_phenotype_file_is_refused_and_changes_nothing(bad_files, claims, 
 @SANDBOX
 @ONE_WORKER
 def test_a_good_file_in_the_same_folder_is_read_and_one_over_the_size_bound_refused(bad_files, monkeypatch):
-    ids, values = read_phenotype_file(bad_files.sandbox.work_dir, "good.parquet", bad_files.config.sizes.participants)
+    ids, values = read_phenotype_file(bad_files.sandbox, "good.parquet", bad_files.config.sizes.participants, 7)
     assert ids == [f"P{i:06d}" for i in range(1, 21)] and values.tolist() == [1.0] * 20
-    monkeypatch.setattr(tools_mod, "MAX_PHENOTYPE_FILE", 64)
+    monkeypatch.setattr(phenotype_mod, "MAX_PHENOTYPE_FILE", 64)  # sent into the sandbox with the reader
     answer = _submit_file(bad_files, "good.parquet")
     assert "bytes; at most 64" in answer["error"] and not bad_files.ended
 
@@ -236,7 +237,7 @@ def test_paths_from_anywhere_never_read_outside_the_folder(tmp_path_factory):
     @given(path=st.one_of(st.lists(names, min_size=1, max_size=5).map("/".join), st.text(max_size=40)))
     def check(path):
         try:
-            ids, values = read_phenotype_file(str(folder), path, 10)
+            ids, values = read_rows(str(folder), path, 10)
         except ValueError as exc:
             assert str(exc).startswith("phenotype_file: ")
         else:
@@ -315,7 +316,7 @@ def test_a_paper_size_file_is_read_and_a_longer_one_refused(tmp_path):
     with open(tmp_path / "paper.csv", "w") as f:
         f.write("participant_id,value\n" + "".join(f"{i},{'' if np.isnan(v) else repr(float(v))}\n" for i, v in zip(ids, values)))
     for name in ("paper.parquet", "paper.csv"):
-        read_ids, read_values = read_phenotype_file(str(tmp_path), name, n)
+        read_ids, read_values = read_rows(str(tmp_path), name, n)
         assert read_ids == ids and np.array_equal(read_values, values, equal_nan=True)
         with pytest.raises(ValueError, match=f"phenotype_file: '{name}' has 54,000 rows or more; at most 53,999"):
-            read_phenotype_file(str(tmp_path), name, n - 1)
+            read_rows(str(tmp_path), name, n - 1)

@@ -38,8 +38,8 @@ Tools (all free but ``experiment``):
   participants) or, in a session with the python tool, ``phenotype_file``
   (a path relative to the working folder ``/analysis``: a Parquet or CSV
   file with the columns ``participant_id`` and ``value``, the whole cohort
-  of any profile; :func:`read_phenotype_file` reads it on the host with
-  strict checks); ``end``: leave without claims (every score 0);
+  of any profile; :func:`~.phenotype_file.read_phenotype_file` reads it
+  inside the session's sandbox, never decoding it on the host); ``end``: leave without claims (every score 0);
 * ``python`` (a session made with ``python=True``, sealed only): a block of
   the agent's own code, run in the generic sandbox
   (:class:`luca_gym.tools.sandbox.Sandbox`) in a working directory that
@@ -71,13 +71,8 @@ schema is a turn all the same) and changes nothing.
 from __future__ import annotations
 
 import collections
-import csv
-import errno
-import io
 import math
-import os
 import re
-import stat
 
 import numpy as np
 
@@ -90,6 +85,7 @@ from luca_gym.worlds.biobank.config import BiobankConfig
 from luca_gym.worlds.biobank.design import MECHANISMS
 from luca_gym.worlds.biobank.oracle import (ALIGNMENTS, DIRECTIONS, EXPERIMENTS, MAX_REASON, POINTS, SCORER_VERSION,
                                            SURROGATE_PENALTY, Claims, check_claims, zero_scores)
+from luca_gym.worlds.biobank.phenotype_file import MAX_PATH, MAX_PHENOTYPE_FILE, read_phenotype_file
 from luca_gym.worlds.biobank.release import CARDIAC_CODES, CODES, COVARIATES, PARTICIPANT_TABLES, SENTINELS
 from luca_gym.worlds.biobank.world import make_world
 
@@ -98,9 +94,6 @@ MAX_TERMS = 32  # columns in one defined phenotype
 MAX_TOP = 5000  # rows a scan may return
 MAX_CONDITIONAL = 8  # proteins in one conditional analysis
 MAX_REFERENCE = 64  # characters of a column or phenotype reference
-MAX_PHENOTYPE_FILE = 64 << 20  # bytes of a phenotype file (the paper profile's 54,000 rows take under 2 MB as CSV)
-MAX_PATH = 256  # characters of a phenotype file's path
-PHENOTYPE_COLUMNS = ("participant_id", "value")
 # What a session with the python tool drops unless asked to keep them (the paper's code agents had none of them).
 ANALYSIS_TOOLS = ("describe_release", "column_summary", "define_phenotype", "validate_phenotype", "association_scan", "cis_mr",
                   "conditional_analysis", "protein_qc", "survival_association", "visit_change")
@@ -727,7 +720,8 @@ class BiobankToolSession(ToolSessionBase):
             if self.sandbox.closed:
                 raise ValueError("phenotype_file: the sandbox was closed (its env or server closed the session); "
                                  "its folder is gone")
-            ids, file_values = read_phenotype_file(self.sandbox.work_dir, phenotype_file, self.config.sizes.participants)
+            n = self.config.sizes.participants
+            ids, file_values = read_phenotype_file(self.sandbox, phenotype_file, n, len(f"P{n:06d}"))  # read in the sandbox
             values = self._participant_values(ids, file_values, "phenotype_file")
         scored = claims if values is None else Claims(claims.nominations, claims.rejections, values[self.release.rows["imaging"]],
                                                       claims.abstentions, claims.tested)
@@ -751,168 +745,3 @@ def _order(p) -> np.ndarray:
 
 def _count(k: int, noun: str) -> str:
     return f"{k} {noun}{'' if k == 1 else 's'}"
-
-
-def read_phenotype_file(folder: str, path: str, max_rows: int) -> tuple[list[str], np.ndarray]:
-    """The participant ids and values (float64; NaN for a missing value) of
-    the phenotype file at ``path``, relative to ``folder`` (the host side of
-    the sandbox's working folder, :data:`~luca_gym.tools.sandbox.WORKDIR`):
-    a ``.parquet`` or ``.csv`` file with the columns ``participant_id``
-    (text) and ``value`` (numbers; empty or NaN: missing), at most
-    ``max_rows`` rows and :data:`MAX_PHENOTYPE_FILE` bytes.
-
-    The agent's code wrote the folder, so nothing in it is trusted: an
-    absolute path, a ``..``, a symbolic link anywhere on the path (each
-    folder is opened without following links, relative to the one before),
-    anything but a regular file with one link, or a file too large is
-    refused, as is a file that is missing or malformed (wrong columns,
-    non-numeric or infinite values, too many rows). ValueError
-    (``phenotype_file: ...``) says which and what is allowed."""
-    parts = _relative_parts(path)
-    kind = os.path.splitext(parts[-1])[1].lower()
-    if kind not in (".parquet", ".csv"):
-        raise ValueError(f"phenotype_file: {path[:MAX_PATH]!r} is neither .parquet nor .csv; write the phenotype as "
-                         "one of them")
-    data = _read_inside(folder, parts, path)
-    ids, values = (_parquet_rows if kind == ".parquet" else _csv_rows)(data, path, max_rows)
-    infinite = np.flatnonzero(np.isinf(values))
-    if len(infinite):
-        raise ValueError(f"phenotype_file: {_count(len(infinite), 'value')} infinite (first: participant "
-                         f"{str(ids[infinite[0]])[:16]!r}); give a finite number, or leave the participant out (missing)")
-    return ids, values
-
-
-def _relative_parts(path: str) -> list[str]:
-    """The path's folder and file names, or ValueError for a path that is
-    empty, absolute, leaves the folder (``..``) or holds a NUL."""
-    if path.startswith("/"):
-        hint = f" ({path[len(WORKDIR) + 1:][:MAX_PATH]!r})" if path.startswith(WORKDIR + "/") else ""
-        raise ValueError(f"phenotype_file: {path[:MAX_PATH]!r} is an absolute path; give a path relative to the working "
-                         f"folder {WORKDIR}{hint}")
-    parts = [p for p in path.split("/") if p not in ("", ".")]
-    if ".." in parts:
-        raise ValueError(f"phenotype_file: {path[:MAX_PATH]!r} leaves the working folder ('..' not allowed); give a path "
-                         f"inside {WORKDIR}")
-    if not parts or "\0" in path:
-        raise ValueError(f"phenotype_file: {path[:MAX_PATH]!r} names no file; give a path relative to {WORKDIR}, "
-                         "e.g. 'phenotype.parquet'")
-    return parts
-
-
-def _read_inside(folder: str, parts: list[str], path: str) -> bytes:
-    """The bytes of the regular file ``folder/parts...``, opened one name at
-    a time without following a symbolic link (so nothing resolves outside
-    ``folder``, whatever the agent's code made of it)."""
-    shown = path[:MAX_PATH]
-    linked = ValueError(f"phenotype_file: {shown!r} is or passes through a symbolic link, which is not allowed; write the "
-                        f"file itself inside {WORKDIR}")
-    directory = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(folder, directory)
-    try:
-        try:
-            for i, part in enumerate(parts):
-                if stat.S_ISLNK(os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode):
-                    raise linked
-                if i < len(parts) - 1:
-                    inner = os.open(part, directory, dir_fd=fd)
-                    os.close(fd)
-                    fd = inner
-            file = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
-        except OSError as exc:  # O_NOFOLLOW: a link made between the check and the open is refused too (ELOOP, ENOTDIR)
-            if exc.errno == errno.ENOENT:
-                raise ValueError(f"phenotype_file: {shown!r} not found in the working folder {WORKDIR}; write it there "
-                                 "first, with the python tool") from None
-            if exc.errno == errno.ELOOP:
-                raise linked from None
-            if exc.errno == errno.ENOTDIR:
-                raise ValueError(f"phenotype_file: {shown!r}: a part of the path is not a folder") from None
-            raise ValueError(f"phenotype_file: {shown!r} cannot be opened ({os.strerror(exc.errno or 0)})") from None
-    finally:
-        os.close(fd)
-    try:
-        info = os.fstat(file)
-        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
-            what = "has other hard links" if stat.S_ISREG(info.st_mode) else "is not a regular file"
-            raise ValueError(f"phenotype_file: {shown!r} {what}; write the phenotype as a file of its own")
-        if info.st_size > MAX_PHENOTYPE_FILE:
-            raise ValueError(f"phenotype_file: {shown!r} holds {info.st_size:,} bytes; at most {MAX_PHENOTYPE_FILE:,}")
-        with os.fdopen(os.dup(file), "rb") as f:
-            data = f.read(MAX_PHENOTYPE_FILE + 1)
-    finally:
-        os.close(file)
-    if len(data) > MAX_PHENOTYPE_FILE:  # it grew after the check
-        raise ValueError(f"phenotype_file: {shown!r} holds over {MAX_PHENOTYPE_FILE:,} bytes; at most {MAX_PHENOTYPE_FILE:,}")
-    return data
-
-
-def _check_columns(columns: list, path: str) -> None:
-    if sorted(map(str, columns)) != sorted(PHENOTYPE_COLUMNS):
-        raise ValueError(f"phenotype_file: {path[:MAX_PATH]!r} has the columns {[str(c)[:32] for c in columns[:8]]}; "
-                         "it needs exactly participant_id and value (pandas: write it with index=False)")
-
-
-def _too_many_rows(rows: int, path: str, max_rows: int) -> ValueError:
-    return ValueError(f"phenotype_file: {path[:MAX_PATH]!r} has {rows:,} rows or more; at most {max_rows:,}, one a participant")
-
-
-def _parquet_rows(data: bytes, path: str, max_rows: int) -> tuple[list[str], np.ndarray]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    try:
-        parquet = pq.ParquetFile(pa.BufferReader(data))
-        meta = parquet.metadata
-        # checked before anything is decompressed: a small file may unpack to a large table
-        unpacked = sum(meta.row_group(g).column(c).total_uncompressed_size
-                       for g in range(meta.num_row_groups) for c in range(meta.num_columns))
-        _check_columns(parquet.schema_arrow.names, path)
-        if meta.num_rows > max_rows:
-            raise _too_many_rows(meta.num_rows, path, max_rows)
-        if unpacked > MAX_PHENOTYPE_FILE:
-            raise ValueError(f"phenotype_file: {path[:MAX_PATH]!r} unpacks to {unpacked:,} bytes; "
-                             f"at most {MAX_PHENOTYPE_FILE:,}")
-        table = parquet.read()
-    except pa.ArrowException as exc:  # ArrowInvalid is a ValueError too: caught here first
-        raise ValueError(f"phenotype_file: {path[:MAX_PATH]!r} is not a readable Parquet file ({str(exc)[:160]})") from None
-    ids, value = table.column("participant_id"), table.column("value")
-    text = ids.type.value_type if pa.types.is_dictionary(ids.type) else ids.type
-    if not (pa.types.is_string(text) or pa.types.is_large_string(text)):
-        raise ValueError(f"phenotype_file: column participant_id is {ids.type}; it needs text ids such as 'P000001'")
-    if not (pa.types.is_integer(value.type) or pa.types.is_floating(value.type)):
-        raise ValueError(f"phenotype_file: column value is {value.type}; it needs numbers (integers or floats; null: missing)")
-    names = ids.to_pylist()
-    if None in names:
-        raise ValueError(f"phenotype_file: participant_id is empty in row {names.index(None) + 1}; every row needs its id")
-    return names, np.array(value.to_pylist(), np.float64)
-
-
-def _csv_rows(data: bytes, path: str, max_rows: int) -> tuple[list[str], np.ndarray]:
-    shown = path[:MAX_PATH]
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise ValueError(f"phenotype_file: {shown!r} is not UTF-8 text; write the CSV as UTF-8") from None
-    reader = csv.reader(io.StringIO(text, newline=""))
-    try:
-        header = next(reader, [])
-        _check_columns(header, path)
-        at = header.index("participant_id")
-        ids, values = [], []
-        for line in reader:
-            if not line:
-                continue
-            if len(ids) >= max_rows:
-                raise _too_many_rows(len(ids) + 1, path, max_rows)
-            if len(line) != 2:
-                raise ValueError(f"phenotype_file: {shown!r} line {reader.line_num} has {len(line)} fields; it needs 2 "
-                                 "(participant_id,value)")
-            value = line[1 - at].strip()
-            try:
-                values.append(float(value) if value else math.nan)
-            except ValueError:
-                raise ValueError(f"phenotype_file: {shown!r} line {reader.line_num}: value {value[:32]!r} is not a number "
-                                 "(leave it empty for a missing value)") from None
-            ids.append(line[at].strip())
-    except csv.Error as exc:
-        raise ValueError(f"phenotype_file: {shown!r} is not a readable CSV file (line {reader.line_num}: {exc})") from None
-    return ids, np.array(values, np.float64)
