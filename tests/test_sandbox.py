@@ -722,3 +722,49 @@ def test_a_cgroup_v2_host_gets_one_folder_with_both_limits(tmp_path, monkeypatch
     made = sandbox_mod._SessionCgroup("luca-sandbox-none", limits)
     assert made.folders == [] and "no writable" in made.why
     assert made.enforced == {"session_memory": None, "session_processes": None}
+
+
+# -- what the python tool says is installed, and --python without the analysis packages ---------
+def test_the_python_tool_names_the_packages_that_import_in_the_sandbox(monkeypatch):
+    monkeypatch.setattr(sandbox_mod, "ANALYSIS_PACKAGES", ("numpy", "pyarrow", "no_such_package"))
+    monkeypatch.setattr(sandbox_mod, "_PROBED", {})  # checked again, in the sandbox
+    s = BiobankToolSession(SEED, sealed=SEAL, python=True, limits=LIMITS, profile="tiny")
+    try:
+        (spec,) = [t for t in s.tool_specs() if t["name"] == "python"]
+        assert s.sandbox.importable == ("numpy", "pyarrow")
+        assert "numpy and pyarrow are installed (no_such_package is not: importing it fails); no network" in spec["description"]
+    finally:
+        s.close()
+    monkeypatch.setattr(sandbox_mod, "ANALYSIS_PACKAGES", ("no_such_package", "nor_this_one"))
+    monkeypatch.setattr(sandbox_mod, "_PROBED", {})
+    bare = Sandbox(LIMITS)
+    try:
+        assert bare.packages_words() == "none of no_such_package or nor_this_one is installed (only the standard library)"
+    finally:
+        bare.close()
+
+
+def test_the_analysis_extra_is_the_one_the_project_declares():
+    import re
+    import tomllib
+
+    with open(os.path.join(os.path.dirname(__file__), "..", "pyproject.toml"), "rb") as f:
+        extra = tomllib.load(f)["project"]["optional-dependencies"]["analysis"]
+    assert {re.match(r"[A-Za-z0-9_.-]+", r).group(0) for r in extra} == set(sandbox_mod.ANALYSIS_EXTRA)
+    assert set(sandbox_mod.ANALYSIS_EXTRA) <= set(sandbox_mod.ANALYSIS_PACKAGES)
+    assert sandbox_mod.INSTALL_ANALYSIS == 'pip install -e ".[analysis]"'
+
+
+def test_python_without_the_analysis_packages_is_refused_in_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv(SECRET_ENV, "a secret of the sandbox tests, from the environment")
+    monkeypatch.setattr(sandbox_mod, "ANALYSIS_EXTRA", ("pandas", "no_such_package"))
+    out = tmp_path / "eval"
+    assert main(["eval", "--world", "biobank", "--agents", "null", "--seeds", "0", "--set", "profile=tiny", "--python",
+                 "--sealed", "--out", str(out)]) == 2
+    for command in ("eval", "mcp"):
+        if command == "mcp":
+            assert main(["mcp", "--world", "biobank", "--set", "profile=tiny", "--python", "--sealed"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and err.startswith(f"luca-gym {command}: error: --python: "), err
+        assert "no_such_package is not installed" in err and err.endswith('install the analysis packages: pip install -e ".[analysis]"')
+    assert not out.exists()

@@ -13,7 +13,10 @@ process limit and file modes, and could read the host's memory):
 
 * ``bwrap`` (bubblewrap): the code runs as uid/gid 65534 in new user, mount,
   pid, network, IPC and UTS namespaces (``--unshare-all``, ``--die-with-parent``,
-  ``--new-session``). Launched by root, bubblewrap itself runs as the host's
+  ``--new-session``), under the seccomp filter of
+  :mod:`~luca_gym.tools.sandbox_seccomp` (``--seccomp``: ``ptrace`` and the
+  other calls of its policy get EPERM), with no nested user namespace
+  (``--disable-userns``). Launched by root, bubblewrap itself runs as the host's
   uid 65534 (``setpriv``), so the per-user process limit binds where no
   pids cgroup holds (the kernel exempts uid 0 from it); the paths it binds are first bind-mounted, in a
   private mount namespace, under the session's folder, which uid 65534 may
@@ -21,7 +24,8 @@ process limit and file modes, and could read the host's memory):
 * ``unshare`` (where bubblewrap is missing; root only): new mount, pid,
   network, IPC, UTS and cgroup namespaces, a tmpfs root holding the same binds,
   ``chroot`` and ``setpriv`` to uid/gid 65534 with no capabilities and no
-  new privileges.
+  new privileges; the block's interpreter loads the same seccomp filter
+  before the agent's first line.
 
 Either way the code sees only ``/usr``, the interpreter's prefix, the
 analyst's libraries (the host's site-packages, read-only), ``/proc`` of its
@@ -59,8 +63,20 @@ cgroup so the host's own limits still bind; with neither (no root, a
 read-only ``/sys/fs/cgroup``) memory falls back to the per-process RLIMIT_AS
 (the processes together are not capped) and processes to RLIMIT_NPROC of uid
 65534, which every session of the host shares. Without root the working
-folder is a plain folder, without a quota. :meth:`Sandbox.close` removes the
-cgroups, unmounts the working folder and removes the session's folder.
+folder is a plain folder, without a quota.
+
+What a block started ends with it: its process group is killed (with it the
+pid namespace), then every process in the session's cgroup, whatever the
+block did to its namespace, and only then is the rest of its output read;
+the pipes are served from the calling thread without blocking, so no reader
+is left stuck on a pipe a survivor holds. :meth:`Sandbox.close` (or
+collection, a normal exit, SIGTERM or SIGHUP) kills what is left, removes
+the cgroups, unmounts the working folder, detaches its loop device and
+removes the session's folder; a host killed before it could is swept at the
+next sandbox's start (:func:`sweep_stale`). :meth:`Sandbox.run_host_code`
+runs the host's own code over what the agent wrote (a phenotype file), so
+the host never decodes it itself. The docs' sandbox page lists the attacks
+tried and held.
 """
 
 from __future__ import annotations
@@ -706,6 +722,17 @@ def _and(names, word: str = "and") -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {word} {names[-1]}"
 
 
+@functools.cache
+def _disable_userns() -> list[str]:
+    """``["--disable-userns"]`` where this bubblewrap has it (0.8 and later); older ones run without it, the seccomp
+    filter's refusal of the namespace flags holding alone."""
+    try:
+        shown = subprocess.run([_BWRAP, "--help"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return ["--disable-userns"] if "--disable-userns" in shown.stdout + shown.stderr else []
+
+
 def _system_links() -> list[tuple[str, str]]:
     """(path, what it is) of /bin, /lib, /lib64, /sbin: a symlink's target (merged /usr), or "dir"."""
     out = []
@@ -749,6 +776,10 @@ class Sandbox:
         self.packages = [os.path.realpath(p) for p in site.getsitepackages() if os.path.isdir(p)]
         self._root = os.geteuid() == 0
         self.isolation = self._choose(isolation)
+        try:
+            sandbox_seccomp.architecture()
+        except sandbox_seccomp.SeccompUnavailable as exc:  # before anything is made on the host
+            raise SandboxUnavailable(f"python sandbox: {exc}; the tool cannot start without its seccomp filter") from None
         sweep_stale()  # what a host killed before it could clean up left behind
         _watch_signals()
         self._dir = tempfile.mkdtemp(prefix=FOLDER_PREFIX)  # a random name: nothing of the session's seed
@@ -803,8 +834,9 @@ class Sandbox:
         if not self.importable:
             return f"none of {_and(ANALYSIS_PACKAGES, 'or')} is installed (only the standard library)"
         are = "is" if len(self.importable) == 1 else "are"
-        return (f"{_and(self.importable)} {are} installed ({_and(missing)} {'is' if len(missing) == 1 else 'are'} "
-                "not: importing them fails)")
+        one = len(missing) == 1
+        return (f"{_and(self.importable)} {are} installed ({_and(missing)} {'is' if one else 'are'} not: importing "
+                f"{'it' if one else 'them'} fails)")
 
     def describe(self) -> str:
         """The limits in words as they hold on this host (:meth:`Limits.describe` of :attr:`enforced`)."""
@@ -878,7 +910,7 @@ class Sandbox:
         tmp = ["--size", str(self.limits.tmp_bytes), "--tmpfs"]  # each block's /tmp (and /dev/shm) a tmpfs of its size
         if self.isolation == "bwrap":
             # --disable-userns: a nested user namespace would hold every capability inside it
-            staged, command = [], [_BWRAP, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
+            staged, command = [], [_BWRAP, "--unshare-all", "--unshare-user", *_disable_userns(), "--die-with-parent",
                                    "--new-session", "--uid", str(UNPRIVILEGED), "--gid", str(UNPRIVILEGED), "--clearenv",
                                    "--seccomp", str(seccomp_fd), "--proc", "/proc", "--dev", "/dev",
                                    *tmp, "/tmp", *tmp, "/dev/shm", "--remount-ro", "/dev"]
@@ -977,7 +1009,7 @@ class Sandbox:
             text = text[:limits.output_chars] + (f"\n[output truncated to {limits.output_chars:,} characters; "
                                                  f"{len(pipes.kept) + pipes.dropped:,} bytes in all]")
         status = process.returncode
-        signalled = -status if status < 0 else status - 128 if status > 128 else 0
+        signalled = 0 if status is None else -status if status < 0 else status - 128 if status > 128 else 0
         limit = ("time" if timed_out else "memory" if self._cgroup.oom_kills() > oom_kills  # the cgroup killed one
                  else "cpu" if signalled in (signal.SIGXCPU, signal.SIGKILL)
                  else "memory" if "MemoryError" in text[-2000:] else None)

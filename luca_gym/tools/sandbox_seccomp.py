@@ -68,7 +68,7 @@ DENIED = (
     ("reboot", "restarts the machine"),
     ("swapon", "changes the machine's swap"),
     ("swapoff", "changes the machine's swap"),
-    ("acct", "turns process accounting on the host"),
+    ("acct", "switches the host's process accounting"),
     ("syslog", "reads the kernel's log (addresses that help an exploit)"),
     ("quotactl", "changes disk quotas"),
     ("lookup_dcookie", "a profiling interface that leaks kernel paths"),

@@ -74,7 +74,7 @@ def read_phenotype_file(sandbox, path: str, max_rows: int, max_id_chars: int) ->
     lines = answer["output"].rstrip("\n").rsplit("\n", 1)
     try:
         read = json.loads(lines[-1]) if answer["exit_status"] == 0 and not answer["truncated"] else None
-    except ValueError:
+    except (ValueError, RecursionError):
         read = None
     if isinstance(read, dict) and isinstance(read.get("error"), str) and read["error"].startswith("phenotype_file: "):
         raise ValueError(read["error"][:1000])
