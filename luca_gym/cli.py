@@ -322,13 +322,17 @@ def cmd_eval(args) -> int:
     settings = with_budget(args, world, _settings(args, world, hook, "eval_settings"))
     specs = ev.plan_world(world, agents, seeds, **ablation_arms(args, world, hook, settings))
     cassette = _cassette(args, [a for a in agents if ev.is_llm_agent(a)])
+    request = _request_settings(args, [a for a in agents if ev.is_llm_agent(a)])
+    sent = {k: v for k, v in request.items() if k != "max_turns"}
+    _check_server(args, agents, cassette)
 
     def runner(name: str):
         if cassette is not None and ev.is_llm_agent(name):
             from luca_gym.tools.providers import make_agent
 
-            return make_agent(name, args.base_url, cassette=cassette)
-        return ev.make_runner(name, args.base_url, world=world.name)
+            return make_agent(name, args.base_url, cassette=cassette, request=sent)
+        return ev.make_runner(name, args.base_url, world=world.name, request=sent)
+
 
     for agent in agents:
         if ev.is_llm_agent(agent):  # its SDK and key, before a file is made (a runner is made again for each session)
@@ -348,9 +352,10 @@ def cmd_eval(args) -> int:
     try:
         seal = seal_of(args, out=args.out)
         path = ev.sweep(specs, args.out, policy_factory=factory, progress=Progress(args.quiet), sealed=seal,
-                        base_url=args.base_url, concurrency=concurrency, retries=args.retries, backoff=args.backoff,
+                        base_url=args.base_url, concurrency=concurrency, retries=args.retries,
+                        backoff=0 if cassette is not None and cassette.replaying else args.backoff,  # replay: no waits
                         price=price, log=None if args.quiet else _say, python=python,
-                        analysis_tools=args.python_analysis_tools)
+                        analysis_tools=args.python_analysis_tools, request=request)
     except BaseException:
         if created:
             _remove_if_empty(args.out)
@@ -373,6 +378,17 @@ def cmd_eval(args) -> int:
     models = [r for r in records if r.get("usage") and ev.is_llm_agent(r["agent"])]  # a tool-agent baseline spends no tokens
     if models:
         print(f"\n{usage_line([r['usage'] for r in models], [r.get('cost_usd') for r in models])}")
+        if request:
+            print("request: " + ", ".join(f"{k} {v}" for k, v in request.items()))
+        failed = sum(r.get("end_reason") == "model_error" for r in models)
+        if failed:
+            print(f"model errors: {failed} session(s) ended on a turn the model or its server could not complete "
+                  "(end_reason model_error, scored; the error is in each line's model_error)", file=sys.stderr)
+    from luca_gym.tools.providers import no_tool_call_warning
+
+    warning = no_tool_call_warning(records)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
     print(f"\nsessions: {path}")
     return 0
 
@@ -392,7 +408,7 @@ def _cassette(args, models: list[str]):
         return None
     flag = "--record-responses" if args.record_responses else "--replay-responses"
     if not models:
-        raise UsageError(f"{flag}: no openai:MODEL or anthropic:MODEL agent in --agents; only a model's responses are "
+        raise UsageError(f"{flag}: no openai:MODEL, anthropic:MODEL or mock agent in --agents; only a model's responses are "
                          "recorded and replayed")
     from luca_gym.tools.recording import Cassette
 
@@ -400,6 +416,18 @@ def _cassette(args, models: list[str]):
         return Cassette(path, "record" if args.record_responses else "replay")
     except ValueError as exc:
         raise UsageError(f"{flag}: {exc}") from None
+
+
+def _check_server(args, agents: list[str], cassette) -> None:
+    """UsageError, in seconds, where ``--base-url`` names no server that accepts
+    a connection and an openai: agent would call it (not when replaying)."""
+    if args.base_url is None or (cassette is not None and cassette.replaying) or not any(a.startswith("openai:") for a in agents):
+        return
+    from luca_gym.tools.providers import server_reachable
+
+    why = server_reachable(args.base_url)
+    if why is not None:
+        raise UsageError(f"--base-url: {why}; start the server, or check the URL with luca-gym check-model")
 
 
 def _check_model_key(agent: str, runner, base_url: str | None) -> None:
@@ -753,6 +781,77 @@ def cmd_report(args) -> int:
     return 0
 
 
+def _request_arguments(p, sweep: bool = True) -> None:
+    """The model request settings of ``eval`` (and ``check-model``, ``sweep=False``)."""
+    if sweep:
+        p.add_argument("--max-turns", type=int, default=None, metavar="N",
+                       help="agent turns a tool agent's session may take (default: the session's own limit, else 300)")
+    p.add_argument("--max-tokens", type=int, default=None, metavar="N",
+                   help="tokens a model turn may generate (default: the server's); too few cut tool calls short")
+    p.add_argument("--temperature", type=float, default=None, help="sampling temperature (default: the server's)")
+    p.add_argument("--model-seed", type=int, default=None, metavar="N",
+                   help="the model's sampling seed, for OpenAI-compatible servers (not the instance --seeds)")
+    p.add_argument("--tool-choice", default=None, metavar="CHOICE",
+                   help="auto, required, none, or a tool's name (some servers parse tool calls only when one is named)")
+    p.add_argument("--request-timeout", type=float, default=None, metavar="SECONDS",
+                   help="how long one model call may take before it fails (and is retried)"
+                        + (" (default: the SDK's, 600 s)" if sweep else " (default: 60)"))
+
+
+def _request_settings(args, models: list[str]) -> dict:
+    """The request settings given (``request`` of the sweep: ``max_turns`` and
+    what model agents send), checked; UsageError for one given without a model
+    agent that takes it, ValueError (one line, naming the option) for a bad value."""
+    from luca_gym.tools.loop import check_max_turns
+    from luca_gym.tools.providers import check_request
+
+    sent = {"max_tokens": args.max_tokens, "temperature": args.temperature, "seed": args.model_seed,
+            "tool_choice": args.tool_choice, "timeout": args.request_timeout}
+    given = {k: v for k, v in sent.items() if v is not None}
+    if given and not models:
+        flag = "--" + {"seed": "model-seed", "timeout": "request-timeout"}.get(next(iter(given)), next(iter(given))).replace("_", "-")
+        raise UsageError(f"{flag}: no openai:MODEL, anthropic:MODEL or mock agent in --agents; request settings go to models")
+    for model in models:
+        try:
+            check_request(given, model)
+        except ValueError as exc:
+            name, _, rest = str(exc).partition(":")
+            raise UsageError("--" + {"seed": "model-seed", "timeout": "request-timeout"}.get(name, name).replace("_", "-")
+                             + ":" + rest) from None
+    if getattr(args, "max_turns", None) is not None:
+        try:
+            given["max_turns"] = check_max_turns(args.max_turns)
+        except ValueError as exc:
+            raise UsageError(f"--{exc}".replace("max_turns", "max-turns", 1)) from None
+    return given
+
+
+def cmd_check_model(args) -> int:
+    """One call to ``--model`` at ``--base-url`` with one tool: say whether a
+    server answered and whether it returned a tool call (exit 0 if so, 1 if not)."""
+    import json
+
+    from luca_gym.tools.providers import check_model
+
+    request = _request_settings(args, [f"openai:{args.model}"])
+    if args.base_url is None and not os.environ.get("OPENAI_API_KEY"):
+        raise UsageError("--base-url: none given and $OPENAI_API_KEY is not set; name a local server, e.g. "
+                         "--base-url http://127.0.0.1:8080/v1")
+    out = check_model(args.model, args.base_url, **request)
+    where = args.base_url or "OpenAI's API"
+    if not out["server"]:
+        print(f"no answer from {where}: {out['error']}")
+        return 1
+    print(f"server: answered at {where} in {out['latency_s']} s (finish_reason {out['finish_reason']!r})")
+    if out["ok"]:
+        call = out["tool_call"]
+        print(f"tool call: {call['name']}({call['arguments'] if isinstance(call['arguments'], str) else json.dumps(call['arguments'])})"
+              " -- this model and server can run eval")
+        return 0
+    print(f"tool call: none. {out['error']}" + (f"\ntext: {out['content'][:300]!r}" if out.get("content") else ""))
+    return 1
+
+
 def cmd_show(args) -> int:
     """Draw one recorded session with its world's viewer and print the path (one
     line); when several sessions match, a note on stderr names the one drawn."""
@@ -906,9 +1005,13 @@ def build_parser(world=None) -> argparse.ArgumentParser:
     p = sub.add_parser("eval", help=text, description=described("eval", text))
     p.add_argument("--world", default=DEFAULT_WORLD, help=world_help)
     p.add_argument("--agents", default=None,
-                   help="comma-separated: the world's baselines, openai:MODEL, anthropic:MODEL, ppo:RUN_DIR, sb3:FILE.zip "
-                        "(default: the world's baselines; LUCA's: the paper's three)")
-    p.add_argument("--base-url", default=None, help="OpenAI-compatible server for openai:MODEL agents (local servers too)")
+                   help="comma-separated: the world's baselines, openai:MODEL, anthropic:MODEL, mock (a scripted model "
+                        "behind the same provider path: no key, no network), module:attribute (your agent factory, e.g. "
+                        "my_agents:make_agent), ppo:RUN_DIR, sb3:FILE.zip (default: the world's baselines; LUCA's: the "
+                        "paper's three)")
+    p.add_argument("--base-url", default=None,
+                   help="OpenAI-compatible server for openai:MODEL agents (local servers too; check one first with "
+                        "luca-gym check-model), passed as base_url= to a module:attribute factory")
     responses = p.add_mutually_exclusive_group()
     responses.add_argument("--record-responses", default=None, metavar="FILE",
                            help="append every openai:/anthropic: provider call to FILE (JSONL: the request, its key and "
@@ -943,8 +1046,16 @@ def build_parser(world=None) -> argparse.ArgumentParser:
     p.add_argument("--python", action="store_true", help=PYTHON_HELP)
     p.add_argument("--python-analysis-tools", action="store_true", help=PYTHON_ANALYSIS_HELP)
     _sandbox_arguments(p)
+    _request_arguments(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_eval)
+
+    text = "one call to an OpenAI-compatible model: is a server there, and does it return a tool call?"
+    p = sub.add_parser("check-model", help=text, description=f"{text[0].upper()}{text[1:]} Exit 0 if it does, 1 if not.")
+    p.add_argument("--model", required=True, help="the model's name, as the server knows it")
+    p.add_argument("--base-url", default=None, help="the server, e.g. http://127.0.0.1:8080/v1 (default: OpenAI's API)")
+    _request_arguments(p, sweep=False)
+    p.set_defaults(func=cmd_check_model)
 
     text = "train a learned agent on a world's flat action space"
     p = sub.add_parser("train", help=text, description=described("train", text))
@@ -1064,6 +1175,7 @@ def _as_flags(message: str, args) -> str:
 def main(argv=None) -> int:
     from luca_gym.harness import ResultsError
     from luca_gym.tools.loop import ProviderError
+    from luca_gym.tools.recording import CassetteMiss
 
     command, _ = _world_named(argv)
     try:
@@ -1076,6 +1188,9 @@ def main(argv=None) -> int:
         return args.func(args)
     except (UsageError, ResultsError, ValueError) as exc:
         print(f"luca-gym {args.command}: error: {_as_flags(str(exc), args)}", file=sys.stderr)
+        return EXIT_USAGE
+    except CassetteMiss as exc:  # the run differs from the recorded one: a usage error, as the help says
+        print(f"luca-gym {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except ProviderError as exc:
         print(f"luca-gym {args.command}: error: {exc}; completed sessions are saved and a rerun resumes", file=sys.stderr)

@@ -22,6 +22,18 @@ def _cut(text: str) -> str:
     return text if len(text) <= MAX_RESULT else f"{text[:MAX_RESULT]}... ({len(text) - MAX_RESULT:,} more characters)"
 
 
+def arguments_text(arguments) -> str:
+    """A tool call's arguments as the transcript shows them: JSON, also where
+    the model sent them as JSON text (parsed first, so they read alike);
+    text that is not JSON as it came."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except (ValueError, RecursionError):
+            return arguments
+    return json.dumps(arguments, ensure_ascii=False)
+
+
 def transcript_text(record: dict) -> str:
     """The transcript of ``record`` (a results line) as plain text: each
     message with its role, an assistant's text, reasoning, tool calls and
@@ -32,12 +44,12 @@ def transcript_text(record: dict) -> str:
     messages = record.get("messages")
     if not messages:
         calls = [c.get("call") for c in record.get("calls") or ()]
-        return f"{head}\n(no transcript in this record; its calls: {', '.join(map(str, calls)) or 'none'})"
+        return f"{head}\n(no transcript in this record; its calls: {', '.join(map(str, calls)) or 'none'})\n"
     lines = [head, ""]
     for i, m in enumerate(messages):
         role = m.get("role", "?")
         if role == "assistant":
-            extra = [f"{k} {m[k]}" for k in ("latency_s",) if m.get(k) is not None]
+            extra = [f"{k} {m[k]}" for k in ("latency_s", "finish_reason") if m.get(k) is not None]
             usage = m.get("usage") or {}
             if usage.get("input_tokens") is not None or usage.get("output_tokens") is not None:
                 extra.append(f"tokens in {usage.get('input_tokens')} out {usage.get('output_tokens')}")
@@ -49,7 +61,7 @@ def transcript_text(record: dict) -> str:
             if m.get("content"):
                 lines += _wrapped(m["content"], "    ")
             for c in m.get("tool_calls") or ():
-                lines += _wrapped(f"-> {c.get('name')}({json.dumps(c.get('arguments'))})", "    ")
+                lines += _wrapped(f"-> {c.get('name')}({arguments_text(c.get('arguments'))})", "    ")
         elif role == "tool":
             lines.append(f"[{i}] tool {m.get('name', '')}" + (" (error)" if m.get("is_error") else ""))
             lines += _wrapped(_cut(str(m.get("content", ""))), "    ")

@@ -281,8 +281,8 @@ def test_luca_gym_eval_records_and_replays_a_run_without_a_key_or_network(tmp_pa
     assert len(recorded) == 2 and [comparable(r) for r in replayed] == [comparable(r) for r in recorded]
     capsys.readouterr()
 
-    # a seed the recording did not play: stopped at its first turn, named; nothing recorded
-    assert main([*EVAL, "--seeds", "2", "--replay-responses", str(path), "--out", str(tmp_path / "c")]) == 1
+    # a seed the recording did not play: stopped at its first turn, named, exit 2 (a usage error, as the help says); nothing recorded
+    assert main([*EVAL, "--seeds", "2", "--replay-responses", str(path), "--out", str(tmp_path / "c")]) == 2
     error = capsys.readouterr().err
     assert "no recorded response for the chat.completions request of model 'mock' at turn 0" in error
     assert not (tmp_path / "c" / ev.SESSIONS_FILE).exists() or not lines_of(tmp_path / "c")
@@ -291,7 +291,7 @@ def test_luca_gym_eval_records_and_replays_a_run_without_a_key_or_network(tmp_pa
     assert "--replay-responses: cassette" in capsys.readouterr().err and not (tmp_path / "d").exists()
     assert main(["eval", "--world", "luca", "--agents", "random", "--seeds", "0", "--record-responses", str(path),
                  "--out", str(tmp_path / "e")]) == 2
-    assert "--record-responses: no openai:MODEL or anthropic:MODEL agent" in capsys.readouterr().err
+    assert "--record-responses: no openai:MODEL, anthropic:MODEL or mock agent" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exited:
         main([*EVAL, "--record-responses", str(path), "--replay-responses", str(path)])
     assert exited.value.code == 2 and "not allowed with argument" in capsys.readouterr().err

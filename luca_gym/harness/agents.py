@@ -1,5 +1,5 @@
 """Agents by name: baselines, ``openai:MODEL`` / ``anthropic:MODEL`` tool
-agents, learned agents (``ppo:RUN_DIR``, ``sb3:FILE.zip``) and a user's own
+agents, ``mock`` (an offline scripted model behind the same provider path), learned agents (``ppo:RUN_DIR``, ``sb3:FILE.zip``) and a user's own
 tool agent (``module:attribute``, :func:`is_module_agent`):
 :func:`check_agent` and :func:`make_runner`; token prices and session cost."""
 
@@ -40,9 +40,14 @@ def session_cost(usage: dict | None, price) -> float | None:
     return round((tokens[0] * price[0] + tokens[1] * price[1]) / 1e6, 6)
 
 
+MOCK_AGENT = "mock"
+
+
 def is_llm_agent(name: str) -> bool:
-    """Whether an agent spec names a language model (``openai:`` or ``anthropic:``)."""
-    return str(name).startswith(("openai:", "anthropic:"))
+    """Whether an agent spec names a language model (``openai:`` or
+    ``anthropic:``, or ``mock``: a scripted model behind the same provider
+    path, :func:`luca_gym.tools.mock_provider.mock_agent`)."""
+    return str(name).startswith(("openai:", "anthropic:")) or name == MOCK_AGENT
 
 
 def is_learned_agent(name: str) -> bool:
@@ -89,7 +94,7 @@ def agents_allowed(world=DEFAULT_WORLD) -> str:
     world = worlds.get(world)
     names = list(world.baseline_policies())
     if world.tools is not None:
-        names += ["openai:MODEL", "anthropic:MODEL", "module:attribute (your agent factory)"]
+        names += ["openai:MODEL", "anthropic:MODEL", MOCK_AGENT, "module:attribute (your agent factory)"]
     if _takes_learned(world):
         names += ["ppo:RUN_DIR", "sb3:FILE.zip"]
     return ", ".join(names[:-1]) + (" or " if len(names) > 1 else "") + names[-1] if names else "none"
@@ -119,7 +124,7 @@ def check_agent(name, world=DEFAULT_WORLD) -> str:
         return name
     known = isinstance(name, str) and (
         name in baselines
-        or (is_llm_agent(name) and world.tools is not None and name.partition(":")[2])
+        or (is_llm_agent(name) and world.tools is not None and (name == MOCK_AGENT or name.partition(":")[2]))
         or (is_learned_agent(name) and _takes_learned(world) and name.partition(":")[2])
     )
     if not known:
@@ -134,16 +139,20 @@ def check_agent(name, world=DEFAULT_WORLD) -> str:
     return name
 
 
-def make_runner(name: str, base_url: str | None = None, world=DEFAULT_WORLD):
+def make_runner(name: str, base_url: str | None = None, world=DEFAULT_WORLD, request: dict | None = None):
     """A baseline (a policy or a tool agent, new for each session); an LLM
-    agent callable for ``openai:MODEL`` / ``anthropic:MODEL``; or a learned
-    agent's :class:`~luca_gym.agents.FlatPolicy` loaded from ``ppo:RUN_DIR``
-    or ``sb3:FILE.zip`` (ValueError names a missing or corrupt checkpoint, or
-    the missing ``rl`` extra)."""
+    agent callable for ``openai:MODEL`` / ``anthropic:MODEL`` / ``mock``
+    (sending ``request`` settings, :func:`luca_gym.tools.providers.check_request`);
+    a user's agent from its ``module:attribute`` factory (called with
+    ``base_url=`` where one is given: ValueError if it takes none, rather than
+    drop it); or a learned agent's :class:`~luca_gym.agents.FlatPolicy`
+    loaded from ``ppo:RUN_DIR`` or ``sb3:FILE.zip`` (ValueError names a
+    missing or corrupt checkpoint, or the missing ``rl`` extra)."""
     world = worlds.get(world)
     check_agent(name, world)
     if is_module_agent(name) and name not in world.baseline_policies():
-        agent = load_module_agent(name)()
+        factory = load_module_agent(name)
+        agent = factory() if base_url is None else _with_base_url(name, factory, base_url)
         if not callable(agent):
             raise ValueError(f"agent {name!r}: its factory returned {type(agent).__name__}, not an agent "
                              "((messages, tool_specs) -> AgentTurn)")
@@ -151,7 +160,7 @@ def make_runner(name: str, base_url: str | None = None, world=DEFAULT_WORLD):
     if is_llm_agent(name):
         from luca_gym.tools.providers import make_agent
 
-        return make_agent(name, base_url)
+        return make_agent(name, base_url, request=request)
     if is_learned_agent(name):
         algo, _, path = name.partition(":")
         if algo == "ppo":
@@ -164,3 +173,18 @@ def make_runner(name: str, base_url: str | None = None, world=DEFAULT_WORLD):
             raise ValueError(f"agent {name!r}: needs the rl extra ({exc}); {RL_EXTRA}") from None
         return load_policy(path)
     return world.baseline_policies()[name]()
+
+
+def _with_base_url(name: str, factory, base_url: str):
+    """``factory(base_url=base_url)``; ValueError where the factory takes no such argument."""
+    import inspect
+
+    try:
+        parameters = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        parameters = {}
+    takes = "base_url" in parameters or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+    if not takes:
+        raise ValueError(f"agent {name!r}: --base-url {base_url} given, but its factory takes no base_url argument; "
+                         "add one (def factory(base_url=None): ...) or leave --base-url out")
+    return factory(base_url=base_url)

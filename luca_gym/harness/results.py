@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from luca_gym import __version__
 from luca_gym import worlds
+from luca_gym.harness.agents import is_llm_agent
 from luca_gym.harness.spec import LEGACY_WORLD, ResultsError, record_key
 
 
@@ -157,11 +158,14 @@ class Results:
         """Refuse (ResultsError naming file and line) a line whose configuration
         differs from ``config`` or from ``expected`` ({key: {field: value}})
         for its session. The base URL is compared on ``openai:`` lines only
-        (of ``agents``, when given: the agents this run uses)."""
+        (of ``agents``, when given: the agents this run uses), the request
+        settings on model agents' lines."""
         for record, lineno in zip(self.records, self.lines):
             for field, ours in config.items():
                 agent = str(record["agent"])
                 if field == "base_url" and not (agent.startswith("openai:") and (agents is None or agent in agents)):
+                    continue
+                if field == "request" and not (is_llm_agent(agent) and (agents is None or agent in agents)):
                     continue
                 theirs = record.get(field)
                 if theirs != ours:

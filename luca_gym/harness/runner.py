@@ -39,7 +39,7 @@ def run_session(policy, spec: SessionSpec, env=None, max_calls: int | None = Non
 def run_tool_session(
     agent, spec: SessionSpec, env=None, *, sealed=None, base_url: str | None = None,
     retries: int | None = None, backoff: float | None = None, price=None, sleep: Callable[[float], object] = time.sleep,
-    python: bool = False, analysis_tools: bool = False,
+    python: bool = False, analysis_tools: bool = False, request: dict | None = None,
 ) -> dict:
     """Run one session of a tool-calling agent (a language model, or a world's
     tool-agent baseline) through the world's tool session (``World.tools``);
@@ -57,7 +57,12 @@ def run_tool_session(
     :data:`~luca_gym.tools.session.PYTHON_TURNS`), as agent turns here and as
     calls in the session, and the record says ``python: true``. Such a
     session drops the world's structured analysis tools unless
-    ``analysis_tools=True`` (the record then says ``analysis_tools: true``)."""
+    ``analysis_tools=True`` (the record then says ``analysis_tools: true``).
+
+    ``request``: the run's request settings, kept in a model agent's record
+    as ``request`` (None without any); its ``max_turns`` caps the agent's
+    turns (below the session's own limit, where it has one)."""
+    from luca_gym.harness.agents import is_llm_agent
     from luca_gym.tools.loop import run_agent
 
     price = check_price(price)
@@ -65,11 +70,15 @@ def run_tool_session(
     started = time.perf_counter()
     session = open_tool_session(spec, sealed, env=env, python=python, analysis_tools=analysis_tools)
     try:
-        turns = {} if session.turn_limit is None else {"max_turns": session.turn_limit}
+        limits = [n for n in (session.turn_limit, (request or {}).get("max_turns")) if n is not None]
+        turns = {"max_turns": min(limits)} if limits else {}
         result = run_agent(agent, session, sleep=sleep, **retry, **turns)
     finally:
         session.close()  # its sandbox, should the agent's provider fail mid-session
-    return _tool_record(spec, session, result, time.perf_counter() - started, base_url=base_url, price=price)
+    record = _tool_record(spec, session, result, time.perf_counter() - started, base_url=base_url, price=price)
+    if is_llm_agent(spec.agent):
+        record["request"] = request or None
+    return record
 
 
 def open_tool_session(spec: SessionSpec, sealed=None, env=None, *, python: bool = False, analysis_tools: bool = False):

@@ -40,9 +40,16 @@ def sweep(
     log: Callable[[str], None] | None = None,
     python: bool = False,
     analysis_tools: bool = False,
+    request: dict | None = None,
 ) -> str:
     """Run every session of ``specs`` not yet in ``out_dir``, appending each
     record as it ends. Returns the results file's path.
+
+    ``request``: the model agents' request settings (``max_turns``, and what
+    their runners send: ``max_tokens``, ``temperature``...), recorded in
+    their lines and compared, like the base URL, when a sweep resumes;
+    ``max_turns`` caps every tool agent's turns
+    (:func:`~luca_gym.harness.runner.run_tool_session`).
 
     ``sealed`` (:mod:`luca_gym.seal`) runs sealed organisms; ``base_url`` is
     recorded for ``openai:`` agents (pass the one their runner uses). The
@@ -93,6 +100,7 @@ def sweep(
         if hasattr(runner, "act"):
             return run_session(runner, spec, sealed=seal)
         return run_tool_session(runner, spec, sealed=seal, base_url=base_url, retries=retries, backoff=backoff, price=price,
+                                request=request,
                                 sleep=sleep, python=python, analysis_tools=analysis_tools)
 
     with folder_lock(out_dir):
@@ -101,6 +109,7 @@ def sweep(
             results = read_results(path, seal=seal)
             expected = {session_key(s): expected_fields(s) for s in specs}
             config = {"version": __version__, "sealed": None if seal is None else seal.fingerprint, "base_url": base_url,
+                      "request": request or None,
                       **python_config(python, analysis_tools)}
             results.check_config(config, expected, agents={s.agent for s in specs})
             done = set(results.keys())

@@ -29,12 +29,15 @@ class AgentTurn:
     """What an agent returns: optional text, the tool calls it makes and, for a
     provider's model, the tokens the call used (``{"input_tokens",
     "output_tokens"}``, each an int or None when the provider did not say) and
-    the reasoning text where the provider returns one."""
+    the reasoning text where the provider returns one, and why the model
+    stopped (``finish_reason``: the provider's word, e.g. ``"tool_calls"``,
+    ``"stop"``, ``"length"``: the token cap cut the turn)."""
 
     content: str | None = None
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: dict | None = None
     reasoning: str | None = None  # the model's reasoning text, where its provider returns it
+    finish_reason: str | None = None
 
 
 # An agent: (messages, tool specs) -> AgentTurn. Messages use a neutral format:
@@ -74,12 +77,12 @@ def opening_messages(session) -> list[dict]:
 
 
 def assistant_message(content, tool_calls=(), *, latency_s: float | None = None, reasoning: str | None = None,
-                      usage=None) -> dict:
+                      usage=None, finish_reason: str | None = None) -> dict:
     """One assistant turn of a transcript: its text (``content``, None for
     none), its ``tool_calls`` (:class:`ToolCall` objects) as ``{"id", "name",
     "arguments"}``, and, where known, ``latency_s``, the provider's
-    ``reasoning`` text and the turn's ``usage`` (``input_tokens``,
-    ``output_tokens``)."""
+    ``reasoning`` text, the turn's ``usage`` (``input_tokens``,
+    ``output_tokens``) and its ``finish_reason``."""
     said = {"role": "assistant", "content": content,
             "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in tool_calls]}
     if latency_s is not None:
@@ -88,6 +91,8 @@ def assistant_message(content, tool_calls=(), *, latency_s: float | None = None,
         said["reasoning"] = reasoning
     if isinstance(usage, dict):
         said["usage"] = {k: usage.get(k) for k in ("input_tokens", "output_tokens")}
+    if isinstance(finish_reason, str) and finish_reason:
+        said["finish_reason"] = finish_reason
     return said
 
 
@@ -122,8 +127,18 @@ def backoff_delay(attempt: int, backoff: float, rng=random) -> float:
     return min(MAX_BACKOFF_S, backoff * 2**attempt) * (0.5 + 0.5 * rng.random())
 
 
+MAX_TURNS = 300  # agent turns of a session unless the session or the caller sets fewer
+
+
+def check_max_turns(max_turns) -> int:
+    """``max_turns`` an integer >= 1; ValueError naming it otherwise."""
+    if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
+        raise ValueError(f"max_turns: {max_turns!r}; allowed an integer >= 1 (agent turns a session may take)")
+    return max_turns
+
+
 def run_agent(
-    agent: Agent, session: ToolSessionBase, max_turns: int = 300, *, retries: int = RETRIES, backoff: float = BACKOFF_S,
+    agent: Agent, session: ToolSessionBase, max_turns: int = MAX_TURNS, *, retries: int = RETRIES, backoff: float = BACKOFF_S,
     sleep: Callable[[float], Any] = time.sleep,
 ) -> dict:
     """Let ``agent`` drive ``session`` until it ends (or ``max_turns`` turns,
@@ -142,22 +157,35 @@ def run_agent(
     waiting :func:`backoff_delay` before each: the session is touched only by
     a turn that came back, so a failed call changes nothing. A non-retryable
     error (bad key, unknown model, bad request), or a retryable one that
-    outlasts the retries, is raised and the session is left unfinished.
+    outlasts the retries, is raised and the session is left unfinished;
+    except the model's own failure (``ProviderError.model_failure``: an
+    answer that cannot be read, a server error on the model's output such as
+    a tool call cut off mid-JSON, a conversation past the model's context):
+    the session is then ended for it, ``end_reason`` ``"model_error"``, and
+    ``record["model_error"]`` keeps the error; it is scored like any session
+    the agent stopped.
 
     ``record["usage"]``: ``input_tokens`` and ``output_tokens`` summed over
     the calls that reported them (None if none did), ``provider_calls`` (every
     call, failed ones included), ``retries``, and ``failed_calls``, one
     ``{"turn", "attempt", "error"}`` per failed call (turn and attempt count from 0)."""
     retries, backoff = check_retry(retries, backoff)
+    max_turns = check_max_turns(max_turns)
     messages: list[dict] = opening_messages(session)
     specs = session.tool_specs()
     usage = {"input_tokens": None, "output_tokens": None, "provider_calls": 0, "retries": 0, "failed_calls": []}
-    reason = "turn_limit"
+    reason, failure = "turn_limit", None
     for index in range(max_turns):
         asked = time.perf_counter()
-        turn = _ask(agent, messages, specs, index, usage, retries, backoff, sleep)
+        try:
+            turn = _ask(agent, messages, specs, index, usage, retries, backoff, sleep)
+        except ProviderError as exc:
+            if not exc.model_failure:
+                raise
+            reason, failure = "model_error", str(exc)
+            break
         messages.append(assistant_message(turn.content, turn.tool_calls, latency_s=round(time.perf_counter() - asked, 4),
-                                          reasoning=turn.reasoning, usage=turn.usage))
+                                          reasoning=turn.reasoning, usage=turn.usage, finish_reason=turn.finish_reason))
         if not turn.tool_calls:
             reason = "no_tool_call"
             break
@@ -177,6 +205,8 @@ def run_agent(
     record = session.record()
     record["messages"] = messages
     record["usage"] = usage
+    if failure is not None:
+        record["model_error"] = failure
     return record
 
 
@@ -192,7 +222,8 @@ def _ask(agent: Agent, messages: list, specs: list, turn: int, usage: dict, retr
             if not exc.retryable:
                 raise
             if attempt == retries:
-                raise ProviderError(f"{exc} (gave up after {attempt + 1} attempts)", retryable=True, cause=exc.cause) from exc
+                raise ProviderError(f"{exc} (gave up after {attempt + 1} attempts)", retryable=True, cause=exc.cause,
+                                    model_failure=exc.model_failure) from exc
             usage["retries"] += 1
             sleep(backoff_delay(attempt, backoff))
             continue
@@ -258,8 +289,13 @@ class ProviderError(RuntimeError):
     ``retryable``: whether the same call may succeed later (rate limit,
     overload, timeout, lost connection, a malformed answer) or not (bad key,
     unknown model, bad request); ``cause``: the SDK's exception, if any;
-    ``usage``: the tokens a malformed answer reported (they are billed)."""
+    ``usage``: the tokens a malformed answer reported (they are billed);
+    ``model_failure``: the error is the model's, not the service's (an
+    answer that cannot be read, a server error on the model's output, a
+    conversation past its context): :func:`run_agent` ends the session as
+    the model's failure rather than leave it unrecorded."""
 
-    def __init__(self, message: str, *, retryable: bool = False, cause: BaseException | None = None, usage: dict | None = None):
+    def __init__(self, message: str, *, retryable: bool = False, cause: BaseException | None = None, usage: dict | None = None,
+                 model_failure: bool = False):
         super().__init__(message)
-        self.retryable, self.cause, self.usage = retryable, cause, usage
+        self.retryable, self.cause, self.usage, self.model_failure = retryable, cause, usage, model_failure

@@ -20,6 +20,11 @@ share in a malformed shape (:data:`MALFORMED`)::
 
 One client per session: its draws come from its own ``seed``, in call order,
 so a session's failures are the same whatever else runs beside it.
+
+:func:`mock_agent` is ``luca-gym eval --agents mock``: this client behind
+the OpenAI agent, playing :func:`mock_strategy` on any world, with no key
+and no network (its turns carry token counts and no text, as a model that
+only calls tools gives).
 """
 
 from __future__ import annotations
@@ -31,7 +36,8 @@ import time
 from types import SimpleNamespace
 from typing import Callable
 
-__all__ = ["MALFORMED", "AuthenticationError", "MockClient", "MockProviderError", "RateLimitError", "scripted_strategy"]
+__all__ = ["MALFORMED", "AuthenticationError", "MockClient", "MockProviderError", "RateLimitError", "mock_agent", "mock_strategy",
+           "schema_strategy", "scripted_strategy"]
 
 
 class MockProviderError(Exception):
@@ -111,6 +117,78 @@ def scripted_strategy(messages: list, tools: list, experiments: int = 3) -> list
     if any(name == "get_next_prediction_task" and "error" in r for name, r in results):
         return [("end", {})]  # every task revealed (or revealing refused): done
     return [("get_next_prediction_task", {})]
+
+
+def example_arguments(schema) -> object:
+    """A value that ``schema`` (the JSON-schema subset of the tools' parameters)
+    accepts: an object's required properties, arrays at their least length, an
+    enum's first value, numbers at their minimum (0 without one), "1" for text
+    (a formula that parses)."""
+    if not isinstance(schema, dict):
+        return {}
+    if schema.get("enum"):
+        return schema["enum"][0]
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object" or "properties" in schema:
+        properties = schema.get("properties") or {}
+        return {name: example_arguments(properties.get(name)) for name in schema.get("required") or ()}
+    if kind == "array":
+        return [example_arguments(schema.get("items")) for _ in range(int(schema.get("minItems") or 0))]
+    if kind in ("integer", "number"):
+        low = schema.get("minimum", schema.get("exclusiveMinimum", 0))
+        value = low + 1 if "minimum" not in schema and "exclusiveMinimum" in schema else low
+        return int(value) if kind == "integer" else float(value)
+    if kind == "boolean":
+        return False
+    if kind == "string":
+        return "1"
+    return None
+
+
+def _tool_name(tool) -> str | None:
+    return (tool.get("function") or {}).get("name") if isinstance(tool, dict) else None
+
+
+def schema_strategy(messages: list, tools: list) -> list[tuple[str, dict]] | None:
+    """A "model" for any world: one call of each tool, in the order offered,
+    with :func:`example_arguments` for its parameters; the tools that submit
+    (named ``submit...``) after the others, ``end`` last. It knows nothing of
+    the instance, so it scores near the floor, and a refused call is simply
+    passed over. Returns the next turn's calls, or None (text only) once every
+    tool has been called."""
+    calls = sum(len(m.get("tool_calls") or ()) for m in messages if m.get("role") == "assistant")
+    if any(r.get("ended") for _, r in _conversation(messages)):
+        return None
+    named = [t for t in tools if _tool_name(t)]
+    order = ([t for t in named if not _tool_name(t).startswith("submit") and _tool_name(t) != "end"]
+             + [t for t in named if _tool_name(t).startswith("submit")] + [t for t in named if _tool_name(t) == "end"])
+    if calls >= len(order):
+        return None
+    tool = order[calls]
+    return [(_tool_name(tool), example_arguments((tool.get("function") or {}).get("parameters")))]
+
+
+def mock_strategy(messages: list, tools: list) -> list[tuple[str, dict]] | None:
+    """The scripted model of ``--agents mock``: :func:`scripted_strategy` on
+    LUCA (its tools include ``get_organism_info``), :func:`schema_strategy`
+    on every other world."""
+    if any(_tool_name(t) == "get_organism_info" for t in tools):
+        return scripted_strategy(messages, tools)
+    return schema_strategy(messages, tools)
+
+
+def mock_agent(cassette=None, **request):
+    """The ``mock`` agent: an OpenAI chat agent (model ``"mock"``) whose client
+    is a :class:`MockClient` playing :func:`mock_strategy`, one client per
+    agent (per session); ``cassette`` records or replays its responses and
+    ``request`` (e.g. ``max_tokens``) goes with every call, as a real model's
+    settings do. Needs neither the ``openai`` package nor a key."""
+    from luca_gym.tools.providers import OpenAIChatAgent
+
+    return OpenAIChatAgent("mock", client=None if cassette is not None and cassette.replaying else MockClient(mock_strategy),
+                           cassette=cassette, **request)
 
 
 class MockClient:

@@ -129,20 +129,22 @@ def _usage(reported, input_key: str, output_key: str) -> dict | None:
 
 
 def _answer(where: str, response, parse, usage_keys: tuple[str, str], turn: int) -> AgentTurn:
-    """``parse(response, turn)`` -> (content, tool calls, reasoning) as an
-    AgentTurn with the response's token usage; an unreadable answer raises a
-    retryable :class:`ProviderError` that keeps the tokens it reported.
-    ``turn``: the session's turn (from 0), naming the calls the response gave no id."""
+    """``parse(response, turn)`` -> (content, tool calls, reasoning, finish
+    reason) as an AgentTurn with the response's token usage; an unreadable
+    answer raises a retryable :class:`ProviderError`, the model's failure,
+    that keeps the tokens it reported. ``turn``: the session's turn (from 0),
+    naming the calls the response gave no id."""
     try:
         usage = _usage(_field(response, "usage"), *usage_keys)
     except Exception:  # noqa: BLE001 -- usage in an odd shape is not counted, the answer still is
         usage = None
     try:
-        content, tool_calls, reasoning = parse(response, turn)
+        content, tool_calls, reasoning, finish = parse(response, turn)
     except Exception as exc:  # noqa: BLE001 -- a provider's answer must never crash the harness
         what = str(exc) if isinstance(exc, _Unusable) else f"{type(exc).__name__}: {str(exc)[:120]}"
-        raise ProviderError(f"{where}: malformed response: {what}", retryable=True, usage=usage) from None
-    return AgentTurn(content=content, tool_calls=tool_calls, usage=usage, reasoning=reasoning)
+        raise ProviderError(f"{where}: malformed response: {what}", retryable=True, usage=usage, model_failure=True) from None
+    return AgentTurn(content=content, tool_calls=tool_calls, usage=usage, reasoning=reasoning,
+                     finish_reason=finish if isinstance(finish, str) and finish else None)
 
 
 # Where OpenAI-compatible servers put a reasoning model's thinking: vLLM and
@@ -192,7 +194,7 @@ def _openai_parse(response, turn: int) -> tuple:
         function = _field(c, "function")
         call_id = _call_id(_field(c, "id"), f"call_t{turn}_{i}")
         tool_calls.append(ToolCall(_field(function, "name"), _field(function, "arguments"), call_id))
-    return content, tool_calls, _openai_reasoning(message)
+    return content, tool_calls, _openai_reasoning(message), _field(choices[0], "finish_reason")
 
 
 def _anthropic_parse(response, turn: int) -> tuple:
@@ -211,7 +213,7 @@ def _anthropic_parse(response, turn: int) -> tuple:
             thought = _reasoning_text(_field(b, "thinking"))
             if thought is not None:
                 thoughts.append(thought)
-    return "".join(texts) or None, tool_calls, "\n\n".join(thoughts) or None
+    return "".join(texts) or None, tool_calls, "\n\n".join(thoughts) or None, _field(response, "stop_reason")
 
 
 class _ModelAgent:
@@ -337,11 +339,31 @@ def is_retryable(exc: BaseException) -> bool:
     return isinstance(exc, OSError) or any(part in name for name in names for part in _RETRYABLE_NAMES)
 
 
+# A request refused because the conversation outgrew the model's context
+# (OpenAI's context_length_exceeded, llama.cpp's "exceeds the available
+# context size", vLLM's "maximum context length").
+_CONTEXT_FULL = re.compile(r"context[_ ](length|size|window)|maximum context|exceeds? the available context", re.IGNORECASE)
+
+
+def is_model_failure(exc: BaseException) -> bool:
+    """Whether a provider's exception is the model's failure rather than the
+    service's: HTTP 500, the status a server answers when it cannot parse
+    what the model generated (llama.cpp's "Failed to parse tool call
+    arguments as JSON" when the token cap cut a call, Ollama's "error parsing
+    tool call"), or HTTP 400 for a conversation past the model's context.
+    Overload, rate limits, gateways (502-504, 529), timeouts and lost
+    connections are the service's: a session that meets them past the
+    retries is left unrecorded, to run again."""
+    status = _status_code(exc)
+    return status == 500 or (status == 400 and bool(_CONTEXT_FULL.search(str(exc))))
+
+
 @contextlib.contextmanager
 def provider_errors(agent: str):
     """Turn an SDK or network exception (or any carrying an HTTP
     ``status_code``) into a one-line :class:`ProviderError`, saying whether it
-    is retryable (:func:`is_retryable`); other exceptions pass unchanged."""
+    is retryable (:func:`is_retryable`) and whether it is the model's failure
+    (:func:`is_model_failure`); other exceptions pass unchanged."""
     try:
         yield
     except Exception as exc:  # noqa: BLE001 -- the SDKs raise many types; each becomes one clear line
@@ -349,22 +371,179 @@ def provider_errors(agent: str):
         if module not in _PROVIDER_MODULES and not isinstance(exc, OSError) and _status_code(exc) is None:
             raise
         message = (str(exc).strip().splitlines() or [""])[0][:200]
-        raise ProviderError(f"{agent}: {type(exc).__name__}: {message}", retryable=is_retryable(exc), cause=exc) from exc
+        raise ProviderError(f"{agent}: {type(exc).__name__}: {message}", retryable=is_retryable(exc), cause=exc,
+                            model_failure=is_model_failure(exc)) from exc
 
 
-def make_agent(spec: str, base_url: str | None = None, cassette=None) -> Agent:
-    """``openai:MODEL`` or ``anthropic:MODEL`` -> an agent callable, recording
-    or replaying its responses with ``cassette`` (a
+MOCK_AGENT = "mock"  # the offline scripted model: make_agent("mock")
+TOOL_CHOICES = ("auto", "required", "none")
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def check_request(settings: dict | None, spec: str = "openai:MODEL") -> dict:
+    """The request settings a model agent ``spec`` sends with every call, checked:
+    ``max_tokens`` (an integer >= 1: the most tokens a turn may generate),
+    ``temperature`` (a number >= 0), ``seed`` (an integer; OpenAI-compatible
+    servers only), ``tool_choice`` (``auto``, ``required``, ``none``, or a
+    tool's name: every turn must call that tool, which some servers need before
+    they parse tool calls at all) and ``timeout`` (seconds > 0 a call may
+    take). Those not given (None) are left out. ValueError names a bad one."""
+    out = {}
+    for name, value in (settings or {}).items():
+        if value is None:
+            continue
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if name == "max_tokens" and not (number and isinstance(value, int) and value >= 1):
+            raise ValueError(f"max_tokens: {value!r}; allowed an integer >= 1 (tokens a model turn may generate)")
+        if name == "temperature" and not (number and 0 <= value < float("inf")):
+            raise ValueError(f"temperature: {value!r}; allowed a number >= 0")
+        if name == "seed" and not (number and isinstance(value, int)):
+            raise ValueError(f"seed: {value!r}; allowed an integer (the model's sampling seed)")
+        if name == "seed" and spec.startswith("anthropic:"):
+            raise ValueError(f"seed: {value!r}; {spec} takes no sampling seed (OpenAI-compatible servers only)")
+        if name == "timeout" and not (number and 0 < value < float("inf")):
+            raise ValueError(f"timeout: {value!r}; allowed a number of seconds > 0 (how long one call may take)")
+        if name == "tool_choice" and not (isinstance(value, str) and (value in TOOL_CHOICES or _TOOL_NAME.fullmatch(value))):
+            raise ValueError(f"tool_choice: {value!r}; allowed {', '.join(TOOL_CHOICES)} or a tool's name")
+        if name not in ("max_tokens", "temperature", "seed", "timeout", "tool_choice"):
+            raise ValueError(f"request setting {name!r} unknown; allowed max_tokens, temperature, seed, tool_choice, timeout")
+        out[name] = value
+    return out
+
+
+def _request_kwargs(settings: dict, provider: str) -> dict:
+    """Checked settings (:func:`check_request`) in ``provider``'s request shape."""
+    kwargs = dict(settings)
+    choice = kwargs.pop("tool_choice", None)
+    if choice is None:
+        return kwargs
+    if provider == "anthropic":
+        kwargs["tool_choice"] = ({"type": "auto"} if choice == "auto" else {"type": "any"} if choice == "required"
+                                 else {"type": "none"} if choice == "none" else {"type": "tool", "name": choice})
+    else:
+        kwargs["tool_choice"] = choice if choice in TOOL_CHOICES else {"type": "function", "function": {"name": choice}}
+    return kwargs
+
+
+def make_agent(spec: str, base_url: str | None = None, cassette=None, request: dict | None = None) -> Agent:
+    """``openai:MODEL``, ``anthropic:MODEL`` or ``mock`` (the offline scripted
+    model, :func:`~luca_gym.tools.mock_provider.mock_agent`) -> an agent
+    callable, recording or replaying its responses with ``cassette`` (a
     :class:`~luca_gym.tools.recording.Cassette`; a replaying agent needs no
-    SDK). ValueError for an unknown spec or a missing SDK (with the install line)."""
+    SDK), sending ``request`` settings (:func:`check_request`) with every
+    call. ValueError for an unknown spec, a bad setting or a missing SDK (with
+    the install line)."""
+    settings = check_request(request, spec)
+    if spec == MOCK_AGENT:
+        from luca_gym.tools.mock_provider import mock_agent
+
+        return mock_agent(cassette=cassette, **_request_kwargs(settings, "openai"))
     provider, _, model = spec.partition(":")
     if not model or provider not in ("openai", "anthropic"):
-        raise ValueError(f"agent: {spec!r} unknown; allowed openai:MODEL or anthropic:MODEL")
+        raise ValueError(f"agent: {spec!r} unknown; allowed openai:MODEL, anthropic:MODEL or {MOCK_AGENT}")
     if cassette is None or not cassette.replaying:
         try:
             importlib.import_module(provider)
         except ImportError:
             raise ValueError(f"agent {spec!r}: the {provider} package is not installed; {LLM_EXTRA}") from None
+    kwargs = _request_kwargs(settings, provider)
     if provider == "openai":
-        return OpenAIChatAgent(model, base_url=base_url, cassette=cassette)
-    return AnthropicAgent(model, cassette=cassette)
+        return OpenAIChatAgent(model, base_url=base_url, cassette=cassette, **kwargs)
+    max_tokens = kwargs.pop("max_tokens", 4096)
+    return AnthropicAgent(model, cassette=cassette, max_tokens=max_tokens, **kwargs)
+
+
+# -- before a sweep: is a model server there, and does it call tools? ------------------------------
+NO_TOOL_CALLS = ("the server returned no tool call: it parses tool calls only with a chat template that renders tools "
+                 "(llama.cpp's llama-server: --jinja, and --chat-template-file for a model whose GGUF has none), or only "
+                 "when tool_choice names a tool (llama-cpp-python's server: --tool-choice TOOL); or the model did not "
+                 "call one (a base model, or a token cap that cut it: --max-tokens)")
+
+
+def no_tool_call_warning(records) -> str | None:
+    """A warning where every model session of ``records`` ended on its first
+    turn without a tool call (``end_reason`` ``"no_tool_call"``, one turn):
+    the sign of a server that returns no tool calls at all. None otherwise."""
+    from luca_gym.harness.agents import is_llm_agent
+
+    models = [r for r in records if is_llm_agent(r.get("agent"))]
+    first = [r for r in models if r.get("end_reason") == "no_tool_call"
+             and sum(m.get("role") == "assistant" and not m.get("harness") for m in r.get("messages") or ()) == 1]
+    if not models or len(first) < len(models):
+        return None
+    return (f"all {len(models)} model session(s) ended on turn 1 with no tool call (score 0): {NO_TOOL_CALLS}. "
+            "Try one call first: luca-gym check-model --base-url URL --model NAME")
+
+
+def server_reachable(base_url: str, timeout: float = 3.0) -> str | None:
+    """None where something accepts a TCP connection at ``base_url``'s host and
+    port within ``timeout`` seconds; else one line saying why not (no server
+    there, a name that does not resolve). No request is sent."""
+    import socket
+    import urllib.parse
+
+    parts = urllib.parse.urlsplit(base_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"{base_url!r} is not an http(s) URL (e.g. http://127.0.0.1:8080/v1)"
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError as exc:
+        return f"{base_url!r}: {exc}"
+    try:
+        socket.create_connection((parts.hostname, port), timeout=timeout).close()
+    except OSError as exc:
+        return f"no server at {parts.hostname}:{port} ({exc.strerror or type(exc).__name__})"
+    return None
+
+
+PING_TOOL = {"type": "function", "function": {
+    "name": "record_number", "description": "Record a number.",
+    "parameters": {"type": "object", "properties": {"number": {"type": "integer", "description": "the number"}},
+                   "required": ["number"], "additionalProperties": False}}}
+
+
+def check_model(model: str, base_url: str | None = None, *, api_key_env: str = "OPENAI_API_KEY", timeout: float = 60.0,
+                client=None, **request) -> dict:
+    """One call to an OpenAI-compatible model asking it to call a one-argument
+    tool (``record_number``), with no retry: ``{"ok", "server", "tool_call",
+    "finish_reason", "content", "latency_s", "error"}``. ``server``: something
+    answered at ``base_url`` (checked first by a TCP connection, so a wrong
+    port fails in seconds); ``tool_call``: the answer held a tool call (its
+    name and arguments); ``ok``: both. ``request``: settings as
+    :func:`check_request` takes them (``tool_choice``, ``max_tokens``...)."""
+    import os
+    import time
+
+    out = {"ok": False, "server": None, "tool_call": None, "finish_reason": None, "content": None, "latency_s": None,
+           "error": None}
+    if client is None and base_url is not None:
+        why = server_reachable(base_url)
+        if why is not None:
+            out.update(server=False, error=why)
+            return out
+    kwargs = _request_kwargs(check_request({**request, "timeout": request.get("timeout") or timeout}), "openai")
+    if client is None:
+        try:
+            from openai import OpenAI
+        except ImportError:
+            raise ValueError(f"check-model needs the openai package; {LLM_EXTRA}") from None
+        client = OpenAI(base_url=base_url, api_key=os.environ.get(api_key_env, "not-set"), max_retries=0)
+    messages = [{"role": "user", "content": "Call the record_number tool with the number 7."}]
+    started = time.perf_counter()
+    try:
+        with provider_errors(f"openai:{model}" + (f" at {base_url}" if base_url else "")):
+            response = client.chat.completions.create(model=model, messages=messages, tools=[PING_TOOL], **kwargs)
+        turn = _answer(f"openai:{model}", response, _openai_parse, ("prompt_tokens", "completion_tokens"), 0)
+    except ProviderError as exc:
+        reached = not isinstance(exc.cause, OSError) and "Connect" not in type(exc.cause).__name__
+        out.update(server=reached, error=str(exc), latency_s=round(time.perf_counter() - started, 3))
+        return out
+    out.update(server=True, latency_s=round(time.perf_counter() - started, 3), finish_reason=turn.finish_reason,
+               content=turn.content)
+    if turn.tool_calls:
+        call = turn.tool_calls[0]
+        out["tool_call"] = {"name": call.name, "arguments": call.arguments}
+        out["ok"] = True
+    else:
+        out["error"] = NO_TOOL_CALLS
+    return out
