@@ -73,6 +73,10 @@ os.mkdir('sub')
 rows.to_parquet('linked.parquet', index=False)
 os.link('linked.parquet', 'sub/hard_link.parquet')
 open('phenotype.txt', 'w').write('participant_id,value\\n')
+import pyarrow as pa, pyarrow.parquet as pq  # a bomb: 784 bytes, one 8 MiB id repeated on every row once decoded
+bomb = pa.DictionaryArray.from_arrays(pa.array([0] * 2000, pa.int32()), pa.array(['P' * (8 << 20)]))
+pq.write_table(pa.table({'participant_id': bomb, 'value': pa.array([1.0] * 2000)}), 'bomb.parquet', store_schema=False,
+               dictionary_pagesize_limit=1 << 30, compression='zstd')
 print('written')
 """
 
@@ -183,6 +187,8 @@ def bad_files():
     ({"phenotype_file": "duplicates.parquet"}, "phenotype_file: 3 participant ids appear more than once (first: 'P000001')"),
     ({"phenotype_file": "unknown.csv"}, "phenotype_file: 12 participant ids are not in the release (first: 'P999999'"),
     ({"phenotype_file": "infinite.parquet"}, "20 values infinite"),
+    ({"phenotype_file": "bomb.parquet"}, "'bomb.parquet' holds a participant_id of 8,388,608 characters; the release's ids "
+                                         "have at most 7"),
     ({"phenotype_file": "/analysis/good.parquet"}, "is an absolute path; give a path relative to the working folder /analysis "
                                                    "('good.parquet')"),
     ({"phenotype_file": "/etc/passwd"}, "'/etc/passwd' is an absolute path"),
