@@ -9,6 +9,8 @@ STAMP := $(VENV)/.luca-gym-installed
 # the report's figures) is all they import, not the dev extra's 2 GB (torch,
 # verifiers, the docs). Their own stamp, so `make test` still installs dev.
 DEMO_STAMP := $(VENV)/.luca-gym-demo-installed
+# What `make demo` says to run next (tests/test_first_hour.py runs it).
+DEMO_NEXT := source $(VENV)/bin/activate
 EXTRAS ?= dev
 # Compiled generators and solvers are cached on disk and shared by the test
 # workers and later runs (JAX reads this variable itself).
@@ -42,11 +44,16 @@ $(DEMO_STAMP): pyproject.toml
 	@touch $(DEMO_STAMP)
 
 # The main job on built-in defaults: three baselines x 3 tiers x 2 modes x 5
-# seeds, the table, and a report (markdown + figures) in results/demo.
+# seeds, the table, and a report (markdown + figures) in results/demo. It ends
+# with the line to run next: the package lives in .venv, so a shell finds
+# `luca-gym` and `import luca_gym` once .venv is activated.
 demo: $(DEMO_STAMP)
 	@rm -f results/demo/sessions.jsonl
 	$(BIN)/luca-gym eval --seeds 0-4 --out results/demo
 	$(BIN)/luca-gym report results/demo
+	@echo
+	@echo "Next, to use luca-gym and its Python package in this shell (the README's examples):"
+	@echo "  $(DEMO_NEXT)"
 
 # The paper's ablations (appendix E) on the scripted baselines, no network:
 # forward vs backwards organisms (medium N=20), and invented vs real gene names

@@ -49,6 +49,7 @@ SMALL = {
     'env = LucaSB3VecEnv(256, "easy", "healthy", 20, seed=0)': 'env = LucaSB3VecEnv(4, "easy", "healthy", 20, seed=0)',
     'model = MaskablePPO(LinearPathPolicy, env, device="cpu", **PPO_SETTINGS).learn(800_000)':
         'model = MaskablePPO(LinearPathPolicy, env, device="cpu", **PPO_SETTINGS).learn(64)',
+    "NUM_ENVS, NUM_STEPS = 256, 128": "NUM_ENVS, NUM_STEPS = 4, 16",  # the gymnax guide's rollout: one small compile
 }
 
 _IN_README = {body for _, body in python_blocks(README)}

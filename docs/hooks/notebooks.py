@@ -8,12 +8,16 @@ markdown cells are copied as they are, its code cells become code blocks
 titled as notebook cells (``tests/test_docs.py`` does not run them; the
 notebook test does), text outputs become text blocks, PNG outputs become
 images beside the page and markdown outputs (tables) are shown as markdown.
+A page of docs/ links a notebook by its path in the repository
+(``../../notebooks/x.ipynb``, which works read on GitHub); on the site that
+link goes to the notebook's page.
 """
 
 from __future__ import annotations
 
 import base64
 import pathlib
+import posixpath
 import re
 
 import nbformat
@@ -64,6 +68,27 @@ def on_files(files, config):
         for name, data in images.items():
             files.append(File.generated(config, f"{FOLDER}/{name}", content=data))
     return files
+
+
+# A page links a notebook where the repository has it (``../../notebooks/x.ipynb``
+# works read on GitHub or in an editor); on the site the link goes to the
+# notebook's rendered page instead (``tutorials/x.md``, generated above).
+NOTEBOOK_LINK = re.compile(r"(\]\()([^)\s#]+\.ipynb)((?:#[^)\s]*)?\))")
+
+
+def on_page_markdown(markdown, page, config, files):
+    """Point each link to a notebook of ``notebooks/`` at its tutorial page."""
+    docs = pathlib.Path(config["docs_dir"]).resolve()
+    here = (docs / page.file.src_uri).parent
+
+    def to_page(match: re.Match) -> str:
+        target = (here / match.group(2)).resolve()
+        if target.parent != NOTEBOOKS.resolve() or not target.is_file():
+            return match.group(0)
+        rendered = posixpath.relpath(f"{FOLDER}/{target.stem}.md", posixpath.dirname(page.file.src_uri) or ".")
+        return f"{match.group(1)}{rendered}{match.group(3)}"
+
+    return NOTEBOOK_LINK.sub(to_page, markdown)
 
 
 # The docstrings cross-reference in Sphinx's roles (:class:`~a.b.C`), which
