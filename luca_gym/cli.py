@@ -556,9 +556,12 @@ def _train(args) -> int:
     if args.network is not None and args.algo == "maskable-ppo":
         raise UsageError("network: applies to --algo ppo and bc (the JAX networks), not maskable-ppo")
     for option, algos in (("teacher", ("bc",)), ("epochs", ("bc",)), ("init", ("ppo",)), ("learning_rate", ("ppo",)),
-                          ("ent_coef", ("ppo",))):
+                          ("ent_coef", ("ppo",)), ("devices", ("ppo",))):
         if getattr(args, option) is not None and args.algo not in algos:
             raise UsageError(f"{option}: applies to --algo {' and '.join(algos)} only, not {args.algo}")
+    if args.algo == "bc" and args.network == "recurrent":
+        raise UsageError("network: recurrent trains with --algo ppo only (behaviour cloning fits single steps, "
+                         "without the memory a session builds)")
     if args.algo == "bc":
         return _train_by_cloning(args, world, settings, steps, num_envs)
     if args.algo == "maskable-ppo":
@@ -576,7 +579,7 @@ def _train(args) -> int:
     else:
         from luca_gym.agents import ppo
 
-        hyper = _jax_hyper(args, ("pool_size", "network", "learning_rate", "ent_coef"))
+        hyper = _jax_hyper(args, ("pool_size", "network", "learning_rate", "ent_coef", "devices"))
         start = trained = None
         if args.init is not None:
             start, trained = _warm_start(args.init, world)
@@ -585,6 +588,7 @@ def _train(args) -> int:
                                  "leave --network out (a warm start keeps its run's network)")
             hyper |= {name: getattr(trained, name) for name in ARCHITECTURE}
         config = ppo.PPOConfig(world.name, settings, steps=steps, num_envs=num_envs, seed=args.seed, **hyper)
+        ppo.env_sharding(config.devices)  # more devices than this process sees: refused before anything runs
         if start is not None:
             _check_warm_start(args.init, start, trained, config)
         plan = ppo.plan(config) + (f"; starting from {args.init}'s weights" if start is not None else "")
@@ -628,7 +632,7 @@ def _check_codec_settings(world, settings: dict) -> None:
 
 
 # The network's own hyperparameters: a warm start keeps its run's (the rest of the PPO's are this run's options).
-ARCHITECTURE = ("network", "hidden", "token_width", "attention_layers", "attention_heads")
+ARCHITECTURE = ("network", "hidden", "token_width", "attention_layers", "attention_heads", "memory_width")
 
 
 def _jax_hyper(args, names) -> dict:
@@ -1078,9 +1082,14 @@ def build_parser(world=None) -> argparse.ArgumentParser:
                         "codec settings must give the same observation and action layout (a per-gene network: any n_genes)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a setting of the world's flat codec (repeatable)")
     p.add_argument("--budget", default=None, metavar="VALUE", help=BUDGET_HELP + "; saved in the run folder's config.json")
-    p.add_argument("--network", default=None, metavar="{mlp,pergene}",
+    p.add_argument("--network", default=None, metavar="{mlp,pergene,recurrent}",
                    help="--algo ppo or bc: the policy network, mlp (default: one N only) or pergene (attention over genes, equinox: "
-                        "one set of weights plays every N; a world whose flat codec has a token layout)")
+                        "one set of weights plays every N; a world whose flat codec has a token layout); --algo ppo: "
+                        "recurrent (a GRU memory through each session, for an observation that leaves the history to the "
+                        "learner: the graph worlds' --set observation=raw, best with --set raw_actions=commit)")
+    p.add_argument("--devices", type=int, default=None, metavar="N",
+                   help="--algo ppo: split the envs over N local devices, data-parallel (jax.sharding, one mesh axis "
+                        "over the envs; N divides --num-envs; default 1)")
     _add_world_arguments(p, "add_train_arguments", shown=world.name)
     if flag_world is not None:
         _config_flags(p, flag_world, many=False)

@@ -262,3 +262,84 @@ def test_ppo_config_carries_the_observation():
     assert config.observation == "raw" and config.make_env() == relational_codec(n_houses=4, observation="raw")
     assert PPOConfig("dag", {}).observation == "evidence"
     assert RelationalConfig(n_houses=4) == config.make_env().config
+
+
+# -- raw_actions="commit": commit what the last intervention showed, then call --------
+def _commit(codec, a) -> int:
+    """The flat action that commits, then takes action a (intervenes on node a; a = N submits)."""
+    return codec.config.n + 1 + a
+
+
+def test_commit_sizes_mask_and_settings():
+    codec = dag_codec(observation="raw", raw_actions="commit")
+    n = 10
+    assert (codec.num_actions, codec.observation_size) == (2 * n + 2, n * n + 5 * n + 2)
+    assert codec.describe() == "dag N=10 S=5 raw commit" and dag_codec(**codec.settings()) == codec
+    assert dag_codec(observation="raw").raw_actions == "toggle"  # the default layout is the toggles, as before
+    state, vector, mask = codec.open(_one(codec.instances([5])))
+    assert np.asarray(mask).all()
+    spent = dataclasses.replace(state, session=dataclasses.replace(state.session, budget_left=np.int32(0)))
+    mask = np.asarray(codec._view(spent)[2])
+    assert mask.tolist() == ([False] * n + [True]) * 2  # the commit goes with the call it precedes
+    with pytest.raises(ValueError, match="raw_actions"):
+        dag_codec(observation="raw", raw_actions="rows")
+
+
+@pytest.mark.parametrize("world", ["dag", "relational"])
+def test_a_commit_writes_what_the_last_intervention_showed(world):
+    codec = (dag_codec(n_nodes=6, n_states=3, observation="raw", raw_actions="commit", proposals="final") if world == "dag"
+             else relational_codec(n_houses=6, observation="raw", raw_actions="commit", proposals="final"))
+    n = 6
+    state, vector, mask = codec.open(_one(codec.instances([11])))
+    state, vector, *_, error = codec.step(state, _commit(codec, 0))  # nothing seen yet: the commit writes nothing
+    assert int(error) == 0 and not raw_fields(vector, n)["hypothesis"].any() and int(state.edits_left) == edit_budget(n)
+    want = np.zeros((n, n), bool)
+    for node, following in ((2, 4), (4, 1), (1, 3)):
+        state, vector, *_ = codec.step(state, node)
+        f = raw_fields(vector, n)
+        seen = np.asarray(f["changed"]) & (np.arange(n) != node)
+        want[node] |= seen
+        if world == "relational":
+            want[:, node] |= seen
+        edits = int(state.edits_left)
+        state, vector, *_, error = codec.step(state, _commit(codec, following))
+        assert int(error) == 0 and int(state.last) == following
+        assert np.array_equal(raw_fields(vector, n)["hypothesis"], want)
+        assert int(state.edits_left) == edits - int(seen.any())
+    truth = np.asarray(codec.instances([11]).adjacency[0])
+    assert not (want & ~truth).any()  # one intervention shows children only (dag) or neighbours (relational)
+
+
+def test_a_refused_commit_commits_nothing():
+    codec = dag_codec(n_nodes=5, n_states=3, observation="raw", raw_actions="commit", proposals="final")
+    state = codec.open(_one(codec.instances([7])))[0]
+    state = codec.step(state, 0)[0]
+    spent = dataclasses.replace(state, session=dataclasses.replace(state.session, budget_left=np.int32(0)))
+    for before, action, code in ((spent, _commit(codec, 1), 1), (state, codec.num_actions, 3), (state, -1, 3)):
+        leaves = jax.tree_util.tree_leaves(jax.device_get(codec._view(before)))
+        new, vector, mask, reward, terminated, _, error = codec.step(before, action)
+        assert int(error) == code and float(reward) == 0.0 and not terminated
+        assert all(np.array_equal(x, y) for x, y in zip(jax.tree_util.tree_leaves(jax.device_get((new, vector, mask))), leaves))
+    ended = codec.step(state, _commit(codec, 5))[0]  # commit, then submit: ends the session
+    assert bool(ended.ended) and raw_fields(codec._view(ended)[1], 5)["hypothesis"].any()
+    new, *_, error = codec.step(ended, _commit(codec, 1))
+    assert int(error) == 2 and np.array_equal(new.hypothesis, ended.hypothesis)
+
+
+@pytest.mark.parametrize("world, play", [("dag", play_dag), ("relational", play_relational)])
+def test_the_commit_teacher_solves_and_plays_the_host_session_as_the_batch(world, play):
+    settings = {"n_nodes": 5, "n_states": 3} if world == "dag" else {"n_houses": 5}
+    codec = (dag_codec if world == "dag" else relational_codec)(observation="raw", raw_actions="commit", **settings)
+    toggles = (dag_codec if world == "dag" else relational_codec)(observation="raw", **settings)
+    seeds = list(range(24))
+    batch = jax.device_get(play_batch(raw_systematic_policy(codec), None, session_keys(seeds), codec,
+                                      codec.instances(seeds), codec.max_calls))
+    theirs = jax.device_get(play_batch(raw_systematic_policy(toggles), None, session_keys(seeds), toggles,
+                                       toggles.instances(seeds), toggles.max_calls))
+    assert (batch["success"] == 1).all() and np.array_equal(batch["iterations"], theirs["iterations"])
+    teacher = jax.jit(raw_systematic_policy(codec))
+    policy = FlatPolicy("commit-teacher", lambda v, m, rng: int(teacher(None, None, v[None], m[None])[0]), codec)
+    for i, seed in enumerate(seeds[:3]):
+        record = play(policy, seed, **settings)
+        assert record["scores"] == {k: float(v[i]) if k in ("success", "edge_f1") else int(v[i])
+                                    for k, v in batch.items() if k != "return"}

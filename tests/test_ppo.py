@@ -9,6 +9,7 @@ One tiny run (16 envs, 2 updates, 16 training organisms) serves the module.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 
 import jax
@@ -250,3 +251,99 @@ def test_train_refuses_a_network_of_other_shapes(run):
     other = ppo.PPOConfig(tier="easy", mode="healthy", n_genes=20, steps=512, num_envs=16, pool_size=16, hidden=(32, 32))
     with pytest.raises(ValueError, match="network: not a network of this config"):
         ppo.train(other, network=network)
+
+
+# -- the recurrent network (observation="raw": the learner keeps the history) ---------
+RAW = {"observation": "raw", "raw_actions": "commit", "n_nodes": 4, "n_states": 3}
+RAW_FLAGS = ["--world", "dag", *[f"--set={k}={v}" for k, v in RAW.items()]]
+
+
+@pytest.fixture(scope="module")
+def recurrent_run(tmp_path_factory):
+    """A run folder of ``luca-gym train --network recurrent`` (2 updates of 16 x 32 steps) on a small raw dag."""
+    out = tmp_path_factory.mktemp("ppo") / "recurrent"
+    assert main(["train", "--algo", "ppo", *RAW_FLAGS, "--network", "recurrent", "--steps", "1024", "--num-envs", "16",
+                 "--pool-size", "16", "--out", str(out), "--quiet"]) == 0
+    return out
+
+
+def test_the_memory_starts_from_zero_at_each_session():
+    network = ppo.make_network(jax.random.PRNGKey(0), ppo.PPOConfig("dag", RAW, network="recurrent", memory_width=8),
+                               F.make_env(world="dag", **RAW))
+    obs = jax.random.uniform(jax.random.PRNGKey(1), (3, 4 * 4 + 5 * 4 + 2))
+    mask = jnp.ones((3, 10), bool)
+    carried = jax.random.normal(jax.random.PRNGKey(2), (3, 8))
+    fresh = ppo.apply_step(network, jnp.zeros((3, 8)), obs, mask, jnp.zeros(3, bool))
+    started = ppo.apply_step(network, carried, obs, mask, jnp.ones(3, bool))
+    going = ppo.apply_step(network, carried, obs, mask, jnp.zeros(3, bool))
+    assert all(np.allclose(a, b) for a, b in zip(fresh, started))
+    assert not np.allclose(going[0], fresh[0])  # the memory matters where a session goes on
+    with pytest.raises(ValueError, match="apply_step"):
+        ppo.apply(network, obs, mask)
+
+
+def test_the_update_unrolls_each_trajectory_from_its_first_memory(recurrent_run):
+    """At learning rate 0 the update's unroll reproduces every step's
+    log-probability of the rollout (approx_kl ~ 0), the second update's
+    included, whose sessions began in the first (a memory not carried over,
+    or not reset where a session starts, would make them differ)."""
+    # The shapes of recurrent_run's (16 envs x 32 steps, 8 minibatches): its compiled update serves.
+    config = ppo.PPOConfig("dag", RAW, network="recurrent", steps=1024, num_envs=16, pool_size=16)
+    env = config.make_env()
+    pool = F.make_pool(env, F.training_seeds(16))
+    runner = ppo.init_runner(jax.random.PRNGKey(0), config, env, pool)
+    # A policy that leans on its memory (the fresh head's gain 0.01 would hide a memory lost: logits near uniform).
+    network = dataclasses.replace(runner.network, actor={k: v * 300 for k, v in runner.network.actor.items()})
+    runner = dataclasses.replace(runner, network=network)
+    for _ in range(3):
+        runner, metrics = ppo.update(runner, pool, ppo.hyperparameters(config, 0.0), env, config.num_steps,
+                                     config.epochs, config.minibatches)
+        assert abs(float(metrics["approx_kl"])) < 1e-6 and float(metrics["entropy"]) > 0.1
+    assert not bool(runner.start.all()) and np.abs(np.asarray(runner.memory)).max() > 0
+
+
+def test_a_recurrent_run_plays_the_harness_as_the_batch(recurrent_run):
+    config, network = ppo.load_network(str(recurrent_run))
+    assert config.network == "recurrent" and ppo.is_recurrent(network)
+    env = config.make_env()
+    seeds = [0, 1, 2, 3, 4]
+    batch = jax.device_get(ppo.play_greedy(network, env, env.instances(seeds), env.max_calls))
+    assert batch["ended"].all()
+    from luca_gym.worlds.graphs.tools import play_dag
+
+    policy = ppo.load(str(recurrent_run))
+    for i, seed in enumerate(seeds):
+        record = play_dag(policy, seed, **{k: v for k, v in RAW.items() if k not in ("observation", "raw_actions")})
+        assert record["scores"] == {k: float(v[i]) if k in ("success", "edge_f1") else int(v[i])
+                                    for k, v in batch["scores"].items()}
+
+
+@pytest.mark.parametrize("settings, hyper, words", [
+    ({"n_nodes": 4}, {"network": "recurrent"}, ["network: 'recurrent'", "observation='raw'"]),
+    ({}, {"network": "recurrent"}, ["network: 'recurrent'", "observation='raw'"]),
+    (RAW, {"network": "lstm"}, ["network: 'lstm' not allowed"]),
+    (RAW, {"network": "recurrent", "num_envs": 12, "minibatches": 8, "num_steps": 32}, ["minibatches: 8", "num_envs 12"]),
+    (RAW, {"num_envs": 16, "devices": 3}, ["devices: 3 does not divide num_envs 16"]),
+])
+def test_recurrent_and_device_settings_are_refused_by_name(settings, hyper, words):
+    world = "luca" if not settings else "dag"
+    with pytest.raises(ValueError) as err:
+        ppo.PPOConfig(world, settings, **hyper)
+    for w in words:
+        assert w in str(err.value)
+
+
+@pytest.mark.parametrize("flags, words", [
+    (["--world", "dag", "--network", "recurrent"], "--network: 'recurrent' remembers"),
+    (["--world", "dag", "--network", "gru"], "--network: 'gru' not allowed"),
+    ([*RAW_FLAGS, "--network", "recurrent", "--devices", "3"], "--devices: 3 does not divide"),
+    ([*RAW_FLAGS, "--devices", "8"], "--devices: 8 not allowed; this process sees"),
+    ([*RAW_FLAGS, "--algo", "bc", "--network", "recurrent"], "--network: recurrent trains with --algo ppo only"),
+])
+def test_train_refuses_a_bad_policy_or_device_count_in_one_line(flags, words, tmp_path, capsys):
+    out = tmp_path / "run"
+    argv = ["train", *flags, "--steps", "1024", "--num-envs", "16", "--pool-size", "16", "--out", str(out), "--quiet"]
+    assert main(argv if "--algo" in flags else ["train", "--algo", "ppo", *argv[1:]]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and words in err, err
+    assert not out.exists()

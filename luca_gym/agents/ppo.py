@@ -1,7 +1,10 @@
 """PPO in pure JAX on the flat env (:mod:`luca_gym.functional`): an
 actor-critic over the flat observation vector (``network="mlp"``, one size of
 organism; or ``network="pergene"``, :mod:`luca_gym.agents.pergene`, one token
-per gene and signal, the same weights at every size), a masked categorical
+per gene and signal, the same weights at every size; or
+``network="recurrent"``, :mod:`luca_gym.agents.recurrent`, a GRU carrying a
+memory through each session, for observations that leave the history to
+the learner), a masked categorical
 over the K flat actions, GAE, the clipped objective with an entropy bonus and
 a value loss, Adam with gradient clipping (optax).
 
@@ -18,6 +21,14 @@ progress reporting, and writes a run folder:
   mean episode return and mean headline score (LUCA's composite) over the
   episodes that ended;
 * ``summary.json`` -- what :func:`train` returns.
+
+``devices`` > 1 runs the same program data-parallel: the envs, their
+rollouts and every per-env array are split over that many local devices
+along one mesh axis (``jax.sharding``, :func:`env_sharding`), the weights
+and Adam's state replicated; XLA inserts the cross-device reductions of
+the loss's means and gradients. On several hosts, each process calls
+``jax.distributed.initialize()`` first and ``devices`` counts its local
+ones (docs/guides/training.md, "Several devices").
 
 A run stopped before its first update (Ctrl-C, an error) leaves no run folder
 it created (:func:`remove_unfinished_run`); one stopped later keeps its curve.
@@ -48,11 +59,11 @@ import optax
 
 from luca_gym import __version__, worlds
 from luca_gym import functional as F
-from luca_gym.agents import pergene
+from luca_gym.agents import pergene, recurrent
 from luca_gym.agents.base import FlatPolicy
 from luca_gym.validate import check_bool, check_positive_int, check_seed, short_repr
 
-NETWORKS = ("mlp", "pergene")  # PPOConfig.network: over the whole vector, or one token per entity
+NETWORKS = ("mlp", "pergene", "recurrent")  # PPOConfig.network: over the whole vector, one token per entity, a GRU
 MASKED_LOGIT = -1e9  # a masked action's logit: probability exactly 0 in float32, and no NaN from -inf
 CONFIG_FILE, PARAMS_FILE, SUMMARY_FILE = "config.json", "params.npz", "summary.json"
 CURVE_CSV, CURVE_PNG = "learning_curve.csv", "learning_curve.png"
@@ -120,6 +131,13 @@ class PPOConfig:
         token_width, attention_layers, attention_heads: the per-gene
             network's token width, transformer blocks and attention heads
             (network "pergene"; the heads divide the width).
+        memory_width: the recurrent network's memory (GRU) width (network
+            "recurrent", which needs a codec whose observation leaves the
+            history to the learner: the graph worlds' ``observation="raw"``;
+            its minibatches are sets of whole env trajectories, so they
+            divide ``num_envs``).
+        devices: local devices the envs are split over (data-parallel, one
+            mesh axis over the envs); it divides ``num_envs``.
         pool_size, pool_start: training instances are seeds pool_start ..
             pool_start + pool_size - 1 (pool_start >= 20: never the
             evaluation seeds 0-19).
@@ -146,6 +164,8 @@ class PPOConfig:
     token_width: int = 32
     attention_layers: int = 2
     attention_heads: int = 4
+    memory_width: int = 128
+    devices: int = 1
     pool_size: int = F.DEFAULT_POOL_SIZE
     pool_start: int = F.TRAINING_SEED_START
     seed: int = 0
@@ -200,6 +220,19 @@ class PPOConfig:
                              "allowed a divisor of it")
         if self.network == "pergene":
             pergene.TokenLayout.of(codec)  # ValueError naming the world if its codec has no token layout
+        for name in ("memory_width", "devices"):
+            check_positive_int(getattr(self, name), name)
+        if self.network == "recurrent":
+            if not getattr(codec, "raw", False):
+                raise ValueError(f"network: 'recurrent' remembers what the observation leaves out, and {codec.describe()}'s "
+                                 "observation carries the session's whole state; allowed with observation='raw' (the graph "
+                                 "worlds), or use network 'mlp'")
+            if self.num_envs % self.minibatches:
+                raise ValueError(f"minibatches: {self.minibatches} does not divide num_envs {self.num_envs} (the recurrent "
+                                 "network's minibatches are whole env trajectories); allowed a divisor of it")
+        if self.num_envs % self.devices:
+            raise ValueError(f"devices: {self.devices} does not divide num_envs {self.num_envs} (each device steps an "
+                             "equal share of the envs); allowed a divisor of it")
         if not _is_int(self.pool_start) or self.pool_start < len(F.EVAL_SEEDS):
             raise ValueError(f"pool_start: {short_repr(self.pool_start)} would train on the evaluation seeds "
                              f"0-{len(F.EVAL_SEEDS) - 1}; allowed an integer >= {len(F.EVAL_SEEDS)}")
@@ -299,6 +332,8 @@ def make_network(key: jax.Array, config: PPOConfig, env: F.FlatEnv):
     if config.network == "pergene":
         return pergene.init(key, pergene.TokenLayout.of(env), config.token_width, config.attention_layers,
                             config.attention_heads)
+    if config.network == "recurrent":
+        return recurrent.init(key, env.observation_size, env.num_actions, config.memory_width)
     return init_network(key, env.observation_size, env.num_actions, config.hidden)
 
 
@@ -309,7 +344,7 @@ def bind(network, env: F.FlatEnv, trained_on: str = "its training codec"):
     naming both (an MLP is tied to one size; ``network="pergene"`` is not)."""
     if isinstance(network, pergene.PerGeneNetwork):
         return pergene.rebind(network, pergene.TokenLayout.of(env))
-    size, actions = network["actor_linear"]["w"].shape
+    size, actions = _sizes(network)
     if (size, actions) != (env.observation_size, env.num_actions):
         raise ValueError(f"network: an MLP trained on {trained_on} (observation size {size}, {actions} actions) cannot "
                          f"act on {env.describe()} (observation size {env.observation_size}, {env.num_actions} actions); "
@@ -317,10 +352,44 @@ def bind(network, env: F.FlatEnv, trained_on: str = "its training codec"):
     return network
 
 
+def _sizes(network) -> tuple[int, int]:
+    """(D, K) of an MLP's or a recurrent network's weights."""
+    if isinstance(network, recurrent.RecurrentNetwork):
+        return network.sizes
+    return tuple(network["actor_linear"]["w"].shape)
+
+
+def is_recurrent(network) -> bool:
+    """Whether ``network`` carries a memory (:mod:`luca_gym.agents.recurrent`)."""
+    return isinstance(network, recurrent.RecurrentNetwork)
+
+
+def initial_memory(network, batch: int) -> jax.Array:
+    """float32 (batch, H): a recurrent network's memory at a session's start
+    (zeros); (batch, 0) for a network without memory."""
+    return recurrent.initial_memory(network, batch) if is_recurrent(network) else jnp.zeros((batch, 0), jnp.float32)
+
+
+def apply_step(network, memory: jax.Array, obs: jax.Array, mask: jax.Array, start: jax.Array):
+    """One step of any network with its memory: (masked logits float32 (B,
+    K), value float32 (B,), memory). ``memory`` float32 (B, H)
+    (:func:`initial_memory`), ``start`` bool (B,) (a session's first
+    observation: the memory starts from zero there). Without memory it is
+    :func:`apply`, the memory passed through."""
+    if is_recurrent(network):
+        logits, value, memory = recurrent.step(network, memory, obs, start)
+        return jnp.where(mask, logits, MASKED_LOGIT), value, memory
+    logits, value = apply(network, obs, mask)
+    return logits, value, memory
+
+
 def apply(network, obs: jax.Array, mask: jax.Array) -> tuple[jax.Array, jax.Array]:
     """(masked logits float32 (B, K), value float32 (B,)) for observations
     float32 (B, D) and masks bool (B, K); a masked action's logit is
-    :data:`MASKED_LOGIT`. ``network`` is the MLP's weights or a per-gene network."""
+    :data:`MASKED_LOGIT`. ``network`` is the MLP's weights or a per-gene
+    network (a recurrent one acts through :func:`apply_step`)."""
+    if is_recurrent(network):
+        raise ValueError("network: a recurrent network acts with its memory; use apply_step")
     if isinstance(network, pergene.PerGeneNetwork):
         logits, value = network(obs)
         return jnp.where(mask, logits, MASKED_LOGIT), value
@@ -341,19 +410,24 @@ def greedy_policy(network: dict, key: jax.Array, obs: jax.Array, mask: jax.Array
 
 
 # -- the update -------------------------------------------------------------------
-@partial(jax.tree_util.register_dataclass, data_fields=["network", "opt_state", "state", "obs", "mask", "key"], meta_fields=[])
+@partial(jax.tree_util.register_dataclass, data_fields=["network", "opt_state", "state", "obs", "mask", "key", "memory",
+                                                    "start"], meta_fields=[])
 @dataclass(frozen=True)
 class Runner:
-    """Everything an update carries to the next: the weights (the MLP's dict
-    or a per-gene network), Adam's state, the envs (FlatState batched (B,)),
-    their observation float32 (B, D) and mask bool (B, K), and the PRNG key."""
+    """Everything an update carries to the next: the weights (the MLP's dict,
+    a per-gene or a recurrent network), Adam's state, the envs (FlatState
+    batched (B,)), their observation float32 (B, D) and mask bool (B, K),
+    the PRNG key, the network's memory float32 (B, H) ((B, 0) without one)
+    and whether each observation is a session's first, bool (B,)."""
 
-    network: dict | pergene.PerGeneNetwork
+    network: dict | pergene.PerGeneNetwork | recurrent.RecurrentNetwork
     opt_state: optax.OptState
     state: F.FlatState
     obs: jax.Array
     mask: jax.Array
     key: jax.Array
+    memory: jax.Array
+    start: jax.Array
 
 
 def _optimizer(max_grad_norm) -> optax.GradientTransformation:
@@ -373,12 +447,42 @@ def _reset_envs(key, env, pool, num_envs):
     return jax.vmap(F.reset, in_axes=(0, None, None))(jax.random.split(key, num_envs), env, pool)
 
 
-def init_runner(key: jax.Array, config: PPOConfig, env: F.FlatEnv, pool: F.Pool) -> Runner:
-    """A fresh network, Adam state and ``config.num_envs`` opened envs."""
+def env_sharding(devices: int | None):
+    """A ``NamedSharding`` splitting a leading env axis over the first
+    ``devices`` local devices (one mesh axis, ``"envs"``), or None for one
+    device. ValueError where fewer devices are there."""
+    if devices is None or devices == 1:
+        return None
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    local = jax.local_devices()
+    if devices > len(local):
+        raise ValueError(f"devices: {devices} not allowed; this process sees {len(local)} local device(s) "
+                         f"({local[0].platform}); allowed 1 to {len(local)}")
+    return NamedSharding(Mesh(np.array(local[:devices]), ("envs",)), PartitionSpec("envs"))
+
+
+def _split_envs(tree, sharding, axis: int = 0):
+    """Every array of ``tree`` constrained to split its env axis ``axis``
+    over ``sharding``'s mesh (unchanged for None)."""
+    if sharding is None:
+        return tree
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    spec = NamedSharding(sharding.mesh, PartitionSpec(*([None] * axis), "envs"))
+    return jax.tree_util.tree_map(lambda x: jax.lax.with_sharding_constraint(x, spec), tree)
+
+
+def init_runner(key: jax.Array, config: PPOConfig, env: F.FlatEnv, pool: F.Pool, sharding=None) -> Runner:
+    """A fresh network, Adam state and ``config.num_envs`` opened envs (the
+    envs' arrays placed over ``sharding``, :func:`env_sharding`, if given)."""
     net_key, reset_key, run_key = jax.random.split(key, 3)
     network = make_network(net_key, config, env)
     state, obs, mask = _reset_envs(reset_key, env, pool, config.num_envs)
-    return Runner(network, _optimizer(config.max_grad_norm).init(network), state, obs, mask, run_key)
+    memory, start = initial_memory(network, config.num_envs), jnp.ones(config.num_envs, bool)
+    if sharding is not None:
+        state, obs, mask, memory, start = jax.device_put((state, obs, mask, memory, start), sharding)
+    return Runner(network, _optimizer(config.max_grad_norm).init(network), state, obs, mask, run_key, memory, start)
 
 
 def gae(reward, value, done, last_value, gamma, gae_lambda) -> tuple[jax.Array, jax.Array]:
@@ -400,7 +504,14 @@ def gae(reward, value, done, last_value, gamma, gae_lambda) -> tuple[jax.Array, 
 
 
 def _loss(network, batch, hyper):
-    logits, value = apply(network, batch["obs"], batch["mask"])
+    if is_recurrent(network):  # whole trajectories (T, B): unroll again from each env's first memory
+        logits, value = recurrent.unroll(network, batch["memory"], batch["obs"], batch["start"])
+        logits = jnp.where(batch["mask"], logits, MASKED_LOGIT)
+        flat = lambda x: x.reshape((-1,) + x.shape[2:])  # noqa: E731
+        logits, value = flat(logits), flat(value)
+        batch = {k: flat(batch[k]) for k in ("action", "log_prob", "value", "advantage", "target")}
+    else:
+        logits, value = apply(network, batch["obs"], batch["mask"])
     log_probs = jax.nn.log_softmax(logits)
     log_prob = jnp.take_along_axis(log_probs, batch["action"][:, None], axis=-1)[:, 0]
     entropy = -jnp.sum(jnp.exp(log_probs) * log_probs, axis=-1).mean()
@@ -416,12 +527,18 @@ def _loss(network, batch, hyper):
     return total, {"policy_loss": policy_loss, "value_loss": value_loss, "entropy": entropy, "approx_kl": approx_kl}
 
 
-@partial(jax.jit, static_argnames=("env", "num_steps", "epochs", "minibatches"))
-def update(runner: Runner, pool: F.Pool, hyper: dict, env: F.FlatEnv, num_steps: int, epochs: int, minibatches: int):
+@partial(jax.jit, static_argnames=("env", "num_steps", "epochs", "minibatches", "sharding"))
+def update(runner: Runner, pool: F.Pool, hyper: dict, env: F.FlatEnv, num_steps: int, epochs: int, minibatches: int,
+           sharding=None):
     """One PPO update as one program: collect ``num_steps`` steps of every env,
     GAE, then ``epochs`` x ``minibatches`` Adam steps on the clipped loss.
+    A recurrent network's minibatches are sets of whole env trajectories,
+    each unrolled again from the memory its env had at the rollout's start;
+    any other network's are sets of steps.
 
-    ``hyper`` holds the traced scalars (:func:`hyperparameters`). Returns
+    ``hyper`` holds the traced scalars (:func:`hyperparameters`).
+    ``sharding`` (:func:`env_sharding`; static) splits every per-env array
+    over devices. Returns
     (runner, metrics) with metrics float32 (): ``episodes`` (sessions that
     ended in this rollout), ``mean_return``, ``mean_score`` (and
     ``mean_<headline>``),
@@ -429,47 +546,56 @@ def update(runner: Runner, pool: F.Pool, hyper: dict, env: F.FlatEnv, num_steps:
     over the minibatches.
     """
     num_envs = runner.obs.shape[0]
+    envs = (runner.state, runner.obs, runner.mask, runner.memory, runner.start)
+    envs = _split_envs(envs, sharding)
 
     def collect(carry, key):
-        state, obs, mask = carry
+        state, obs, mask, memory, start = carry
         act_key, step_key = jax.random.split(key)
-        logits, value = apply(runner.network, obs, mask)
+        logits, value, memory = apply_step(runner.network, memory, obs, mask, start)
         action = jax.random.categorical(act_key, logits).astype(jnp.int32)
         log_prob = jnp.take_along_axis(jax.nn.log_softmax(logits), action[:, None], axis=-1)[:, 0]
         state, next_obs, next_mask, reward, done, info = jax.vmap(F.step, in_axes=(0, 0, 0, None, None))(
             jax.random.split(step_key, num_envs), state, action, env, pool
         )
         record = {"obs": obs, "mask": mask, "action": action, "log_prob": log_prob, "value": value, "reward": reward,
-                  "done": done, "return": info["return"], "score": info["score"], "length": info["length"]}
-        return (state, next_obs, next_mask), record
+                  "done": done, "return": info["return"], "score": info["score"], "length": info["length"], "start": start}
+        return _split_envs((state, next_obs, next_mask, memory, done), sharding), _split_envs(record, sharding)
 
     key, collect_key, shuffle_key = jax.random.split(runner.key, 3)
-    (state, obs, mask), rollout = jax.lax.scan(
-        collect, (runner.state, runner.obs, runner.mask), jax.random.split(collect_key, num_steps)
-    )
-    _, last_value = apply(runner.network, obs, mask)
+    (state, obs, mask, memory, start), rollout = jax.lax.scan(collect, envs, jax.random.split(collect_key, num_steps))
+    _, last_value, _ = apply_step(runner.network, memory, obs, mask, start)
     advantage, target = gae(rollout["reward"], rollout["value"], rollout["done"], last_value, hyper["gamma"], hyper["gae_lambda"])
     fields = ("obs", "mask", "action", "log_prob", "value")
     batch = {**{k: rollout[k] for k in fields}, "advantage": advantage, "target": target}
-    batch = jax.tree_util.tree_map(lambda x: x.reshape((num_steps * num_envs,) + x.shape[2:]), batch)
+    sequences = is_recurrent(runner.network)
+    if sequences:  # env-major (B, T, ...) so that a minibatch is a set of envs; each env's memory before its first step
+        batch = {**jax.tree_util.tree_map(lambda x: jnp.swapaxes(x, 0, 1), {**batch, "start": rollout["start"]}),
+                 "memory": envs[3]}
+        size = num_envs
+    else:
+        batch = jax.tree_util.tree_map(lambda x: x.reshape((num_steps * num_envs,) + x.shape[2:]), batch)
+        size = num_steps * num_envs
     optimizer = _optimizer(hyper["max_grad_norm"])
 
     def minibatch_step(carry, minibatch):
         network, opt_state = carry
+        if sequences:  # back to time-major (T, B, ...) for the unroll
+            minibatch = {k: v if k == "memory" else jnp.swapaxes(v, 0, 1) for k, v in minibatch.items()}
         grads, metrics = jax.grad(_loss, has_aux=True)(network, minibatch, hyper)
         updates, opt_state = optimizer.update(grads, opt_state, network)
         network = jax.tree_util.tree_map(lambda p, u: p - hyper["learning_rate"] * u, network, updates)
         return (network, opt_state), metrics
 
     def epoch(carry, key):
-        order = jax.random.permutation(key, num_steps * num_envs)
+        order = jax.random.permutation(key, size)
         shuffled = jax.tree_util.tree_map(lambda x: x[order].reshape((minibatches, -1) + x.shape[1:]), batch)
         return jax.lax.scan(minibatch_step, carry, shuffled)
 
     (network, opt_state), losses = jax.lax.scan(epoch, (runner.network, runner.opt_state), jax.random.split(shuffle_key, epochs))
     metrics = F.episode_statistics(rollout["done"], rollout["return"], rollout["score"], rollout["length"], env.headline)
     metrics = {**metrics, **jax.tree_util.tree_map(jnp.mean, losses)}
-    return Runner(network, opt_state, state, obs, mask, key), metrics
+    return Runner(network, opt_state, state, obs, mask, key, memory, start), metrics
 
 
 # -- training ---------------------------------------------------------------------
@@ -485,11 +611,14 @@ def plan(config: PPOConfig) -> str:
                 "(the step count sets both the run's length and the schedule's horizon)")
     else:
         rate = f"learning rate {config.learning_rate:g}, constant"
-    network = "" if config.network == "mlp" else (
+    network = {"mlp": "", "pergene": (
         f"; the per-gene network (tokens of width {config.token_width}, {config.attention_layers} attention blocks of "
-        f"{config.attention_heads} heads: the same weights act at every organism size)")
+        f"{config.attention_heads} heads: the same weights act at every organism size)"),
+        "recurrent": (f"; the recurrent network (a GRU memory of width {config.memory_width}, reset at each session's "
+                      f"start; minibatches of {config.num_envs // config.minibatches} whole env trajectories)")}[config.network]
+    devices = "" if config.devices == 1 else f"; the envs split over {config.devices} devices ({config.num_envs // config.devices} each)"
     return (f"{run:,} env steps = {config.num_updates} updates x {config.num_envs} envs x {config.num_steps} steps"
-            f"{rounded}; {rate}{network}")
+            f"{rounded}; {rate}{network}{devices}")
 
 
 def network_fits(network, like) -> bool:
@@ -564,7 +693,8 @@ def _train(config: PPOConfig, out: str | None, progress, network, started_from) 
         os.makedirs(out, exist_ok=True)
     env = config.make_env()
     pool = F.make_pool(env, F.training_seeds(config.pool_size, config.pool_start))
-    runner = init_runner(jax.random.PRNGKey(config.seed), config, env, pool)
+    sharding = env_sharding(config.devices)
+    runner = init_runner(jax.random.PRNGKey(config.seed), config, env, pool, sharding)
     if network is not None:
         if not network_fits(network, runner.network):
             raise ValueError(f"network: not a network of this config ({config.network} on {env.describe()}, observation "
@@ -580,7 +710,7 @@ def _train(config: PPOConfig, out: str | None, progress, network, started_from) 
         for u in range(config.num_updates):
             fraction = 1.0 - u / config.num_updates if config.anneal_lr else 1.0
             runner, metrics = update(runner, pool, hyperparameters(config, config.learning_rate * fraction), env,
-                                     config.num_steps, config.epochs, config.minibatches)
+                                     config.num_steps, config.epochs, config.minibatches, sharding)
             metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
             wall = time.perf_counter() - started
             first_done = wall if first_done is None else first_done
@@ -706,16 +836,57 @@ def _greedy_one(network, vector, mask):
     return greedy_policy(network, None, vector[None], mask[None])[0]
 
 
+@jax.jit
+def _greedy_step(network, memory, vector, mask, start):
+    logits, _, memory = apply_step(network, memory[None], vector[None], mask[None], jnp.asarray(start)[None])
+    return jnp.argmax(logits[0]).astype(jnp.int32), memory[0]
+
+
+@partial(jax.jit, static_argnames=("env", "num_steps"))
+def play_greedy(network, env: F.FlatEnv, instances, num_steps: int) -> dict:
+    """Each of a batch of ``env.instances`` (B leading) played once to its
+    end by ``network`` acting greedily (the legal action of highest logit),
+    its memory, if it has one, carried through the session from zero; at
+    most ``num_steps`` actions (``env.max_calls`` plays every session to its
+    end), no autoreset. Returns ``{"score": float32 (B,) (the headline),
+    "return": float32 (B,), "actions": int32 (B,), "ended": bool (B,)}``,
+    and under ``"scores"`` the codec's ``scores`` of each session where it
+    has them (the graph worlds')."""
+    state, obs, mask = jax.vmap(env.open)(instances)
+    batch = obs.shape[0]
+
+    def body(carry, _):
+        state, obs, mask, memory, start, ended, total, actions = carry
+        logits, _, memory = apply_step(network, memory, obs, mask, start)
+        action = jnp.argmax(logits, axis=-1).astype(jnp.int32)
+        new, obs_n, mask_n, reward, terminated, truncated, _ = jax.vmap(env.step)(state, action)
+        live = ~ended  # an ended session stays as it ended
+        pick = lambda a, b: jnp.where(live.reshape(live.shape + (1,) * (a.ndim - 1)), a, b)  # noqa: E731
+        return (jax.tree_util.tree_map(pick, new, state), pick(obs_n, obs), pick(mask_n, mask), memory,
+                jnp.zeros(batch, bool), ended | terminated | truncated, total + jnp.where(live, reward, 0.0),
+                actions + live), None
+
+    carry = (state, obs, mask, initial_memory(network, batch), jnp.ones(batch, bool), jnp.zeros(batch, bool),
+             jnp.zeros(batch), jnp.zeros(batch, jnp.int32))
+    (state, *_, ended, total, actions), _ = jax.lax.scan(body, carry, None, length=num_steps)
+    out = {"score": jax.vmap(env.score)(state), "return": total, "actions": actions, "ended": ended}
+    if hasattr(env, "scores"):
+        out["scores"] = jax.vmap(env.scores)(state)
+    return out
+
+
 class NetworkPolicy(FlatPolicy):
     """A trained network as a harness policy: greedy (the legal action of
     highest logit). Each session binds the network to the session's codec
     (:func:`bind`): a per-gene network acts at every organism size with the
     same weights, an MLP at its training size only (ValueError at ``reset``
-    naming both sizes otherwise).
+    naming both sizes otherwise). A recurrent network's memory starts from
+    zero at ``reset`` and is carried through the session's actions (edits
+    of a raw codec's matrix included).
 
     Args:
         name: the agent's name (``ppo:<path>``).
-        network: the MLP's weights or a per-gene network.
+        network: the MLP's weights, a per-gene or a recurrent network.
         codec: the flat codec it was trained on.
     """
 
@@ -732,17 +903,22 @@ class NetworkPolicy(FlatPolicy):
             self.session_network = bind(self.network, self.session_codec, self.codec.describe())
         except ValueError as exc:
             raise ValueError(f"agent {self.name}: {exc}") from None
+        self.memory, self.start = initial_memory(self.network, 1)[0], True
 
     def _choose(self, vector: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> int:
         network = self.session_network
         if isinstance(network, pergene.PerGeneNetwork):
             size, actions = network.layout.observation_size, network.layout.num_actions
         else:
-            size, actions = network["actor_linear"]["w"].shape
+            size, actions = _sizes(network)
         if np.shape(vector) != (size,) or np.shape(mask) != (actions,):
             raise ValueError(f"agent {self.name}: trained on {self.codec.describe()}, acting with observation size {size} "
                              f"and {actions} actions; this session's observation has shape {np.shape(vector)} and its "
                              f"mask {np.shape(mask)}")
+        if is_recurrent(network):
+            action, self.memory = _greedy_step(network, self.memory, vector, mask, self.start)
+            self.start = False
+            return int(action)
         return int(_greedy_one(network, vector, mask))
 
 

@@ -36,9 +36,24 @@ D = N*N + 5N + 2.
   edits left over :func:`edit_budget`. What an earlier intervention showed
   is in the observation only where the learner wrote it into its hypothesis.
 
+``raw_actions="commit"`` (under ``"raw"``; the default ``"toggle"`` is the
+above) replaces the N*N edits by actions a learner can explore: K = 2N + 2,
+actions 0..N as above, and action N + 1 + a commits what the last
+intervention showed, then takes action a (intervenes on node a, or a = N
+submits) with the matrix so committed. A commit switches on in the
+learner's matrix the pair from the node last intervened on to each other
+node that changed (undirected: both ways); pairs already on stay on, and
+before the first intervention it writes nothing. A commit that switches a
+pair on is one edit of :func:`edit_budget` (pairs only switch on, so the
+edits never run out). The observation is the same; whether and when to
+commit (a commit after a second intervention on a node can only add what
+the first missed) is the learner's to work out.
+
 Either way the mask allows every intervention while the budget lasts and the
 submission until the session ends; under ``"raw"`` also every edit off the
-diagonal while edits are left and the session is open. A refused action
+diagonal while edits are left and the session is open (under ``"commit"``:
+action N + 1 + a where action a is allowed; a refused one commits nothing).
+A refused action
 costs nothing and changes nothing: an action outside [0, K) reaches the core
 as a node out of range (error 3); an edit of the diagonal is error 4, an
 edit of an ended session error 2, an edit once the edits are spent
@@ -52,6 +67,7 @@ intervention made; an edit earns nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from dataclasses import dataclass, fields
 from functools import lru_cache, partial
@@ -66,6 +82,7 @@ from luca_gym.worlds.graphs import core
 from luca_gym.worlds.graphs.config import DagConfig, RelationalConfig
 
 OBSERVATIONS = ("evidence", "raw")  # GraphFlat.observation; the first is the default
+RAW_ACTIONS = ("toggle", "commit")  # GraphFlat.raw_actions: N*N pair toggles (the default) or commit-then-act
 EDITS_SPENT = len(core.ERRORS)  # a raw codec's refusal code beyond the core's: an edit with no edits left
 ERRORS = (*core.ERRORS, "the edits of the hypothesis are spent: intervene or submit")  # by refusal code
 
@@ -139,12 +156,25 @@ class RawSession:
         return self.session.ended
 
 
-@partial(jax.jit, static_argnames=("config",))
-def raw_observation(view: dict, hypothesis, last, before, edits_left, config) -> tuple[jax.Array, jax.Array]:
+def _committed(hypothesis, last, before, after, directed: bool):
+    """``hypothesis`` bool (N, N) with the pairs from node ``last`` to each
+    other node whose state differs between ``before`` and ``after`` switched
+    on (undirected: both ways); unchanged where ``last`` is -1."""
+    n = hypothesis.shape[0]
+    seen = (after != before) & (jnp.arange(n) != last) & (last >= 0)
+    row = jnp.clip(last, 0, n - 1)
+    hypothesis = hypothesis.at[row].set(hypothesis[row] | seen)
+    return hypothesis if directed else hypothesis.at[:, row].set(hypothesis[:, row] | seen)
+
+
+@partial(jax.jit, static_argnames=("config", "raw_actions"))
+def raw_observation(view: dict, hypothesis, last, before, edits_left, config,
+                    raw_actions: str = "toggle") -> tuple[jax.Array, jax.Array]:
     """(vector float32 (D,), mask bool (K,)) under ``observation="raw"`` (see
     the module) from the session's public view (``states``, ``intervened``,
     ``budget_left``, ``ended``: nothing it infers) and what the codec holds
-    for the learner (:class:`RawSession`'s fields). Pure."""
+    for the learner (:class:`RawSession`'s fields), for the action layout
+    ``raw_actions``. Pure."""
     n = config.n
     budget, top = jnp.float32(config.budget), jnp.float32(_largest_state(config))
     after, before, last = jnp.asarray(view["states"], jnp.int32), jnp.asarray(before, jnp.int32), jnp.asarray(last, jnp.int32)
@@ -160,8 +190,11 @@ def raw_observation(view: dict, hypothesis, last, before, edits_left, config) ->
     ])
     open_ = ~jnp.asarray(view["ended"], bool)
     can_intervene = open_ & (jnp.asarray(view["budget_left"]) > 0)
-    can_edit = open_ & (jnp.asarray(edits_left) > 0) & ~jnp.eye(n, dtype=bool)
-    mask = jnp.concatenate([jnp.broadcast_to(can_intervene, (n,)), open_[None], can_edit.reshape(-1)])
+    if raw_actions == "commit":  # commit, then intervene or submit: allowed where the call is
+        can_edit = jnp.concatenate([jnp.broadcast_to(can_intervene, (n,)), open_[None]])
+    else:
+        can_edit = (open_ & (jnp.asarray(edits_left) > 0) & ~jnp.eye(n, dtype=bool)).reshape(-1)
+    mask = jnp.concatenate([jnp.broadcast_to(can_intervene, (n,)), open_[None], can_edit])
     return vector, mask
 
 
@@ -198,21 +231,34 @@ class GraphFlat:
         observation: "evidence" (default: the world's inference observed, its
             matrix proposed) or "raw" (the learner tracks the state and edits
             the matrix it proposes); see the module.
+        raw_actions: under "raw", how the learner edits its matrix: "toggle"
+            (default: one action per pair) or "commit" (each call with or
+            without a commit of what the last intervention showed first);
+            see the module. Ignored
+            under "evidence".
     """
 
     config: DagConfig | RelationalConfig
     observation: str = "evidence"
+    raw_actions: str = "toggle"
     headline = "success"
     observation_bounds = (-1.0, 1.0)
 
     def __post_init__(self):
         if self.observation not in OBSERVATIONS:
             raise ValueError(f"observation: {short_repr(self.observation)} not allowed; allowed {', '.join(OBSERVATIONS)}")
+        if self.raw_actions not in RAW_ACTIONS:
+            raise ValueError(f"raw_actions: {short_repr(self.raw_actions)} not allowed; allowed {', '.join(RAW_ACTIONS)}")
 
     @property
     def raw(self) -> bool:
         """Whether the learner tracks the state (``observation="raw"``)."""
         return self.observation == "raw"
+
+    @property
+    def commits(self) -> bool:
+        """Whether the learner edits its matrix by commits (``"raw"`` with ``raw_actions="commit"``)."""
+        return self.raw and self.raw_actions == "commit"
 
     @property
     def world(self) -> str:
@@ -221,7 +267,7 @@ class GraphFlat:
     @property
     def num_actions(self) -> int:
         n = self.config.n
-        return n + 1 + (n * n if self.raw else 0)
+        return n + 1 + (n + 1 if self.commits else n * n if self.raw else 0)
 
     @property
     def observation_size(self) -> int:
@@ -235,11 +281,11 @@ class GraphFlat:
 
     def settings(self) -> dict:
         """The keyword settings that rebuild this codec: the world's and the codec's own."""
-        return {**self.config.settings(), "observation": self.observation}
+        return {**self.config.settings(), "observation": self.observation, "raw_actions": self.raw_actions}
 
     def describe(self) -> str:
         """The settings in a few words."""
-        return self.config.describe() + (" raw" if self.raw else "")
+        return self.config.describe() + (" raw commit" if self.commits else " raw" if self.raw else "")
 
     def instances(self, seeds):
         """The instances of ``seeds``, a leading batch axis."""
@@ -250,7 +296,7 @@ class GraphFlat:
             vector, mask = observation(core.public_view(state), self.config)
             return state, vector, mask
         vector, mask = raw_observation(core.public_view(state.session), state.hypothesis, state.last, state.before,
-                                       state.edits_left, self.config)
+                                       state.edits_left, self.config, self.raw_actions)
         return state, vector, mask
 
     def open(self, instance):
@@ -265,13 +311,17 @@ class GraphFlat:
     def step(self, state, action):
         """Action i < N intervenes on node i, action N submits (the matrix
         the evidence implies, or under ``"raw"`` the learner's); under
-        ``"raw"`` action N + 1 + p edits pair p of the learner's matrix. Any
+        ``"raw"`` action N + 1 + p edits pair p of the learner's matrix
+        (``raw_actions="commit"``: action N + 1 + a commits what the last
+        intervention showed, then takes action a). Any
         other action (outside [0, K)) reaches the core as an intervention on
         a node out of range, which it refuses (error 3): it costs nothing,
         earns nothing and changes nothing."""
         action = jnp.asarray(action, jnp.int32)
         n = self.config.n
         session = state.session if self.raw else state
+        if self.commits:
+            return self._commit_step(state, action)
         kind = jnp.where(action == n, core.SUBMIT, core.INTERVENE)
         # An edit is no call of the session: the core sees an index out of range, refuses it and the edit replaces that.
         hypothesis = state.hypothesis if self.raw else core.implied_hypothesis(session.evidence)
@@ -299,6 +349,30 @@ class GraphFlat:
         state, vector, mask = self._view(state)
         return state, vector, mask, reward, self._session(state).ended, jnp.bool_(False), error
 
+    def _commit_step(self, state: RawSession, action):
+        """:meth:`step` under ``raw_actions="commit"``: action N + 1 + a
+        commits (:func:`_committed`) then calls as action a; the commit
+        stands only where the core accepts the call."""
+        n = self.config.n
+        committing = (action > n) & (action <= 2 * n + 1)
+        call = jnp.where(committing, action - (n + 1), action)
+        states = core.public_view(state.session)["states"]
+        committed = jnp.where(committing, _committed(state.hypothesis, state.last, state.before, states,
+                                                     self.config.directed), state.hypothesis)
+        kind = jnp.where(call == n, core.SUBMIT, core.INTERVENE)
+        called, reward, error = core.step_pure(state.session, kind, call, committed, self.config)
+        kept = error == 0
+        made = called.interventions > state.session.interventions
+        new = RawSession(
+            session=called,
+            hypothesis=jnp.where(kept, committed, state.hypothesis),
+            last=jnp.where(made, call, state.last),
+            before=jnp.where(made, states, state.before),
+            edits_left=state.edits_left - (kept & jnp.any(committed != state.hypothesis)).astype(jnp.int32),
+        )
+        new, vector, mask = self._view(new)
+        return new, vector, mask, reward, new.ended, jnp.bool_(False), jnp.asarray(error, jnp.int32)
+
     def _session(self, state) -> core.GraphState:
         return state.session if self.raw else state
 
@@ -315,7 +389,7 @@ class GraphFlat:
         """The codec of a session of config ``params``: under ``"raw"`` a
         :class:`RawHostSession`, which holds the learner's matrix across the
         session's calls."""
-        codec = GraphFlat(params, self.observation)
+        codec = dataclasses.replace(self, config=params)
         return RawHostSession(codec) if self.raw else codec
 
     def encode(self, obs: dict):
@@ -374,7 +448,8 @@ class RawHostSession:
         """The session's observation ``obs`` (its public view) as the flat (vector, mask)."""
         if self.before is None:  # the opening states, until the first intervention
             self.before = np.asarray(obs["states"])
-        return raw_observation(obs, self.hypothesis, self.last, self.before, self.edits_left, self.config)
+        return raw_observation(obs, self.hypothesis, self.last, self.before, self.edits_left, self.config,
+                               self.codec.raw_actions)
 
     def decode(self, index: int, obs: dict) -> dict | None:
         """Flat index -> the session's tool call, or None for an edit of the
@@ -382,6 +457,11 @@ class RawHostSession:
         refuses (the diagonal, no edits left), raises ValueError."""
         n = self.config.n
         index = int(check_flat_actions(index, self.num_actions, name="index"))
+        if index > n and self.codec.commits:  # commit, then call as index - (N + 1)
+            committed = np.asarray(_committed(jnp.asarray(self.hypothesis), jnp.int32(self.last), jnp.asarray(self.before),
+                                              jnp.asarray(obs["states"]), self.config.directed))
+            self.edits_left -= int(not np.array_equal(committed, self.hypothesis))
+            self.hypothesis, index = committed, index - (n + 1)
         if index > n:
             pair = index - (n + 1)
             if pair // n == pair % n or self.edits_left <= 0:
@@ -395,14 +475,15 @@ class RawHostSession:
 
 
 def _config_keywords(config_class):
-    """A codec factory's signature as the keywords it takes: ``observation``
-    and each of ``config_class``'s fields, with their defaults. The generic
+    """A codec factory's signature as the keywords it takes: ``observation``,
+    ``raw_actions`` and each of ``config_class``'s fields, with their defaults. The generic
     layers read a flat factory's signature (the batched flat env's settings,
     a PPO run's defaults), and ``**settings`` would hide the config's."""
     def sign(factory):
         keyword = inspect.Parameter.KEYWORD_ONLY
         factory.__signature__ = inspect.Signature(
-            [inspect.Parameter("observation", keyword, default=OBSERVATIONS[0])]
+            [inspect.Parameter("observation", keyword, default=OBSERVATIONS[0]),
+             inspect.Parameter("raw_actions", keyword, default=RAW_ACTIONS[0])]
             + [inspect.Parameter(f.name, keyword, default=f.default) for f in fields(config_class)],
             return_annotation=GraphFlat)
         return factory
@@ -410,16 +491,16 @@ def _config_keywords(config_class):
 
 
 @_config_keywords(DagConfig)
-def dag_codec(observation: str = "evidence", **settings) -> GraphFlat:
+def dag_codec(observation: str = "evidence", raw_actions: str = "toggle", **settings) -> GraphFlat:
     """``World.flat`` of ``dag``: the codec of ``DagConfig(**settings)``
-    under ``observation`` (:class:`GraphFlat`'s)."""
-    return GraphFlat(DagConfig(**settings), observation)
+    under ``observation`` and ``raw_actions`` (:class:`GraphFlat`'s)."""
+    return GraphFlat(DagConfig(**settings), observation, raw_actions)
 
 
 @_config_keywords(RelationalConfig)
-def relational_codec(observation: str = "evidence", **settings) -> GraphFlat:
+def relational_codec(observation: str = "evidence", raw_actions: str = "toggle", **settings) -> GraphFlat:
     """``World.flat`` of ``relational``: the codec of ``RelationalConfig(**settings)`` (see :func:`dag_codec`)."""
-    return GraphFlat(RelationalConfig(**settings), observation)
+    return GraphFlat(RelationalConfig(**settings), observation, raw_actions)
 
 
 # -- the raw codec's teacher ------------------------------------------------------
@@ -437,7 +518,9 @@ def raw_systematic_policy(codec: GraphFlat):
     node has been intervened on (one pass decides every pair). Under the
     paper's loop each intervention proposes its matrix, so it stops where
     ``systematic`` (which reads what the evidence implies) stops, but for
-    the rows that ``systematic`` infers by acyclicity alone."""
+    the rows that ``systematic`` infers by acyclicity alone. Under
+    ``raw_actions="commit"`` the call after an intervention commits
+    instead of the edits of a row."""
     if not codec.raw:
         raise ValueError(f"codec: {codec.describe()} observes the evidence; raw_systematic_policy plays "
                          "observation='raw' (the evidence codec's is baselines.systematic_policy)")
@@ -451,6 +534,8 @@ def raw_systematic_policy(codec: GraphFlat):
         target = jnp.argmin(jnp.round(f["interventions"] * budget) * n + jnp.arange(n))  # fewest, then lowest
         done = jnp.all(f["interventions"] > 0) if once else jnp.bool_(False)
         go = (f["budget_left"] > 0) & ~done
+        if codec.commits:
+            return (jnp.where(go, target, n) + jnp.where(jnp.any(pending), n + 1, 0)).astype(jnp.int32)
         return jnp.where(jnp.any(pending) & (f["edits_left"] > 0), edit, jnp.where(go, target, n)).astype(jnp.int32)
 
     def policy(params, key, obs, mask):
