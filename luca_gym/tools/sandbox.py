@@ -998,6 +998,7 @@ class Sandbox:
             # its pid namespace; only then is the rest of the output read (to its end, or for a moment).
             _kill(process)
             self._cgroup.kill()
+            _reap(process)
             pipes.drain(time.monotonic() + 2.0)
             pipes.close()
         text = pipes.kept.decode("utf-8", "replace")
@@ -1106,13 +1107,17 @@ class _Pipes:
 
 
 def _kill(process: subprocess.Popen) -> None:
-    """Kill the block's process group (the launcher and the namespace's pid 1: with it the whole pid namespace)
-    and reap it (the group is still ours: its leader is not reaped yet)."""
-    if process.returncode is None:
+    """Kill the block's process group (the launcher and the namespace's pid 1: with it the whole pid namespace;
+    the group is still ours: its leader is not reaped yet)."""
+    if process.poll() is None:
         try:
             os.killpg(process.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+def _reap(process: subprocess.Popen) -> None:
+    """Wait for the killed launcher (a process in the kernel's hands a moment longer is left to the next call)."""
     try:
         process.wait(timeout=30)
     except subprocess.TimeoutExpired:
