@@ -21,7 +21,9 @@ and returns at least:
   the claim contradicts (None without a claim).
 
 :func:`section` is the report's "Evidence audit" section: per world and
-agent, the means of these over the sessions audited.
+agent, the means of these over the sessions audited, and under the table a
+world's note on an agent whose row needs reading (its audit module's
+``NOTES``, :func:`audit_notes`).
 """
 
 from __future__ import annotations
@@ -36,6 +38,19 @@ from luca_gym import worlds
 def audit_function(world_name: str):
     """The ``audit`` function of world ``world_name`` (the ``audit`` module
     beside its config), or None where the world has none or is not registered."""
+    module = _audit_module(world_name)
+    return None if module is None else getattr(module, "audit", None)
+
+
+def audit_notes(world_name: str) -> dict:
+    """``{agent: note}``: what the report says under the audit's table of an
+    agent whose row needs reading (the world's audit module's ``NOTES``; {} where none)."""
+    module = _audit_module(world_name)
+    return dict(getattr(module, "NOTES", {}) or {}) if module is not None else {}
+
+
+def _audit_module(world_name: str):
+    """The ``audit`` module beside world ``world_name``'s config, or None."""
     if not isinstance(world_name, str) or world_name not in worlds.names():
         return None
     package = worlds.get(world_name).config.partition(":")[0].rpartition(".")[0]
@@ -47,7 +62,7 @@ def audit_function(world_name: str):
         if error.name != f"{package}.audit":
             raise
         return None
-    return getattr(module, "audit", None)
+    return module
 
 
 def audit_record(record: dict) -> dict | None:
@@ -131,6 +146,10 @@ def section(records) -> str | None:
         lines.append(f"| {world} | {agent} | {s['hypotheses']} | {s['sessions']} | {_cell(s['experiments'], 1)} | "
                      f"{_cell(s['ruled_out_per_experiment'])} | {_cell(s['claimed'])} | {_cell(s['consistent'])} | "
                      f"{_cell(s['evidence_ignored'])} |")
+    for world, agent in table:
+        note = audit_notes(world).get(agent)
+        if note:
+            lines += ["", f"*{agent}* ({world}): {note}"]
     return "\n".join(lines)
 
 

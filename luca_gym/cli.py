@@ -29,6 +29,7 @@ from luca_gym.cli_common import (  # noqa: F401  (parse_seeds and UsageError: th
     EXIT_USAGE,
     CommandParser,
     HelpFormatter,
+    Progress,
     UsageError,
     bool_setting as _bool_setting,
     names as _names,
@@ -39,6 +40,8 @@ from luca_gym.cli_common import (  # noqa: F401  (parse_seeds and UsageError: th
     seal_of,
     sealed_arguments as _sealed_arguments,
     setting_values as _setting_values,
+    say_steps,
+    spec_label,
     writable_dir as _writable_dir,
 )
 
@@ -261,44 +264,16 @@ def ablation_arms(args, world, hook, settings: dict) -> dict:
     return settings
 
 
-class Progress:
-    """The sweep's progress bar on stderr (tqdm: count, rate, ETA, the session
-    running). While the first session takes longer than 3 s (it compiles),
-    the bar says so."""
+def sweep_progress(quiet: bool) -> Progress:
+    """The sweep's progress on stderr (:class:`~luca_gym.cli_common.Progress`:
+    a bar on a terminal, a line every few seconds elsewhere), a session named
+    by its world's ``progress_label`` where the world's CLI hook has one."""
 
-    def __init__(self, quiet: bool = False):
-        self.quiet = quiet or not sys.stderr.isatty()
-        self.bar = None
-        self.timer = None
-
-    def __call__(self, i: int, total: int, spec) -> None:
-        if self.quiet or total == 0:
-            return
-        if self.bar is None:
-            from tqdm import tqdm
-
-            self.bar = tqdm(total=total, unit="session", file=sys.stderr, dynamic_ncols=True)
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
-        self.bar.n = i
-        if spec is None:
-            self.bar.set_postfix_str("done")
-            self.bar.close()
-            return
+    def label(spec) -> str:
         hook = _hooks().get(spec.world)
-        if hook is not None and hasattr(hook, "progress_label"):
-            what = hook.progress_label(spec)
-        else:
-            what = f"{spec.agent} {spec.world} {' '.join(f'{k}={v}' for k, v in spec.settings)} seed {spec.seed}"
-        self.bar.set_postfix_str(what)
-        if i == 0:
-            from luca_gym.compile_cache import cache_dir
+        return hook.progress_label(spec) if hook is not None and hasattr(hook, "progress_label") else spec_label(spec)
 
-            note = f"{what} (compiling: first run only{'; cached' if cache_dir() else ''})"
-            self.timer = threading.Timer(3.0, lambda: self.bar.set_postfix_str(note))
-            self.timer.daemon = True
-            self.timer.start()
+    return Progress(quiet, label=label)
 
 
 def cmd_eval(args) -> int:
@@ -348,10 +323,11 @@ def cmd_eval(args) -> int:
 
         check_analysis_packages()
     created = not os.path.isdir(args.out)
+    progress = sweep_progress(args.quiet)
     _writable_dir(args.out)
     try:
         seal = seal_of(args, out=args.out)
-        path = ev.sweep(specs, args.out, policy_factory=factory, progress=Progress(args.quiet), sealed=seal,
+        path = ev.sweep(specs, args.out, policy_factory=factory, progress=progress, sealed=seal,
                         base_url=args.base_url, concurrency=concurrency, retries=args.retries,
                         backoff=0 if cassette is not None and cassette.replaying else args.backoff,  # replay: no waits
                         price=price, log=None if args.quiet else _say, python=python,
@@ -360,6 +336,7 @@ def cmd_eval(args) -> int:
         if created:
             _remove_if_empty(args.out)
         raise
+        progress.close()
     finally:
         if cassette is not None:
             cassette.close()
@@ -373,7 +350,7 @@ def cmd_eval(args) -> int:
     else:
         given = {k: v for spec in specs[:1] for k, v in spec.options().items() if k in ev.run_options(world)}
         at = "".join(f", {k} {v}" for k, v in given.items())
-        print(f"\n{world.name}: {world.headline}{at} ({len(set(seeds))} seeds; mean ± population std)")
+        print(f"\n{world.name}: {world.headline}{at} ({len(set(seeds))} seed{'' if len(set(seeds)) == 1 else 's'}; mean ± population std)")
         print(ev.world_table(records, world))
     models = [r for r in records if r.get("usage") and ev.is_llm_agent(r["agent"])]  # a tool-agent baseline spends no tokens
     if models:
@@ -771,11 +748,12 @@ def cmd_worlds(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from luca_gym.report import results_folder, write_report
+    """Write the report; each step it starts is said on stderr (``report: ...``)."""
+    from luca_gym.report import log, results_folder, write_report
 
     if args.out:
         _writable_dir(args.out)
-    with _results_notes():
+    with _results_notes(), say_steps(log, "report"):
         text = write_report(args.results, args.out)
     folder = args.out or results_folder(args.results)
     print(os.path.join(folder, "report.md"))

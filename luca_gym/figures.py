@@ -132,4 +132,6 @@ def seed_counts(stats) -> str:
     counts = sorted({s[2] for s in stats})
     if not counts:
         return "no sessions"
-    return f"{counts[0]} seeds" if len(counts) == 1 else f"{counts[0]}-{counts[-1]} seeds"
+    if len(counts) == 1:
+        return f"{counts[0]} seed{'' if counts[0] == 1 else 's'}"
+    return f"{counts[0]}-{counts[-1]} seeds"

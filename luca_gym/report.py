@@ -13,6 +13,7 @@ A session is drawn by its world's viewer (``World.viewer``: LUCA's,
 
 from __future__ import annotations
 
+import logging
 import os
 import warnings
 
@@ -21,6 +22,10 @@ from luca_gym import paired as ablation
 from luca_gym import audit, process, report_html
 from luca_gym import worlds
 from luca_gym.protocol import load
+
+# What the report is computing, step by step (``luca-gym report`` prints it on
+# stderr; a world's report hook logs its own slow steps here, e.g. the floors).
+log = logging.getLogger("luca_gym.report")
 
 
 def results_folder(results: str) -> str:
@@ -38,7 +43,8 @@ def write_report(results: str, out_dir: str | None = None) -> str:
     and the evidence audit's section (:func:`luca_gym.audit.section`).
     Also writes ``report.html`` (:mod:`luca_gym.report_html`): the same
     report as one static page, figures embedded, with each transcript
-    folded. Returns the markdown text."""
+    folded. Returns the markdown text. Each step is logged (``log``, before
+    it starts), so a slow first run says what it is computing."""
     read = ev.read_results(results)
     if not read.records:
         raise ev.ResultsError(f"{results}: no sessions to report")
@@ -54,6 +60,7 @@ def write_report(results: str, out_dir: str | None = None) -> str:
     for name in names:
         world = worlds.get(name)
         mine = [r for r in read.records if r["world"] == name]
+        log.info(f"{name}: {len(mine)} session{'' if len(mine) == 1 else 's'}: tables and figures")
         if world.report is not None:
             parts += load(world.report)(mine, out_dir, source=results, notes=read.notes())
         else:
@@ -61,13 +68,17 @@ def write_report(results: str, out_dir: str | None = None) -> str:
             paired = ablation.section(mine, world)
             if paired:
                 parts.append(paired)
+    if any(r.get("messages") for r in read.records):
+        log.info("the process analyses of the sessions that keep a transcript")
     parts += process.sections(read.records)  # language-model sessions only: scripted runs add nothing
+    log.info("the evidence audit (each audited session's instance rebuilt once)")
     audited = _audit_section(read.records)
     if audited:
         parts.append(audited)
     text = "\n\n".join(parts) + "\n"
     with open(os.path.join(out_dir, "report.md"), "w", encoding="utf-8") as f:
         f.write(text)
+    log.info("report.html")
     report_html.write_html(text, read.records, out_dir, source=results)
     return text
 
@@ -152,5 +163,6 @@ def session_to_draw(records, results: str, seed, agent, out_path: str | None = N
     record, note = pick_session(records, seed, agent, **filters)
     viewer = viewer_of(record)
     if viewer is None:
-        raise ValueError(f"world {record['world']!r} has no viewer (World.viewer) to draw a session with")
+        raise ValueError(f"world {record['world']!r} has no viewer (World.viewer) to draw a session with; add "
+                         "--transcript to print the session's transcript instead")
     return record, viewer, out_path or os.path.join(results_folder(results), viewer.session_file_name(record)), note

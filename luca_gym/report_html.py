@@ -326,7 +326,8 @@ def transcripts_html(records, max_sessions: int = MAX_SESSIONS) -> str:
         parts.append(f"<h3>{html.escape(f'{world} · {agent}')}</h3>")
         parts += [transcript_html(r) for r in mine[:max_sessions]]
         if len(mine) > max_sessions:
-            parts.append(f'<p class="note">{len(mine) - max_sessions} more sessions of {html.escape(str(agent))} '
+            more = len(mine) - max_sessions
+            parts.append(f'<p class="note">{more} more session{"" if more == 1 else "s"} of {html.escape(str(agent))} '
                          f'left out (luca-gym show RESULTS --agent AGENT --seed SEED --transcript prints any of them).</p>')
     return "\n".join(parts)
 

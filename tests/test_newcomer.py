@@ -1,6 +1,7 @@
 """A newcomer's first hour: the compilation cache, the compile notice, the
 CLI's help, version and one-line errors (provider and missing-extra errors
-included), and the progress bar."""
+included), and the sweep's progress: a bar on a terminal, lines elsewhere,
+moving within a session."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ import pytest
 from luca_gym.worlds.luca.baselines import make_policy
 from luca_gym import compile_cache
 from luca_gym import harness as ev
-from luca_gym.cli import Progress, build_parser, main
+from luca_gym.cli import build_parser, main, sweep_progress
+from luca_gym.cli_common import Progress
 from luca_gym.tools import providers
 from luca_gym.worlds.luca.evaluation import luca_spec
 
@@ -148,7 +150,7 @@ def test_an_unreachable_provider_is_one_line_and_completed_sessions_are_kept(mon
             with providers.provider_errors("openai:some-model at http://127.0.0.1:9/v1"):
                 raise APIConnectionError("Connection error.\nsecond line of a long traceback text")
 
-    monkeypatch.setattr(ev, "make_runner", lambda name, base_url=None, world="luca": Unreachable() if name.startswith("openai:") else make_policy(name))
+    monkeypatch.setattr(ev, "make_runner", lambda name, base_url=None, world="luca", **_: Unreachable() if name.startswith("openai:") else make_policy(name))
     argv = ["eval", "--agents", "random,openai:some-model", "--tiers", "easy", "--modes", "healthy", "--seeds", "0",
             "--out", str(tmp_path), "--quiet", "--retries", "2", "--backoff", "0"]
     assert main(argv) == 1
@@ -170,13 +172,200 @@ def test_the_progress_bar_counts_and_estimates(monkeypatch):
     stream = io.StringIO()
     monkeypatch.setattr(sys, "stderr", stream)
     monkeypatch.setattr(stream, "isatty", lambda: True, raising=False)
-    progress = Progress()
+    progress = sweep_progress(False)
     spec = luca_spec("random", "easy", "healthy", 20, 0)
     for i in range(3):
         progress(i, 3, spec)
+        progress.step(spec, 1)
+        time.sleep(0.25)  # the bar redraws a move at most five times a second
+        progress.step(spec, 5)
     progress(3, 3, None)
     text = stream.getvalue()
     assert "3/3" in text and "session" in text and "random easy healthy N=20 seed 0" in text and "done" in text
+    assert "seed 0, call 5" in text  # the bar moves within a session
+
+
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_off_a_terminal_progress_is_lines_at_least_every_few_seconds():
+    stream, clock = io.StringIO(), Clock()
+    progress = Progress(stream=stream, every=5.0, clock=clock, heartbeat=False)
+    spec = luca_spec("random", "easy", "healthy", 20, 0)
+    progress(0, 540, spec)
+    assert stream.getvalue().startswith("eval: 0/540 sessions; 0 s; running: random luca")
+    for i in range(1, 12):  # twelve quick sessions in 3.3 s: no line between the first and the timer's
+        clock.now += 0.3
+        progress(i, 540, spec)
+    assert stream.getvalue().count("\n") == 1
+    clock.now += 2.0
+    progress.tick()  # the timer, 5 s after the first line
+    assert stream.getvalue().splitlines()[-1].startswith("eval: 11/540 sessions; 5 s; running:")
+    progress(12, 540, spec)
+    for count in range(1, 40):  # one long session: its calls show it moving
+        clock.now += 0.5
+        progress.step(spec, count)
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 5 and lines[-1].startswith("eval: 12/540 sessions; 20 s; running:")  # one line each 5 s
+    assert lines[-1].endswith(", call 30 (15 s)")
+    progress(540, 540, None)
+    assert stream.getvalue().splitlines()[-1] == "eval: 540/540 sessions, done in 24 s"
+    progress.step(spec, 41)
+    progress.tick()  # after the end: nothing more
+    assert len(stream.getvalue().splitlines()) == 6
+
+
+def test_the_first_sessions_line_says_it_compiles():
+    stream, clock = io.StringIO(), Clock()
+    progress = Progress(stream=stream, every=5.0, clock=clock, heartbeat=False)
+    progress(0, 3, luca_spec("random", "easy", "healthy", 20, 0))
+    clock.now += 5.0
+    progress.tick()
+    assert "(5 s; compiling: first run only" in stream.getvalue().splitlines()[-1]
+
+
+def test_the_timer_beats_without_any_session_ending():
+    stream = io.StringIO()
+    progress = Progress(stream=stream, every=0.05)
+    progress(0, 2, luca_spec("random", "easy", "healthy", 20, 0))
+    deadline = time.monotonic() + 30
+    while stream.getvalue().count("\n") < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    progress.close()
+    assert stream.getvalue().count("eval: 0/2 sessions") >= 3
+
+
+def test_quiet_prints_nothing():
+    stream = io.StringIO()
+    progress = Progress(True, stream=stream)
+    progress(0, 2, luca_spec("random", "easy", "healthy", 20, 0))
+    progress.step(None, 1)
+    progress(2, 2, None)
+    assert stream.getvalue() == ""
+
+
+def test_the_sweep_reports_each_call_of_a_session(tmp_path):
+    counts = []
+
+    class Recorder:
+        def __call__(self, i, total, spec):
+            pass
+
+        def step(self, spec, count, unit):
+            counts.append((spec.seed, count, unit))
+
+    spec = luca_spec("causal-sweep", "easy", "healthy", 20, 0)
+    ev.sweep([spec], str(tmp_path), progress=Recorder())
+    calls = len(ev.load_sessions(str(tmp_path))[0]["calls"])
+    assert counts == [(0, k, "call") for k in range(1, calls + 1)] and calls > 5
+
+
+def test_the_sweep_reports_each_turn_of_a_tool_agent(tmp_path):
+    from luca_gym import worlds
+
+    turns = []
+
+    class Recorder:
+        def __call__(self, i, total, spec):
+            pass
+
+        def step(self, spec, count, unit):
+            turns.append((count, unit))
+
+    specs = ev.plan_world(worlds.get("equation"), ["systematic"], [0])
+    ev.sweep(specs, str(tmp_path), policy_factory=lambda name: ev.make_runner(name, world="equation"), progress=Recorder())
+    record = ev.load_sessions(str(tmp_path))[0]
+    assistant = [m for m in record["messages"] if m["role"] == "assistant"]
+    assert turns == [(k, "turn") for k in range(1, len(assistant) + 1)] and len(turns) > 1
+
+
+def test_eval_through_a_pipe_prints_progress_lines(tmp_path):
+    """`luca-gym eval` with stderr a pipe (as under `| tee` or in CI): the
+    first line and the last say the count of sessions done out of the total."""
+    out = tmp_path / "dag"
+    done = subprocess.run([sys.executable, "-m", "luca_gym.cli", "eval", "--world", "dag", "--agents", "systematic",
+                           "--seeds", "0-1", "--out", str(out)], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.startswith("eval: ")]
+    assert lines[0].startswith("eval: 0/2 sessions; ") and "running: systematic dag" in lines[0]
+    assert lines[-1].startswith("eval: 2/2 sessions, done in ")
+
+
+def test_a_missing_required_option_is_one_line(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["train"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "luca-gym train: error: the following arguments are required: --out (see luca-gym train --help)"]
+
+
+def test_a_graph_world_run_reads_plainly(tmp_path, capsys):
+    """One seed is "1 seed"; the table says the settings every row shares
+    once, above it; `show` on a world without a viewer points to
+    --transcript, which prints the session ending in a newline; `report`
+    says what it computes and reuses random's own sessions as its floor."""
+    out = str(tmp_path / "dag")
+    assert main(["eval", "--world", "dag", "--agents", "systematic,random", "--n-nodes", "3", "--seeds", "0", "--out", out,
+                 "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert "(1 seed; mean" in printed
+    table = printed.split("(1 seed; mean ± population std)\n", 1)[1]
+    assert table.startswith("every row: n_nodes=3, n_states=5, edge_density=0.3,")
+    assert "\n| agent | success |\n| --- | --- |\n| systematic | 1.000 ± 0.000 |" in table
+    assert main(["show", out, "--seed", "0", "--agent", "random"]) == 2
+    err = capsys.readouterr().err
+    assert "has no viewer" in err and "--transcript" in err and len(err.splitlines()) == 1
+    assert main(["show", out, "--seed", "0", "--agent", "random", "--transcript"]) == 0
+    assert capsys.readouterr().out.endswith("\n")
+    assert main(["report", out]) == 0
+    said = capsys.readouterr().err
+    assert "report: dag: 2 sessions: tables and figures" in said
+    assert ("report: dag (3 nodes, 5 states): computing the floors on 1 seed "
+            "(the empty matrix; random: its sessions here)") in said
+    # what the report reused is what it would compute: the floor plays random as the harness does
+    from luca_gym.worlds.graphs.config import DagConfig
+    from luca_gym.worlds.graphs.report import floor_scores
+
+    computed = floor_scores(DagConfig(n_nodes=3), [0])["random"]
+    played = next(r for r in ev.load_sessions(out) if r["agent"] == "random")["scores"]
+    shared = set(computed) & set(played)
+    assert {"success", "iterations", "edge_f1"} <= shared
+    assert {k: float(computed[k][0]) for k in shared} == pytest.approx({k: played[k] for k in shared})
+
+
+def test_the_equation_report_reuses_random_and_it_is_what_the_floor_computes(tmp_path, capsys):
+    from luca_gym.worlds.equation.report import _config_of, floor_scores
+
+    out = str(tmp_path / "equation")
+    assert main(["eval", "--world", "equation", "--agents", "random", "--seeds", "0", "--out", out, "--quiet"]) == 0
+    assert main(["report", out]) == 0
+    assert "its sessions here" in capsys.readouterr().err
+    played = ev.load_sessions(out)[0]
+    computed = floor_scores(_config_of(played), [0])["random"]
+    assert set(computed) == {"success", "iterations"}
+    assert {k: float(v[0]) for k, v in computed.items()} == pytest.approx({k: played["scores"][k] for k in computed})
+
+
+def test_the_audit_says_why_the_papers_rules_ignore_their_evidence(monkeypatch):
+    from luca_gym import audit
+
+    def audited(record):
+        return {"world": "luca", "agent": record["agent"], "seed": 0, "hypotheses": "malfunctions", "experiments": 3,
+                "ruled_out_per_experiment": 0.1, "claimed": True, "consistent": False, "evidence_ignored": 1}
+
+    monkeypatch.setattr(audit, "audit_record", audited)
+    text = audit.section([{"world": "luca", "agent": agent, "seed": 0} for agent in ("causal-sweep", "random")])
+    assert "\n\n*causal-sweep* (luca): its diagnosis is the paper's rule, not a reading of the evidence" in text
+    assert "*random*" not in text
+    assert set(audit.audit_notes("luca")) == {"causal-sweep", "heuristic"} and audit.audit_notes("dag") == {}
 
 
 def test_report_and_show_are_in_the_parser():

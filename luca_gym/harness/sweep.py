@@ -76,6 +76,12 @@ def sweep(
     request: every session would fail alike) stops it. Sessions in flight then
     finish and are recorded; no new one starts.
 
+    ``progress(i, total, spec)`` is told as each session starts, ``i`` of
+    ``total`` done (``spec`` None: all done); where it has a ``step(spec,
+    count, unit)`` method, that is told of each move the running session
+    makes (a policy's ``act``: ``"call"``; a tool agent's turn: ``"turn"``),
+    so a long session shows it is moving (:class:`luca_gym.cli_common.Progress`).
+
     ``log`` (e.g. a print to stderr) is told, in one line, how many sessions
     of the plan a resumed sweep found on file and skipped.
 
@@ -96,7 +102,11 @@ def sweep(
     check_python(specs, python, seal, analysis_tools)
     path = os.path.join(out_dir, SESSIONS_FILE)
 
+    step = getattr(progress, "step", None)
+
     def run(runner, spec, sleep=time.sleep) -> dict:
+        if step is not None:
+            runner = _reporting(runner, lambda count, unit: step(spec, count, unit))
         if hasattr(runner, "act"):
             return run_session(runner, spec, sealed=seal)
         return run_tool_session(runner, spec, sealed=seal, base_url=base_url, retries=retries, backoff=backoff, price=price,
@@ -144,6 +154,43 @@ def sweep(
                 progress(len(todo), len(todo), None)
     _raise_unrecorded(*outcome, concurrency)
     return path
+
+
+class _ReportingPolicy:
+    """A policy (``reset``, ``act``) that reports the count of its calls; everything else is the policy's."""
+
+    def __init__(self, policy, report):
+        self._policy, self._report, self._count = policy, report, 0
+
+    def __getattr__(self, name):
+        return getattr(self._policy, name)
+
+    def act(self, *args, **kwargs):
+        action = self._policy.act(*args, **kwargs)
+        self._count += 1
+        self._report(self._count, "call")
+        return action
+
+
+class _ReportingAgent:
+    """A tool agent (``agent(messages, specs) -> AgentTurn``) that reports the count of its turns."""
+
+    def __init__(self, agent, report):
+        self._agent, self._report, self._count = agent, report, 0
+
+    def __getattr__(self, name):
+        return getattr(self._agent, name)
+
+    def __call__(self, *args, **kwargs):
+        turn = self._agent(*args, **kwargs)
+        self._count += 1
+        self._report(self._count, "turn")
+        return turn
+
+
+def _reporting(runner, report):
+    """``runner`` telling ``report(count, unit)`` of each move it makes (a fresh count per session)."""
+    return _ReportingPolicy(runner, report) if hasattr(runner, "act") else _ReportingAgent(runner, report)
 
 
 def check_python(specs, python, seal, analysis_tools=False) -> None:

@@ -11,15 +11,24 @@ __all__ = ["agents_in", "group", "world_table"]
 
 
 def world_table(records, world) -> str:
-    """A world's headline score by agent and settings: mean ± population std (n)."""
+    """A world's headline score by agent and settings: mean ± population std
+    (n). A setting that is the same in every row is said once, in a line
+    above the table (``every row: n_nodes=10, ...``), not as a column."""
     from luca_gym import worlds
 
     world = worlds.get(world)
     names = [k for k in world.session_keys if k != "seed"]
-    cells = group([r for r in records if r.get("world") == world.name], "agent", *names)
-    lines = [f"| agent | {' | '.join(names)} | {world.headline} |" if names else f"| agent | {world.headline} |",
-             "| --- " * (len(names) + 2) + "|"]
+    mine = [r for r in records if r.get("world") == world.name]
+    cells = group(mine, "agent", *names)
+    values = {name: {key[1 + i] for key in cells} for i, name in enumerate(names)}
+    constant = [n for n in names if len(values[n]) == 1]
+    shown = [i for i, n in enumerate(names) if n not in constant]
+    columns = [names[i] for i in shown]
+    lines = [f"every row: {', '.join(f'{n}={next(iter(values[n]))}' for n in constant)}", ""] if constant else []
+    lines += [f"| agent | {' | '.join(columns)} | {world.headline} |" if columns else f"| agent | {world.headline} |",
+              "| --- " * (len(columns) + 2) + "|"]
     for key, rs in cells.items():
-        lines.append("| " + " | ".join(map(str, key)) + f" | {cell(stats([r['scores'][world.headline] for r in rs]))} |")
+        row = [key[0], *(key[1 + i] for i in shown)]
+        lines.append("| " + " | ".join(map(str, row)) + f" | {cell(stats([r['scores'][world.headline] for r in rs]))} |")
     return "\n".join(lines)
 

@@ -11,6 +11,7 @@ reads one from its messages)."""
 from __future__ import annotations
 
 import json
+import logging
 from functools import lru_cache
 
 import numpy as np
@@ -19,6 +20,7 @@ from luca_gym.figures import agent_color, legend_right, panel_letters, pyplot, s
 from luca_gym.summaries import agents_in, group
 
 KEYS = ("complexity", "n_variables", "n_distractors")
+log = logging.getLogger("luca_gym.report")  # what the report is computing (luca-gym report prints it)
 PAPERS_PROTOCOL = "every"
 PROTOCOLS = {
     "every": "the paper's loop: a formula stated with every query, the session ended the first time it is right",
@@ -52,7 +54,7 @@ def _solves():
     return jax.jit(jax.vmap(jax.vmap(right, (None, 0, 0)), (0, None, None)))
 
 
-def floor_scores(config, seeds) -> dict:
+def floor_scores(config, seeds, random: bool = True) -> dict:
     """The floors' scores on ``seeds`` under ``config`` (an
     :class:`~luca_gym.worlds.equation.config.EquationConfig`), from the core,
     with no agent run: ``{"fixed": scores, "random": scores}``, each score
@@ -63,7 +65,8 @@ def floor_scores(config, seeds) -> dict:
     formula solves two instances), a floor for any answer given without a
     query. ``random``: the ``random`` baseline's
     session (:func:`~luca_gym.worlds.equation.baselines.random_plan`) played
-    on the core, so it equals ``luca-gym eval --agents random`` on those seeds."""
+    on the core, so it equals ``luca-gym eval --agents random`` on those seeds
+    (``random=False``: left out, for a caller that holds those sessions)."""
     import jax
 
     from luca_gym.worlds.equation import core, grammar
@@ -79,6 +82,8 @@ def floor_scores(config, seeds) -> dict:
     best = np.argmax(others, axis=0)
     fixed = {"success": (solves[best, np.arange(len(seeds))] & (others.max(axis=0) > 0)).astype(float),
              "iterations": np.ones(len(seeds))}
+    if not random:
+        return {"fixed": fixed}
     random = {"success": [], "iterations": []}
     for i in range(len(seeds)):
         instance = jax.tree.map(lambda a: a[i], batch)
@@ -139,6 +144,21 @@ def table(records, floors=None, papers_settings: bool = True) -> str:
     return "\n".join(lines)
 
 
+def _floors(records) -> dict:
+    """:func:`floor_scores` on the seeds of ``records`` (one setting); where
+    they hold ``random``'s own sessions on every one of those seeds, its floor
+    is those sessions (the same numbers), not played again."""
+    seeds = sorted({r["seed"] for r in records})
+    played = {r["seed"]: r for r in records if r["agent"] == "random"}
+    reuse = set(seeds) <= set(played)
+    log.info(f"equation: computing the floors on {len(seeds)} seed{'' if len(seeds) == 1 else 's'} "
+             f"({'the commonest formula; random: its sessions here' if reuse else 'the commonest formula and random'})")
+    floors = floor_scores(_config_of(records[0]), seeds, random=not reuse)
+    if reuse:
+        floors["random"] = {k: np.asarray([played[s]["scores"][k] for s in seeds], float) for k in ("success", "iterations")}
+    return floors
+
+
 def sections(records, out_dir, *, source=None, notes=None) -> list[str]:
     """``luca-gym report``'s markdown parts for this world's records: one table per protocol."""
     parts = ["## equation (symbolic equation discovery)",
@@ -147,7 +167,8 @@ def sections(records, out_dir, *, source=None, notes=None) -> list[str]:
              "ended the session (at least 1: one query and then the right formula is 1 iteration). The floors are "
              "computed from the world's core on the same seeds and settings, with no agent run: the commonest formula "
              "stated at once (for each seed, the formula that solves the most of the other seeds), and `random` as "
-             "the harness plays it.",
+             "the harness plays it (where the folder holds `random`'s own sessions on every seed of a setting, its "
+             "row is those sessions: the same numbers).",
              *(f"Note: {note}" for note in notes or ())]
     sealed = any(r.get("sealed") for r in records)
     if sealed:
@@ -155,9 +176,7 @@ def sections(records, out_dir, *, source=None, notes=None) -> list[str]:
     beyond = [{**r, "measurement_noise": r.get("measurement_noise", 0.0), "grammar_shown": r.get("grammar_shown", "listed")}
               for r in records]
     for (protocol, noise, shown), rs in sorted(group(beyond, "proposals", "measurement_noise", "grammar_shown").items()):
-        floors = {} if sealed else {
-            key: floor_scores(_config_of(group_rs[0]), sorted({r["seed"] for r in group_rs}))
-            for key, group_rs in group(rs, *KEYS).items()}
+        floors = {} if sealed else {key: _floors(group_rs) for key, group_rs in group(rs, *KEYS).items()}
         paper_settings = noise == 0.0 and shown == "listed"
         title = f"### Table 1 (protocol: proposals={protocol}, {PROTOCOLS[protocol]})" if paper_settings else (
             f"### Beyond the paper (protocol: proposals={protocol}; measurement_noise={noise:g}, grammar {shown})")

@@ -12,6 +12,7 @@ names its protocol."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import fields
 from functools import lru_cache
 
@@ -41,6 +42,7 @@ PROTOCOLS = {
     "every": "the paper's loop: a matrix proposed every cycle, the session ended the first time it is right",
     "final": "one submitted matrix, not the paper's protocol (no paper figure beside it)",
 }
+log = logging.getLogger("luca_gym.report")  # what the report is computing (luca-gym report prints it)
 # The floors, computed for the folder's seeds (floor_scores): (key, the row's name).
 FLOORS = (("empty", "floor: empty matrix at once"), ("random", "floor: random (computed)"))
 
@@ -73,7 +75,7 @@ def _empty_at_once(config):
     return jax.jit(jax.vmap(one))
 
 
-def floor_scores(config, seeds) -> dict:
+def floor_scores(config, seeds, random: bool = True) -> dict:
     """The floors' scores on ``seeds`` under ``config``
     (``DagConfig`` or
     ``RelationalConfig``), from the core,
@@ -82,7 +84,8 @@ def floor_scores(config, seeds) -> dict:
     its success is the share of instances with no edge). ``random``: the
     ``random`` baseline as the harness plays it, each session from its
     seed's key (:func:`~luca_gym.worlds.graphs.flat.play_batch`), so it
-    equals ``luca-gym eval --agents random`` on those seeds."""
+    equals ``luca-gym eval --agents random`` on those seeds (``random=False``:
+    left out, for a caller that holds those sessions)."""
     import jax
 
     from luca_gym.worlds.graphs import core
@@ -92,8 +95,9 @@ def floor_scores(config, seeds) -> dict:
     seeds = [int(s) for s in seeds]
     instances = core.instances(seeds, config)
     codec = GraphFlat(config)
-    out = {"empty": _empty_at_once(config)(instances),
-           "random": play_batch(random_policy(codec), None, session_keys(seeds), codec, instances, config.max_calls)}
+    out = {"empty": _empty_at_once(config)(instances)}
+    if random:
+        out["random"] = play_batch(random_policy(codec), None, session_keys(seeds), codec, instances, config.max_calls)
     return {name: {k: np.asarray(v) for k, v in jax.device_get(scores).items()} for name, scores in out.items()}
 
 
@@ -112,13 +116,23 @@ def floors_of(records, world: str) -> dict:
     """``{setting: {floor key: records}}`` for ``records`` of one condition
     (same protocol, density, ...): each setting's floors on the seeds its
     lines hold (every agent's, together). Empty for sealed lines: their
-    instances come from a secret the report does not read."""
+    instances come from a secret the report does not read. Where ``records``
+    hold ``random``'s own sessions on every one of those seeds, its floor is
+    those sessions (the same numbers: the floor plays it as the harness does),
+    not played again."""
     if any(r.get("sealed") for r in records):
         return {}
     out = {}
     for setting, rs in group(records, *SIZE[world]).items():
         seeds = sorted({r["seed"] for r in rs})
-        out[setting] = {k: _as_records(v) for k, v in floor_scores(_config_of(world, rs[0]), seeds).items()}
+        played = {r["seed"]: r for r in rs if r["agent"] == "random"}
+        reuse = set(seeds) <= set(played)
+        count = f"{len(seeds)} seed{'' if len(seeds) == 1 else 's'}"
+        log.info(f"{world} {_setting_text(world, setting)}: computing the floors on {count} "
+                 f"({'the empty matrix; random: its sessions here' if reuse else 'the empty matrix and random'})")
+        out[setting] = {k: _as_records(v) for k, v in floor_scores(_config_of(world, rs[0]), seeds, random=not reuse).items()}
+        if reuse:
+            out[setting]["random"] = [{"scores": played[s]["scores"]} for s in seeds]
     return out
 
 
@@ -193,7 +207,8 @@ def sections(records: list, out_dir: str, *, source: str, notes=()) -> list[str]
          "matrix that ended the session (at least 1: one intervention and then the right matrix is 1 iteration); "
          "∞ where no session succeeded. The budget is 2N interventions. The floors are computed from the world's "
          "core on the same seeds and settings, with no agent run: the empty matrix submitted at once (its success "
-         "is the share of instances with no edge) and `random` as the harness plays it. A table's title names the "
+         "is the share of instances with no edge) and `random` as the harness plays it (where the folder holds `random`'s "
+         "own sessions on every seed of a setting, its row is those sessions: the same numbers). A table's title names the "
          "settings beyond the paper (observation noise, latent nodes, a cost per intervention) where they are on; "
          "with a cost, the process table adds the mean return (success less the cost times the interventions)."),
         *(f"Note: {note}" for note in notes),

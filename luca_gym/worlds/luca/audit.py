@@ -150,6 +150,25 @@ def opening_baseline(record: dict) -> np.ndarray:
     return np.asarray(obs["baseline_phenotypes"], float)
 
 
+# What the report says under the audit's table of an agent whose row needs
+# reading (luca_gym.audit.section): the paper's baselines diagnose by a rule
+# that does not hold a candidate against the measurements.
+NOTES = {
+    "causal-sweep": (
+        "its diagnosis is the paper's rule, not a reading of the evidence: the gene whose measured single intervention "
+        "restored the most aberrant phenotypes, named locked low where a BOOST restored and locked high where a BLOCK "
+        "did. That gene need not be the faulty one (an intervention elsewhere on the fault's path can restore the "
+        "phenotypes too), and the rule never holds it against the session's measurements, which (the disease "
+        "baseline first of all) have often ruled it out already: a consistent share near 0 and evidence ignored near "
+        "1 are what the rule gives, not an error of the audit."),
+    "heuristic": (
+        "its diagnosis is the paper's rule, not a reading of the evidence: the gene whose measured BLOCK moved the "
+        "aberrant phenotypes most, named locked high, never held against the session's measurements (the disease "
+        "baseline first of all), which have often ruled it out already: a low consistent share and evidence ignored "
+        "near 1 are what the rule gives."),
+}
+
+
 def _accepted(call: dict) -> bool:
     return isinstance(call.get("result"), dict) and "error" not in call["result"]
 

@@ -264,7 +264,7 @@ class LucaCLI:
         main, note = ablation.main_records(records)
         parts = []
         for n in n_genes:
-            parts.append(f"\nComposite score, N={n}{at} ({len(seeds)} seeds; mean ± population std; {paper})")
+            parts.append(f"\nComposite score, N={n}{at} ({len(seeds)} seed{'' if len(seeds) == 1 else 's'}; mean ± population std; {paper})")
             parts.append(tables.composite_table(main, n, with_paper=budget is None))
         parts += tables.baseline_notes(main)
         if note:
