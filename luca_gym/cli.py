@@ -323,8 +323,8 @@ def cmd_eval(args) -> int:
 
         check_analysis_packages()
     created = not os.path.isdir(args.out)
-    progress = sweep_progress(args.quiet)
     _writable_dir(args.out)
+    progress = sweep_progress(args.quiet)
     try:
         seal = seal_of(args, out=args.out)
         path = ev.sweep(specs, args.out, policy_factory=factory, progress=progress, sealed=seal,
@@ -336,8 +336,8 @@ def cmd_eval(args) -> int:
         if created:
             _remove_if_empty(args.out)
         raise
-        progress.close()
     finally:
+        progress.close()
         if cassette is not None:
             cassette.close()
     wanted = {ev.session_key(spec) for spec in specs}
@@ -1029,7 +1029,7 @@ def build_parser(world=None) -> argparse.ArgumentParser:
     p.add_argument("--python-analysis-tools", action="store_true", help=PYTHON_ANALYSIS_HELP)
     _sandbox_arguments(p)
     _request_arguments(p)
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr (a bar on a terminal, else a line every 5 s)")
     p.set_defaults(func=cmd_eval)
 
     text = "one call to an OpenAI-compatible model: is a server there, and does it return a tool call?"
