@@ -10,8 +10,9 @@ path, so the agent's files cannot stand in for a module), where
 takes back at most a few bytes a row and checks every one of them again. So
 a file built to explode when decoded (a Parquet dictionary holding one 8 MiB
 string under 100 rows, a compression bomb, thousands of columns, a CSV line
-of megabytes) costs the host nothing: at worst it runs the sandbox out of
-its own memory, and the call is refused. It therefore imports nothing of
+of megabytes) or to crash the decoder (pyarrow aborts its process on some
+malformed footers) costs the host nothing: at worst it runs the sandbox out
+of its own memory or kills the sandbox's process, and the call is refused. It therefore imports nothing of
 ``luca_gym``.
 
 :func:`read_rows` is careful as well, so that such a file gets a clear
@@ -251,8 +252,11 @@ def _parquet_rows(data: bytes, path: str, max_rows: int, max_id_chars: int) -> t
             raise _too_many_rows(meta.num_rows, path, max_rows)
         if meta.num_row_groups > MAX_ROW_GROUPS:
             raise ValueError(f"phenotype_file: {shown!r} has {meta.num_row_groups:,} row groups; at most {MAX_ROW_GROUPS:,}")
-        unpacked = sum(meta.row_group(g).column(c).total_uncompressed_size
-                       for g in range(meta.num_row_groups) for c in range(meta.num_columns))
+        groups = [meta.row_group(g) for g in range(meta.num_row_groups)]
+        if any(group.num_columns != len(PHENOTYPE_COLUMNS) for group in groups):  # pyarrow aborts past a group's columns
+            raise ValueError(f"phenotype_file: {shown!r} is not a readable Parquet file (a row group does not hold both "
+                             "columns)")
+        unpacked = sum(group.total_byte_size for group in groups)  # uncompressed (a column's own size may be absent)
         if unpacked > MAX_PHENOTYPE_FILE:
             raise ValueError(f"phenotype_file: {shown!r} unpacks to {unpacked:,} bytes; at most {MAX_PHENOTYPE_FILE:,}")
         schema = parquet.schema_arrow
@@ -283,6 +287,8 @@ def _parquet_rows(data: bytes, path: str, max_rows: int, max_id_chars: int) -> t
             values.append(group.column("value").cast(pa.float64(), safe=False).to_numpy())
         if None in ids:
             raise ValueError(f"phenotype_file: participant_id is empty in row {ids.index(None) + 1}; every row needs its id")
+    except UnicodeDecodeError:
+        raise ValueError(f"phenotype_file: {shown!r}: participant_id holds bytes that are not UTF-8 text") from None
     except (pa.ArrowException, OSError) as exc:  # ArrowInvalid is a ValueError too: caught here first; a footer too big: OSError
         raise ValueError(f"phenotype_file: {shown!r} is not a readable Parquet file ({_one_line(exc)})") from None
     return ids, np.concatenate(values) if values else np.zeros(0)
