@@ -293,7 +293,7 @@ def sections(records) -> list[str]:
     terms = "; ".join(f"{f}: {', '.join(KEYWORDS[f])}" for f in FAMILIES)
     parts = [
         "## Process (language-model sessions)",
-        f"{len(mine)} sessions with a transcript. Measures after the Auto-Discovery-Bench paper's process analyses, "
+        f"{len(mine)} session{'' if len(mine) == 1 else 's'} with a transcript. Measures after the Auto-Discovery-Bench paper's process analyses, "
         "computed from each session's transcript and calls.",
         "### Reasoning keywords",
         f"Words of each family per {PER_WORDS:,} words the agent wrote (assistant text and reasoning; counts in brackets). "

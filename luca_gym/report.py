@@ -56,7 +56,7 @@ def write_report(results: str, out_dir: str | None = None) -> str:
     hooked = [n for n in names if worlds.get(n).report is not None]
     # The world with a report of its own leads; the others follow as headline tables.
     names = hooked + [n for n in names if n not in hooked]
-    parts = [] if hooked else ["# Results", f"{len(read.records)} sessions from `{results}`; mean ± population std."]
+    parts = [] if hooked else ["# Results", f"{len(read.records)} session{'' if len(read.records) == 1 else 's'} from `{results}`; mean ± population std."]
     for name in names:
         world = worlds.get(name)
         mine = [r for r in read.records if r["world"] == name]

@@ -127,7 +127,7 @@ def test_a_resumed_eval_says_how_many_sessions_it_skipped(tmp_path, capsys):
     assert "resumed" not in capsys.readouterr().err
     assert main([*argv, "--seeds", "0"]) == 0
     path = f"{out}/{ev.SESSIONS_FILE}"
-    assert f"resumed: 1 sessions already in {path}, skipped" in capsys.readouterr().err.splitlines()
+    assert f"resumed: 1 session already in {path}, skipped" in capsys.readouterr().err.splitlines()
     assert main([*argv, "--seeds", "0", "--quiet"]) == 0
     assert "resumed" not in capsys.readouterr().err
     assert len(ev.load_sessions(out)) == 1

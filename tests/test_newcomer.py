@@ -286,6 +286,7 @@ def test_the_sweep_reports_each_turn_of_a_tool_agent(tmp_path):
     assert turns == [(k, "turn") for k in range(1, len(assistant) + 1)] and len(turns) > 1
 
 
+@pytest.mark.slow  # another process: a fresh interpreter imports JAX and compiles dag's session (10-30 s)
 def test_eval_through_a_pipe_prints_progress_lines(tmp_path):
     """`luca-gym eval` with stderr a pipe (as under `| tee` or in CI): the
     first line and the last say the count of sessions done out of the total."""

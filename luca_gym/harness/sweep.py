@@ -126,7 +126,8 @@ def sweep(
             trim_unfinished(path)
         todo = [s for s in specs if session_key(s) not in done]
         if log is not None and len(todo) < len(specs):
-            log(f"resumed: {len(specs) - len(todo)} sessions already in {path}, skipped")
+            skipped = len(specs) - len(todo)
+            log(f"resumed: {skipped} session{'' if skipped == 1 else 's'} already in {path}, skipped")
         with open(path, "a", encoding="utf-8") as f:
             written = [0]
 

@@ -241,7 +241,7 @@ def sections(every: list, out_dir: str, *, source: str, notes=()) -> list[str]:
     paper = not budgets  # the paper's figures are at its default budget, N + S + 8
     parts = [
         "# LUCA results",
-        (f"{len(every)} sessions from `{source}`; mean ± population std; "
+        (f"{len(every)} session{'' if len(every) == 1 else 's'} from `{source}`; mean ± population std; "
          + ("paper figures in brackets. " if paper else "")
          + "Figures: bars and lines are our means with ±1 std error bars"
          + ("; black diamonds are the paper's baseline figures." if paper else ".")),

@@ -206,7 +206,7 @@ def sections(records: list, out_dir: str, *, source: str, notes=()) -> list[str]
     (``notes``: what reading the file noted)."""
     parts = [
         "# State tracking results",
-        (f"{len(records)} sessions from `{source}`. Each cell of Table 2: OA-Acc / AT-Acc (sessions); OA-Acc is the "
+        (f"{len(records)} session{'' if len(records) == 1 else 's'} from `{source}`. Each cell of Table 2: OA-Acc / AT-Acc (sessions); OA-Acc is the "
          f"fraction of change-indicator matrices submitted exactly right, AT-Acc the mean fraction of their rows right."),
         *(f"Note: {note}" for note in notes),
     ]
