@@ -555,6 +555,7 @@ def _train(args) -> int:
         agent = f"sb3:{os.path.join(args.out, 'model.zip')}"
     else:
         from luca_gym.agents import ppo
+        from luca_gym.functional import env_sharding
 
         hyper = _jax_hyper(args, ("pool_size", "network", "learning_rate", "ent_coef", "devices"))
         start = trained = None
@@ -565,7 +566,7 @@ def _train(args) -> int:
                                  "leave --network out (a warm start keeps its run's network)")
             hyper |= {name: getattr(trained, name) for name in ARCHITECTURE}
         config = ppo.PPOConfig(world.name, settings, steps=steps, num_envs=num_envs, seed=args.seed, **hyper)
-        ppo.env_sharding(config.devices)  # more devices than this process sees: refused before anything runs
+        env_sharding(config.devices)  # more devices than this process sees: refused before anything runs
         if start is not None:
             _check_warm_start(args.init, start, trained, config)
         plan = ppo.plan(config) + (f"; starting from {args.init}'s weights" if start is not None else "")

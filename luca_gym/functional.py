@@ -18,8 +18,11 @@ vmappable).
   fresh noise from it), so an instance met twice is not met with the same
   noise; the step's info carries the key, which with the seed replays it.
 * :func:`flat_rollout` -- ``num_envs`` envs for ``num_steps`` steps under a
-  policy whose weights are a traced argument (no recompile when they change).
-* :func:`shard_batch` -- place a batch across local devices.
+  policy whose weights are a traced argument (no recompile when they change),
+  on one device or split over several (``devices``).
+* :func:`shard_batch` -- place a batch across local devices;
+  :func:`env_sharding` -- the one mesh axis over envs that data-parallel
+  rollouts and training (:mod:`luca_gym.agents.ppo`) split along.
 
 A world's own batched rollouts live in the world (LUCA's dict-action
 :func:`~luca_gym.worlds.luca.functional.rollout`, ``fresh_rollout`` and
@@ -52,6 +55,37 @@ def shard_batch(tree, devices=None):
         raise ValueError(f"batch: {batch} organisms do not split over {len(devices)} devices; use a multiple of {len(devices)}")
     sharding = NamedSharding(Mesh(np.array(devices), ("batch",)), PartitionSpec("batch"))
     return jax.tree_util.tree_map(lambda x: jax.device_put(x, sharding), tree)
+
+
+def env_sharding(devices: int | None):
+    """A ``NamedSharding`` splitting a leading env axis over the first
+    ``devices`` devices JAX sees (one mesh axis, ``"envs"``), or None for one
+    device (``devices`` None or 1). In one process these are its local
+    devices; after ``jax.distributed.initialize()`` every process's, so
+    ``devices=jax.device_count()`` spans the hosts (each process then runs
+    the same program on its share). ValueError where JAX sees fewer."""
+    if devices is None or devices == 1:
+        return None
+    check_positive_int(devices, "devices")
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    every = jax.devices()
+    if devices > len(every):
+        raise ValueError(f"devices: {devices} not allowed; JAX sees {len(every)} device(s) ({every[0].platform}); "
+                         f"allowed 1 to {len(every)}")
+    return NamedSharding(Mesh(np.array(every[:devices]), ("envs",)), PartitionSpec("envs"))
+
+
+def split_envs(tree, sharding, axis: int = 0):
+    """Inside a jit: every array of ``tree`` constrained to split its env
+    axis ``axis`` over ``sharding``'s mesh (:func:`env_sharding`; unchanged
+    for None)."""
+    if sharding is None:
+        return tree
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    spec = NamedSharding(sharding.mesh, PartitionSpec(*([None] * axis), "envs"))
+    return jax.tree_util.tree_map(lambda x: jax.lax.with_sharding_constraint(x, spec), tree)
 
 
 # -- the flat env: a functional env for training learned agents -----------------
@@ -231,7 +265,7 @@ def masked_random(policy_params, key: jax.Array, obs: jax.Array, mask: jax.Array
 
 
 def flat_rollout(policy_fn, policy_params, key: jax.Array, env: FlatCodec, pool: Pool, num_envs: int, num_steps: int,
-                 trajectories: bool = False) -> dict:
+                 trajectories: bool = False, devices: int | None = None) -> dict:
     """Run ``num_envs`` flat envs for ``num_steps`` steps each (autoreset on
     pool instances) as one jitted ``lax.scan``.
 
@@ -242,6 +276,9 @@ def flat_rollout(policy_fn, policy_params, key: jax.Array, env: FlatCodec, pool:
         policy_params: any pytree, a traced argument: new weights of the same
             shapes run without recompiling.
         trajectories: also return every step's arrays.
+        devices: split the envs over this many local devices
+            (:func:`env_sharding`; it divides ``num_envs``): the same
+            sessions, data-parallel.
 
     Returns a dict of device arrays: ``episodes`` int32 () sessions that ended
     within the rollout; ``mean_return``, ``mean_score`` (also as
@@ -255,13 +292,17 @@ def flat_rollout(policy_fn, policy_params, key: jax.Array, env: FlatCodec, pool:
     num_envs = check_positive_int(num_envs, "num_envs")
     num_steps = check_positive_int(num_steps, "num_steps")
     _check_pool(env, pool)
-    return _flat_rollout(policy_fn, policy_params, key, env, pool, num_envs, num_steps, bool(trajectories))
+    if devices is not None and num_envs % check_positive_int(devices, "devices"):
+        raise ValueError(f"devices: {devices} does not divide num_envs {num_envs}; allowed a divisor of it")
+    return _flat_rollout(policy_fn, policy_params, key, env, pool, num_envs, num_steps, bool(trajectories),
+                         env_sharding(devices))
 
 
-@partial(jax.jit, static_argnames=("policy_fn", "env", "num_envs", "num_steps", "trajectories"))
-def _flat_rollout(policy_fn, policy_params, key, env, pool, num_envs, num_steps, trajectories):
+@partial(jax.jit, static_argnames=("policy_fn", "env", "num_envs", "num_steps", "trajectories", "sharding"))
+def _flat_rollout(policy_fn, policy_params, key, env, pool, num_envs, num_steps, trajectories, sharding=None):
     reset_key, run_key = jax.random.split(key)
-    state, obs, mask = jax.vmap(reset, in_axes=(0, None, None))(jax.random.split(reset_key, num_envs), env, pool)
+    state, obs, mask = split_envs(
+        jax.vmap(reset, in_axes=(0, None, None))(jax.random.split(reset_key, num_envs), env, pool), sharding)
 
     def body(carry, k):
         state, obs, mask = carry
@@ -274,7 +315,7 @@ def _flat_rollout(policy_fn, policy_params, key, env, pool, num_envs, num_steps,
                   **{k: info[k] for k in ("return", "score", "length", "seed", "episode_key", "error")}}
         if env.headline != "score":
             record[env.headline] = info["score"]
-        return (new_state, new_obs, new_mask), record
+        return split_envs((new_state, new_obs, new_mask), sharding), split_envs(record, sharding, axis=0)
 
     _, record = jax.lax.scan(body, (state, obs, mask), jax.random.split(run_key, num_steps))
     out = episode_statistics(record["done"], record["return"], record["score"], record["length"], env.headline)

@@ -337,7 +337,7 @@ def test_recurrent_and_device_settings_are_refused_by_name(settings, hyper, word
     (["--world", "dag", "--network", "recurrent"], "--network: 'recurrent' remembers"),
     (["--world", "dag", "--network", "gru"], "--network: 'gru' not allowed"),
     ([*RAW_FLAGS, "--network", "recurrent", "--devices", "3"], "--devices: 3 does not divide"),
-    ([*RAW_FLAGS, "--devices", "8"], "--devices: 8 not allowed; this process sees"),
+    ([*RAW_FLAGS, "--devices", "8"], "--devices: 8 not allowed; JAX sees"),
     ([*RAW_FLAGS, "--algo", "bc", "--network", "recurrent"], "--network: recurrent trains with --algo ppo only"),
 ])
 def test_train_refuses_a_bad_policy_or_device_count_in_one_line(flags, words, tmp_path, capsys):
@@ -347,3 +347,11 @@ def test_train_refuses_a_bad_policy_or_device_count_in_one_line(flags, words, tm
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and words in err, err
     assert not out.exists()
+
+
+def test_a_rollout_refuses_a_device_count_that_does_not_divide_the_envs(pool):
+    env = F.make_env("easy", 20, "healthy")
+    with pytest.raises(ValueError, match="devices: 3 does not divide num_envs 16"):
+        F.flat_rollout(F.masked_random, None, jax.random.PRNGKey(0), env, pool, 16, 4, devices=3)
+    with pytest.raises(ValueError, match="devices: 8 not allowed; JAX sees"):
+        F.flat_rollout(F.masked_random, None, jax.random.PRNGKey(0), env, pool, 16, 4, devices=8)

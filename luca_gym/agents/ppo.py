@@ -24,7 +24,7 @@ progress reporting, and writes a run folder:
 
 ``devices`` > 1 runs the same program data-parallel: the envs, their
 rollouts and every per-env array are split over that many local devices
-along one mesh axis (``jax.sharding``, :func:`env_sharding`), the weights
+along one mesh axis (``jax.sharding``, :func:`luca_gym.functional.env_sharding`), the weights
 and Adam's state replicated; XLA inserts the cross-device reductions of
 the loss's means and gradients. On several hosts, each process calls
 ``jax.distributed.initialize()`` first and ``devices`` counts its local
@@ -447,35 +447,9 @@ def _reset_envs(key, env, pool, num_envs):
     return jax.vmap(F.reset, in_axes=(0, None, None))(jax.random.split(key, num_envs), env, pool)
 
 
-def env_sharding(devices: int | None):
-    """A ``NamedSharding`` splitting a leading env axis over the first
-    ``devices`` local devices (one mesh axis, ``"envs"``), or None for one
-    device. ValueError where fewer devices are there."""
-    if devices is None or devices == 1:
-        return None
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec
-
-    local = jax.local_devices()
-    if devices > len(local):
-        raise ValueError(f"devices: {devices} not allowed; this process sees {len(local)} local device(s) "
-                         f"({local[0].platform}); allowed 1 to {len(local)}")
-    return NamedSharding(Mesh(np.array(local[:devices]), ("envs",)), PartitionSpec("envs"))
-
-
-def _split_envs(tree, sharding, axis: int = 0):
-    """Every array of ``tree`` constrained to split its env axis ``axis``
-    over ``sharding``'s mesh (unchanged for None)."""
-    if sharding is None:
-        return tree
-    from jax.sharding import NamedSharding, PartitionSpec
-
-    spec = NamedSharding(sharding.mesh, PartitionSpec(*([None] * axis), "envs"))
-    return jax.tree_util.tree_map(lambda x: jax.lax.with_sharding_constraint(x, spec), tree)
-
-
 def init_runner(key: jax.Array, config: PPOConfig, env: F.FlatEnv, pool: F.Pool, sharding=None) -> Runner:
     """A fresh network, Adam state and ``config.num_envs`` opened envs (the
-    envs' arrays placed over ``sharding``, :func:`env_sharding`, if given)."""
+    envs' arrays placed over ``sharding``, :func:`luca_gym.functional.env_sharding`, if given)."""
     net_key, reset_key, run_key = jax.random.split(key, 3)
     network = make_network(net_key, config, env)
     state, obs, mask = _reset_envs(reset_key, env, pool, config.num_envs)
@@ -537,7 +511,7 @@ def update(runner: Runner, pool: F.Pool, hyper: dict, env: F.FlatEnv, num_steps:
     any other network's are sets of steps.
 
     ``hyper`` holds the traced scalars (:func:`hyperparameters`).
-    ``sharding`` (:func:`env_sharding`; static) splits every per-env array
+    ``sharding`` (:func:`luca_gym.functional.env_sharding`; static) splits every per-env array
     over devices. Returns
     (runner, metrics) with metrics float32 (): ``episodes`` (sessions that
     ended in this rollout), ``mean_return``, ``mean_score`` (and
@@ -547,7 +521,7 @@ def update(runner: Runner, pool: F.Pool, hyper: dict, env: F.FlatEnv, num_steps:
     """
     num_envs = runner.obs.shape[0]
     envs = (runner.state, runner.obs, runner.mask, runner.memory, runner.start)
-    envs = _split_envs(envs, sharding)
+    envs = F.split_envs(envs, sharding)
 
     def collect(carry, key):
         state, obs, mask, memory, start = carry
@@ -560,7 +534,7 @@ def update(runner: Runner, pool: F.Pool, hyper: dict, env: F.FlatEnv, num_steps:
         )
         record = {"obs": obs, "mask": mask, "action": action, "log_prob": log_prob, "value": value, "reward": reward,
                   "done": done, "return": info["return"], "score": info["score"], "length": info["length"], "start": start}
-        return _split_envs((state, next_obs, next_mask, memory, done), sharding), _split_envs(record, sharding)
+        return F.split_envs((state, next_obs, next_mask, memory, done), sharding), F.split_envs(record, sharding)
 
     key, collect_key, shuffle_key = jax.random.split(runner.key, 3)
     (state, obs, mask, memory, start), rollout = jax.lax.scan(collect, envs, jax.random.split(collect_key, num_steps))
@@ -693,7 +667,7 @@ def _train(config: PPOConfig, out: str | None, progress, network, started_from) 
         os.makedirs(out, exist_ok=True)
     env = config.make_env()
     pool = F.make_pool(env, F.training_seeds(config.pool_size, config.pool_start))
-    sharding = env_sharding(config.devices)
+    sharding = F.env_sharding(config.devices)
     runner = init_runner(jax.random.PRNGKey(config.seed), config, env, pool, sharding)
     if network is not None:
         if not network_fits(network, runner.network):
