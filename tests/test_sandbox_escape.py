@@ -112,7 +112,11 @@ def _sandbox(isolation: str, limits: Limits = LIMITS) -> Sandbox:
         pytest.skip(f"no {isolation} sandbox here: {exc}")
 
 
-@pytest.fixture(scope="module", params=["bwrap", "unshare"])
+# the fallback's cases run in the slow tier (`make test-slow`, CI): bubblewrap's, the isolation chosen first, stay quick
+ISOLATIONS = ["bwrap", pytest.param("unshare", marks=pytest.mark.slow)]
+
+
+@pytest.fixture(scope="module", params=ISOLATIONS)
 def sandbox(request):
     s = _sandbox(request.param)
     yield s
@@ -232,7 +236,7 @@ def _loops(image: str) -> str:
 
 
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM])
-@pytest.mark.parametrize("isolation", ["bwrap", "unshare"])
+@pytest.mark.parametrize("isolation", ISOLATIONS)
 def test_a_host_that_dies_leaves_nothing_after_the_next_start(isolation, how):
     _sandbox(isolation).close()  # skips where this isolation cannot run
     marker = f"86396.{os.getpid()}{int(how)}{len(isolation)}"
