@@ -369,7 +369,7 @@ class Progress:
             what += f", {self.unit} {self.moves}"
         if self.session_started is not None and now - self.session_started >= self.compile_note_after_s:
             what += f" ({_duration(now - self.session_started)}"
-            if self.done == 0 and not self.moves:
+            if self.done == 0:  # the first session compiles what every later one reuses
                 from luca_gym.compile_cache import cache_dir
 
                 what += f"; compiling: first run only{', cached for next time' if cache_dir() else ''}"

@@ -164,8 +164,8 @@ NOTES = {
     "heuristic": (
         "its diagnosis is the paper's rule, not a reading of the evidence: the gene whose measured BLOCK moved the "
         "aberrant phenotypes most, named locked high, never held against the session's measurements (the disease "
-        "baseline first of all), which have often ruled it out already: a low consistent share and evidence ignored "
-        "near 1 are what the rule gives."),
+        "baseline first of all), which have often ruled it out already: a consistent share well below 1 is what the "
+        "rule gives."),
 }
 
 
