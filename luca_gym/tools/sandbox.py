@@ -611,7 +611,8 @@ class _Held:
         _LIVE.add(self)
 
     def record(self) -> None:
-        held = {"pid": os.getpid(), "start": _start_time(os.getpid()), "cgroups": self.cgroup.folders if self.cgroup else [],
+        held = {"pid": os.getpid(), "start": _start_time(os.getpid()), "pid_namespace": _pid_namespace(),
+                "cgroups": self.cgroup.folders if self.cgroup else [],
                 "mount": os.path.join(self.folder, "work"), "image": self.image}  # the mount point, mounted or not yet
         path = os.path.join(self.folder, _RECORD)
         with open(path + ".new", "w", encoding="utf-8") as f:
@@ -624,7 +625,7 @@ class _Held:
         self.released = True
         _LIVE.discard(self)
         if self.cgroup is not None:
-            self.cgroup.kill()
+            self.cgroup.kill(wait_s=15.0)  # all gone before the unmount, which else is lazy and keeps the loop device a while
         if self.mount is not None:
             _unmount(self.mount, self.image)
         if self.cgroup is not None:
@@ -653,6 +654,13 @@ def _start_time(pid: int) -> int | None:
     return int(stat.rsplit(")", 1)[1].split()[19])
 
 
+def _pid_namespace() -> str | None:
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return None
+
+
 def _mounted() -> set[str]:
     with open("/proc/self/mountinfo", encoding="utf-8") as f:
         return {line.split()[4] for line in f}
@@ -664,7 +672,8 @@ def sweep_stale(folder: str | None = None) -> list[str]:
     each session folder whose recorded host no longer runs, kill the
     processes left in its cgroups and remove them, unmount its working
     folder and detach its loop device, and remove the folder. A folder
-    without a record, or whose host runs, is left alone. Returns the folders
+    without a record, whose host runs, or whose host is of another pid
+    namespace (its pid means nothing here), is left alone. Returns the folders
     removed. Every sandbox runs it as it starts."""
     folder = folder or tempfile.gettempdir()
     removed = []
@@ -679,6 +688,8 @@ def sweep_stale(folder: str | None = None) -> list[str]:
             pid, start = int(held["pid"]), held["start"]
         except (OSError, ValueError, KeyError, TypeError):
             continue  # not ours, or being made
+        if held.get("pid_namespace") != _pid_namespace():
+            continue  # a host of another pid namespace (a container sharing the folder): its pid means nothing here
         if _start_time(pid) is not None and _start_time(pid) == start:
             continue  # its host runs
         for cgroup in held.get("cgroups") or []:
