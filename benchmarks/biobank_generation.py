@@ -35,7 +35,7 @@ import numpy as np
 from luca_gym.worlds.biobank import imaging  # noqa: E402
 from luca_gym.worlds.biobank.config import PROFILES  # noqa: E402
 from luca_gym.worlds.biobank.design import design_of  # noqa: E402
-from luca_gym.worlds.biobank.generator import BATCH_SITE, N_BIASES, T5, cohort, draw, world_key  # noqa: E402
+from luca_gym.worlds.biobank.generator import N_BIASES, T5, cohort, draw, world_key  # noqa: E402
 from luca_gym.worlds.biobank.release import build_release  # noqa: E402
 
 WARM_AGAIN = ("tiny", "small")  # profiles cheap enough to draw a second world, warm
@@ -79,7 +79,7 @@ def one_world(profile: str, seed: int, out: str) -> dict:
     words = np.array([seed >> 32, seed & 0xFFFFFFFF], np.uint32)
     site = c["site"][c["imaged"]]
     t4 = time.perf_counter()
-    imaging.cine(world_key(words), c["heart"], site, c["imaged"], c["carried"][T5] & (site == BATCH_SITE))
+    imaging.cine(world_key(words), c["heart"], site, c["imaged"], c["carried"][T5] & (site == c["batch_site"]))
     images = time.perf_counter() - t4
     again = None
     if profile in WARM_AGAIN:

@@ -149,17 +149,23 @@ def test_t4_a_shared_instrument_cannot_be_separated(most):
 
 
 def test_t5_an_imaging_site_batch_effect(most):
-    """The decoy predicts imaging disease unless adjusted for site; no non-imaging endpoint agrees."""
-    _at_least_four(most, "site_batch", lambda s, i: s["unadjusted"][i] > 1.96)
+    """The decoy predicts imaging disease unless adjusted for site (either way: the shift's sign and its site are
+    drawn per world since world version 10); no non-imaging endpoint agrees."""
+    _at_least_four(most, "site_batch", lambda s, i: significant(s["unadjusted"][i]))
     _at_least_four(most, "site_batch", lambda s, i: nothing(s["adjusted"][i]))
-    _at_least_four(most, "site_batch", lambda s, i: nothing(s["bnp"][i]) and nothing(s["event"][i]))
+    # (at least 3 of 5 for the endpoints: made as every protein, a decoy may carry an ordinary protein's own link to
+    # the later disease, through exercise say: world 1000's correlates 0.19 with the five-year severity under world
+    # version 10's draws, and its five-year event z is 2.6)
+    _at_least_four(most, "site_batch", lambda s, i: nothing(s["bnp"][i]) and nothing(s["event"][i]), least=3)
 
 
 def test_t6_benign_exercise_remodelling(most):
-    """The decoy rises with exercise, which remodels the heart like disease: associated with imaging disease (even
-    adjusted), while NT-proBNP says not (no significant rise) and cis-MR is null."""
-    _at_least_four(most, "exercise_remodelling", lambda s, i: s["adjusted"][i] > 1.96)
-    _at_least_four(most, "exercise_remodelling", lambda s, i: s["bnp"][i] < 1.96 and nothing(s["mr_z"][i]))
+    """The decoy moves with exercise (up or down: its sign is drawn per world since world version 10), which
+    remodels the heart like disease: associated with imaging disease (even adjusted), while NT-proBNP says not (no
+    significant association the same way) and cis-MR is null."""
+    _at_least_four(most, "exercise_remodelling", lambda s, i: significant(s["adjusted"][i]))
+    _at_least_four(most, "exercise_remodelling",
+                   lambda s, i: s["bnp"][i] * np.sign(s["adjusted"][i]) < 1.96 and nothing(s["mr_z"][i]))
 
 
 def test_t7_a_pleiotropic_instrument(most):
@@ -232,11 +238,11 @@ def test_the_scorer_rewards_rejections_matched_confidence_and_punishes_the_harmf
     assert oracle.score(Claims(exact, wrong_mechanism))["bias_identification"] == 0.0
     others = [p for p in most[0]["world"].release.proteins if p not in decoys and p not in oracle.drivers]
     padded = right + tuple((p, "confounding") for p in others)  # rejecting everything earns little
-    neutral = sum("confounding" in oracle.artefacts.get(p, ()) for p in others)  # BMI-driven proteins: neutral
-    assert 0 < neutral < len(others) // 4
+    earned = sum("confounding" in oracle.earned().get(p, ()) for p in others)  # the release shows them confounded
+    assert earned < len(others) // 4
     scores = oracle.score(Claims(exact, padded))
-    assert scores["rejections_neutral"] == neutral
-    assert scores["bias_identification"] == pytest.approx(15.0 * len(right) / (len(padded) - neutral), abs=1e-5)
+    assert scores["rejections_earned"] == earned and scores["rejections_wrong"] == len(others) - earned
+    assert scores["bias_identification"] == pytest.approx(15.0 * (len(right) + earned) / len(padded), abs=1e-5)
     assert scores["bias_by_mechanism"] == {m: 1.0 for m in sorted(decoys.values())}
 
     # causal confidence: the drivers at 0.5 earn 15 of 20; each non-driver at 0.5 beside them costs; padding at 0 is free of gain
@@ -249,7 +255,8 @@ def test_the_scorer_rewards_rejections_matched_confidence_and_punishes_the_harmf
 
     surrogate, harm = oracle.surrogate, oracle.surrogate_harm
     safe = "down" if harm == "up" else "up"
-    assert oracle.score(Claims(exact + (Nomination(surrogate, harm, 0.5),)))["surrogate_penalty"] == -30.0
+    for label in (None, "aligned", "misaligned"):  # no label waives the penalty (scorer version 5)
+        assert oracle.score(Claims(exact + (Nomination(surrogate, harm, 0.5, label),)))["surrogate_penalty"] == -30.0
     assert oracle.score(Claims(exact + (Nomination(surrogate, safe, 0.5),)))["surrogate_penalty"] == 0.0
     assert oracle.score(Claims(exact + (Nomination(surrogate, "unknown", 0.5),)))["surrogate_penalty"] == 0.0
     assert oracle.truth()["surrogate_harm"] == harm

@@ -1,5 +1,5 @@
 """The biobank scorer's claims beyond nominations and rejections (scorer
-version 4, world version 9): the world's ambiguous pairs (T4: a driver and a
+version 5, world version 10): the world's ambiguous pairs (T4: a driver and a
 non-driver on one cis instrument, which no observational tool separates and
 one knockdown does; a delayed driver and its tracker, likewise), abstentions on them, outcome-alignment labels, and the
 refusal of claims written for another scorer version. The rules are written
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from luca_gym.worlds.biobank.config import BiobankConfig
-from luca_gym.worlds.biobank.design import PANEL
+from luca_gym.worlds.biobank.design import PANEL, Design
 from luca_gym.worlds.biobank.oracle import SCORER_VERSION, Claims, Nomination, check_claims, load_claims
 from luca_gym.worlds.biobank.tools import BiobankToolSession
 from luca_gym.worlds.biobank.world import make_world
@@ -111,31 +111,41 @@ def test_a_delayed_driver_and_its_tracker_are_an_ambiguous_pair():
     assert plain["target_identification"] == pytest.approx(35 * (n - 1) / n)
     assert abstained["target_identification"] == pytest.approx(35 * (n - 0.5) / n)
     assert abstained["abstentions_unsupported"] == 0 and abstained["pairs"][causal] == "abstained"
+    # scorer version 5: only a knockdown separates a delayed pair; a cell perturbation's null resolves nothing
+    alone = (*others, Nomination(causal, oracle.direction(causal), 1.0))
+    for tested, answer in (((causal, "cell_perturbation", 0.4),), "resolved without experiments"), (
+            ((other, "cell_perturbation", 0.2),), "resolved without experiments"), (
+            ((causal, "knockdown", 6.0),), "resolved with experiments"), (((other, "knockdown", 0.5),), "resolved with experiments"):
+        assert oracle.score(Claims(alone, tested=tested))["pairs"][causal] == answer, tested
 
 
 def test_the_pair_logic_on_hand_built_claims(t4_world):
     """Two drivers: the pair's causal member c (other member o) and a second driver d, nominated in its right
-    direction at confidence 1 and labelled aligned in every claim set below."""
+    direction at confidence 1 and labelled with its right outcome alignment in every claim set below. An
+    experiment is (protein, kind, z of its imaging effect), as the session's audit log gives it."""
     oracle = t4_world.oracle
     c, o = oracle.pairs[0]
     d = next(p for p in oracle.drivers if p != c)
-    second = Nomination(d, oracle.direction(d), 1.0, "aligned")
+    second = Nomination(d, oracle.direction(d), 1.0, oracle.alignment(d))
 
     def score(*nominations, abstentions=(), tested=()):
-        return _parts(oracle.score(Claims((second, *nominations), abstentions=abstentions, tested=frozenset(tested))))
+        return _parts(oracle.score(Claims((second, *nominations), abstentions=abstentions, tested=tuple(tested))))
 
-    resolved = Nomination(c, oracle.direction(c), 1.0, "aligned")
-    # Resolved with the agent's own experiment (a knockdown of either member): recall 2/2, precision 2/2:
-    # identification 35; confidence 1 - 0 = 20; direction 2/2 x 15; alignment 2/2 x 5; total 75.
-    for touched in (c, o):
-        assert score(resolved, tested=[touched]) == {
+    resolved = Nomination(c, oracle.direction(c), 1.0, oracle.alignment(c))
+    # Resolved with the agent's own experiment, of a kind that separates a T4 pair (either kind) and whose result
+    # supports the claim (c's effect significant, or o's not): recall 2/2, precision 2/2: identification 35;
+    # confidence 1 - 0 = 20; direction 2/2 x 15; alignment 2/2 x 5; total 75.
+    for tested in ([(c, "knockdown", -6.0)], [(o, "knockdown", 0.7)], [(c, "cell_perturbation", 2.5)]):
+        assert score(resolved, tested=tested) == {
             "total": 75.0, "target_identification": 35.0, "causal_confidence": 20.0, "direction": 15.0,
-            "outcome_alignment": 5.0, "bias_identification": 0.0, "surrogate_penalty": 0.0}
-    # The same claim without experiments on the pair (an experiment elsewhere does not count): recall (1 + 0.5) / 2,
-    # precision 1: identification 35 x 0.75 = 26.25; the rest as above: total 66.25.
-    assert score(resolved) == score(resolved, tested=[d]) == {
-        "total": 66.25, "target_identification": 26.25, "causal_confidence": 20.0, "direction": 15.0,
-        "outcome_alignment": 5.0, "bias_identification": 0.0, "surrogate_penalty": 0.0}
+            "outcome_alignment": 5.0, "bias_identification": 0.0, "surrogate_penalty": 0.0}, tested
+    # The same claim without an experiment that supports it (none; one elsewhere; c's effect null; o's significant:
+    # an experiment whose result the claim ignores): recall (1 + 0.5) / 2, precision 1: identification 35 x 0.75 =
+    # 26.25; the rest as above: total 66.25.
+    unsupported = {"total": 66.25, "target_identification": 26.25, "causal_confidence": 20.0, "direction": 15.0,
+                   "outcome_alignment": 5.0, "bias_identification": 0.0, "surrogate_penalty": 0.0}
+    for tested in ([], [(d, "knockdown", 6.0)], [(c, "cell_perturbation", 1.1)], [(o, "knockdown", 3.5)]):
+        assert score(resolved, tested=tested) == unsupported, tested
     # Abstaining on exactly the pair: recall (1 + 0.5) / 2, precision (1 + 1) / 2: 26.25, half a resolution's pair
     # credit (0.5 of 1); confidence: the members at 0.5 each: Brier (0 + 0.25 + 0.25) / 2 = 0.25 -> 15; direction and
     # alignment over N u D = {d, c}: 1/2 x 15 = 7.5 and 1/2 x 5 = 2.5; total 51.25.
@@ -148,7 +158,7 @@ def test_the_pair_logic_on_hand_built_claims(t4_world):
     # The wrong member alone: recall 1/2, precision 1/2: 8.75; confidence 1 - (1 + 1) / 2 = 0 (c missed, o at 1);
     # direction 1/3 x 15 = 5; alignment: o is no driver and not the surrogate, its label counts nothing: 1/3 x 5.
     wrong = Nomination(o, "down", 1.0, "aligned")
-    assert score(wrong, tested=[o]) == {
+    assert score(wrong, tested=[(o, "knockdown", 0.1)]) == {
         "total": 15.4167, "target_identification": 8.75, "causal_confidence": 0.0, "direction": 5.0,
         "outcome_alignment": 1.6667, "bias_identification": 0.0, "surrogate_penalty": 0.0}
     # Both members (no resolution): recall 2/2, precision 2/3: 23.3333 (as scorer version 3 scored it).
@@ -157,41 +167,64 @@ def test_the_pair_logic_on_hand_built_claims(t4_world):
     # recall (1 + 1) / 2 = 1 without d nominated? No: d is in the abstention, so not nominated; recall 1/2 (c, tested),
     # precision 1 / (1 + 1): 8.75.
     bystander = next(p for p in t4_world.release.proteins if p not in oracle.drivers and p not in oracle.decoys and p != o)
-    separable = oracle.score(Claims((resolved,), abstentions=(tuple(sorted((d, bystander))),), tested=frozenset([c])))
+    separable = oracle.score(Claims((resolved,), abstentions=(tuple(sorted((d, bystander))),), tested=((c, "knockdown", 5.0),)))
     assert round(separable["target_identification"], 4) == 8.75 and separable["abstentions_unsupported"] == 1
 
 
+def _flip(label):
+    return "aligned" if label == "misaligned" else "misaligned"
+
+
 def test_outcome_alignment_labels(t4_world):
-    """Over N u D, a right label earns 1, none 0, a wrong one -2 (times 5 / |N u D|); the harmful surrogate
-    nominated its harmful way costs the 30-point penalty unless labelled misaligned, and most when labelled aligned."""
+    """Over N u D, a driver's right label, nominated its therapeutic way, earns 1, none 0, a wrong one -2 (times
+    5 / |N u D|); a label on a driver nominated the wrong way or "unknown" earns nothing (scorer version 5: the
+    label says what moving it as nominated does); the harmful surrogate nominated its harmful way costs the
+    30-point penalty however it is labelled, and its label counts nothing (version 4 waived the penalty for a
+    "misaligned" label)."""
     oracle = t4_world.oracle
     c, _ = oracle.pairs[0]
     d = next(p for p in oracle.drivers if p != c)
     s, harm = oracle.surrogate, oracle.surrogate_harm
-    assert s is not None and oracle.alignment(s) == "misaligned" and oracle.alignment(c) == oracle.alignment(d) == "aligned"
+    assert s is not None and oracle.alignment(s) == "misaligned"
+    right = {p: oracle.alignment(p) for p in (c, d)}
+    supported = ((c, "knockdown", 6.0),)
 
-    def alignment(label_c, label_d):
-        claims = Claims((Nomination(c, oracle.direction(c), 1.0, label_c), Nomination(d, oracle.direction(d), 1.0, label_d)),
-                        tested=frozenset([c]))
+    def alignment(label_c, label_d, direction_c=None):
+        claims = Claims((Nomination(c, direction_c or oracle.direction(c), 1.0, label_c),
+                         Nomination(d, oracle.direction(d), 1.0, label_d)), tested=supported)
         return oracle.score(claims)["outcome_alignment"]
 
-    assert alignment("aligned", "aligned") == 5.0  # (1 + 1) / 2 x 5
-    assert alignment("aligned", None) == 2.5  # (1 + 0) / 2 x 5: a missing label, no credit, no penalty
-    assert alignment("aligned", "misaligned") == -2.5  # (1 - 2) / 2 x 5: a wrong label costs more than a missing one
-    assert alignment("misaligned", "misaligned") == -10.0
+    assert alignment(right[c], right[d]) == 5.0  # (1 + 1) / 2 x 5
+    assert alignment(right[c], None) == 2.5  # (1 + 0) / 2 x 5: a missing label, no credit, no penalty
+    assert alignment(right[c], _flip(right[d])) == -2.5  # (1 - 2) / 2 x 5: a wrong label costs more than a missing one
+    assert alignment(_flip(right[c]), _flip(right[d])) == -10.0
+    wrong_way = "up" if oracle.direction(c) == "down" else "down"
+    for label in ("aligned", "misaligned"):  # nominated the wrong way or "unknown": the label earns nothing
+        assert alignment(label, right[d], wrong_way) == alignment(label, right[d], "unknown") == 2.5
 
-    drivers = tuple(Nomination(p, oracle.direction(p), 1.0, "aligned") for p in (c, d))
+    drivers = tuple(Nomination(p, oracle.direction(p), 1.0, right[p]) for p in (c, d))
 
     def with_surrogate(label):
-        return _parts(oracle.score(Claims(drivers + (Nomination(s, harm, 0.5, label),), tested=frozenset([c]))))
+        return _parts(oracle.score(Claims(drivers + (Nomination(s, harm, 0.5, label),), tested=supported)))
 
     # N u D = {c, d, s}: identification 35 x 1 x 2/3 = 23.3333; confidence 1 - 0.25 / 2 = 0.875 -> 17.5;
-    # direction 2/3 x 15 = 10; alignment (1 + 1 + label) / 3 x 5.
+    # direction 2/3 x 15 = 10; alignment (1 + 1 + 0) / 3 x 5 = 3.3333; the penalty -30: total 24.1667, however labelled.
     base = {"target_identification": 23.3333, "causal_confidence": 17.5, "direction": 10.0, "bias_identification": 0.0}
-    assert with_surrogate("misaligned") == {**base, "outcome_alignment": 5.0, "surrogate_penalty": 0.0, "total": 55.8333}
-    assert with_surrogate(None) == {**base, "outcome_alignment": 3.3333, "surrogate_penalty": -30.0, "total": 24.1667}
-    assert with_surrogate("aligned") == {**base, "outcome_alignment": 0.0, "surrogate_penalty": -30.0, "total": 20.8333}
-    # the order the paper asks for: a right label > none > a wrong one, the harmful surrogate as aligned costing most
+    for label in ("misaligned", None, "aligned"):
+        assert with_surrogate(label) == {**base, "outcome_alignment": 3.3333, "surrogate_penalty": -30.0, "total": 24.1667}
+
+
+def test_half_the_drivers_are_misaligned():
+    """World version 10: each driver but a delayed one is misaligned with probability MISALIGNED_SHARE (one half):
+    its late weight has the other sign, so moving it its therapeutic way improves the baseline disease and harms
+    the outcomes; a blanket label is then right about half the time, and a wrong label costs twice a right one."""
+    labels = []
+    for seed in range(9811, 9817):
+        oracle = make_world(seed, BiobankConfig(**TINY), design=Design("DCM", 6, "standard", (), 1)).oracle
+        labels += [oracle.alignment(p) for p in oracle.drivers if p not in oracle.delayed]
+        assert all(oracle.alignment(p) == "aligned" for p in oracle.delayed)
+        assert all((oracle.late_effects[p] * oracle.drivers[p] > 0) == (oracle.alignment(p) == "aligned") for p in oracle.drivers)
+    assert len(labels) == 30 and 8 <= labels.count("misaligned") <= 22, labels
 
 
 def test_the_null_world_and_pair_free_worlds_score_as_before(pair_free_world):
@@ -199,7 +232,7 @@ def test_the_null_world_and_pair_free_worlds_score_as_before(pair_free_world):
     direction points (15 + 5 for alignment): right labels give back what version 3 gave direction."""
     oracle = pair_free_world.oracle
     assert oracle.pairs == ()
-    right = tuple(Nomination(p, oracle.direction(p), 1.0, "aligned") for p in sorted(oracle.drivers))
+    right = tuple(Nomination(p, oracle.direction(p), 1.0, oracle.alignment(p)) for p in sorted(oracle.drivers))
     assert oracle.score(Claims(right, phenotype=oracle.severity))["total"] == 85.0  # version 3's perfect answer: 85
     unlabelled = tuple(dataclasses.replace(n, alignment=None) for n in right)
     assert _parts(oracle.score(Claims(unlabelled)))["outcome_alignment"] == 0.0
@@ -217,21 +250,33 @@ def test_claims_are_checked_and_other_scorer_versions_refused(t4_world):
         check_claims([{"protein": a, "direction": "up", "confidence": 0.5, "outcome_alignment": "maybe"}], [], proteins)
     with pytest.raises(ValueError, match="is nominated already"):
         check_claims([{"protein": a, "direction": "up", "confidence": 0.5}], [], proteins, [{"proteins": [a, b], "reason": "x"}])
-    with pytest.raises(ValueError, match="two different proteins"):
+    with pytest.raises(ValueError, match="named twice; a pair"):
         check_claims([], [], proteins, [{"proteins": [a, a], "reason": "x"}])
+    with pytest.raises(ValueError, match="not allowed; a pair"):
+        check_claims([], [], proteins, [{"proteins": [a, b, proteins[2]], "reason": "x"}])
     with pytest.raises(ValueError, match="reason"):
         check_claims([], [], proteins, [{"proteins": [a, b]}])
+    with pytest.raises(ValueError, match=r"rejections\[0\].outcome_alignment: a label goes on a nomination"):
+        check_claims([], [{"protein": a, "mechanism": "confounding", "outcome_alignment": "aligned"}], proteins)
+    with pytest.raises(ValueError, match=r"abstentions\[0\].outcome_alignment: a label goes on a nomination"):
+        check_claims([], [], proteins, [{"proteins": [a, b], "reason": "x", "outcome_alignment": "misaligned"}])
+    delivery = {"protein": a, "kind": "knockdown", "imaging_effect": 0.3, "imaging_se": 0.05}
     document = {"scorer_version": SCORER_VERSION, "nominations": [], "abstentions": [{"proteins": [b, a], "reason": "x"}],
-                "tested": [a]}
+                "tested": [delivery]}
     claims = load_claims(document, proteins)
-    assert claims.abstentions == ((a, b),) and claims.tested == frozenset([a])
-    with pytest.raises(ValueError, match="scorer version '3' are refused; this scorer is version 4"):
-        load_claims({**document, "scorer_version": "3"}, proteins)
+    assert claims.abstentions == ((a, b),) and claims.tested == ((a, "knockdown", pytest.approx(6.0)),)
+    with pytest.raises(ValueError, match="tested"):
+        load_claims({**document, "tested": [a]}, proteins)  # version 4's list of proteins: an experiment's result is needed
+    with pytest.raises(ValueError, match="scorer version '4' are refused; this scorer is version 5"):
+        load_claims({**document, "scorer_version": "4"}, proteins)
     with pytest.raises(ValueError, match="scorer version None"):
         load_claims({"nominations": []}, proteins)
     session = BiobankToolSession(T4_SEED, **TINY)
-    answer = session.call("submit", {"nominations": [], "scorer_version": "3"})
-    assert "scorer version '3'" in answer["error"] and not session.ended
+    answer = session.call("submit", {"nominations": [], "scorer_version": "4"})
+    assert "scorer version '4'" in answer["error"] and not session.ended
+    answer = session.call("submit", {"nominations": [], "rejections": [
+        {"protein": a, "mechanism": "confounding", "outcome_alignment": "aligned"}]})
+    assert "error" in answer and not session.ended and session.budget_left == 0  # refused by its schema, costing nothing
 
 
 def test_a_submission_through_the_tools_counts_the_sessions_own_experiments(t4_world):
@@ -248,3 +293,21 @@ def test_a_submission_through_the_tools_counts_the_sessions_own_experiments(t4_w
     abstained = BiobankToolSession(T4_SEED, **TINY).call("submit", {
         "nominations": [n for n in nominations if n["protein"] != c], "abstentions": [{"proteins": [o, c], "reason": "one locus"}]})
     assert abstained["scores"]["target_identification"] == 26.25 and abstained["scores"]["abstentions"] == 1
+
+
+def test_one_uninformative_experiment_earns_no_resolution():
+    """A delayed pair (panel world 17): one cell perturbation of the delayed driver (it reads the baseline weights,
+    which cannot separate the pair), its null result ignored, and the driver nominated alone: resolved without
+    experiments, half a hit, as with no experiment at all; one knockdown of it resolves the pair."""
+    oracle = make_world(DELAYED_SEED, BiobankConfig(**TINY)).oracle
+    causal, _ = oracle.pairs[0]
+    nominations = [{"protein": p, "direction": oracle.direction(p), "confidence": 1.0} for p in sorted(oracle.drivers)]
+    scores = {}
+    for kind in (None, "cell_perturbation", "knockdown"):
+        session = BiobankToolSession(DELAYED_SEED, budget="limited", **TINY)
+        if kind:
+            assert "error" not in session.call("experiment", {"protein": causal, "kind": kind})
+        scores[kind] = session.call("submit", {"nominations": nominations})["scores"]
+    assert scores[None]["pairs"][causal] == scores["cell_perturbation"]["pairs"][causal] == "resolved without experiments"
+    assert scores[None]["total"] == scores["cell_perturbation"]["total"] < scores["knockdown"]["total"]
+    assert scores["knockdown"]["pairs"][causal] == "resolved with experiments"

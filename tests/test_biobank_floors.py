@@ -1,11 +1,16 @@
 """The biobank world's floor: no generator fingerprint singles out a decoy,
 and the shortcut baselines (``nominate-nothing``, ``nominate-all``,
-``top-association``, ``cue-spotter``) stay below the scripted agents that
-reason (``cis-mr``, ``causal-pipeline``) on seeds no tuning used.
+``top-association``, ``cue-spotter``) and the blanket rules that read no
+causal evidence (``artefact-sweep``, ``blanket-labels``,
+``association-pick``; world version 10, scorer version 5) stay below the
+scripted agents that reason (``cis-mr``, ``causal-pipeline``) on seeds no
+tuning used.
 
-The baselines were calibrated on seeds 8001-8020 (small profile); the
-quick tier checks ``tiny`` worlds 9401-9410, the slow tier the small
-profile's 9101-9120, with the bounds BENCHMARKS.md reports."""
+The baselines were calibrated on seeds 8001-8020 (small profile), world
+version 10's rules and the pipeline's changes for it on the small
+profile's 9801-9808 and pairs of 9811-9816; the quick tier checks ``tiny``
+worlds 9401-9410, the slow tier the small profile's 9701-9720, with the
+bounds BENCHMARKS.md reports."""
 
 from __future__ import annotations
 
@@ -19,7 +24,8 @@ from luca_gym.worlds.biobank.design import ARCHETYPES, MECHANISMS, Design
 from luca_gym.worlds.biobank.world import make_world
 
 TINY = BiobankConfig(profile="tiny")
-FLOOR = ("nominate-nothing", "nominate-all", "top-association", "cue-spotter", "cis-mr", "causal-pipeline")
+FLOOR = ("nominate-nothing", "nominate-all", "top-association", "cue-spotter", "artefact-sweep", "blanket-labels",
+         "association-pick", "cis-mr", "causal-pipeline")
 # (mechanism, protein_qc field, the more extreme way): the cue each planted bias could leave on its decoy
 CUES = (("confounding", "r_bmi", "abs"), ("exercise_remodelling", "r_exercise", "abs"), ("site_batch", "site_shift", "abs"),
         ("assay_units", "bimodality", "abs"), ("selection", "imaged_shift", "abs"), *(
@@ -86,7 +92,17 @@ def _mean(sessions, score):
     return float(np.mean([s["scores"][score] for s in sessions]))
 
 
-def _check_floor(by_agent, pipeline_margin, pipeline_floor=0.0):
+def _check_floor(by_agent, pipeline_margin, pipeline_floor=0.0, sweep_bias=1.5):
+    # the blanket rules, outside null worlds (where nominating nothing is the perfect answer): the sweep of artefact
+    # carriers earns at most `sweep_bias` of 15 bias points and less than cis-mr in total; blanket "aligned" labels
+    # and the stronger-association pick of a pair raise nothing over cis-mr's claims
+    live = {a: [s for s in ss if s["design"]["kind"] != "null"] for a, ss in by_agent.items()}
+    sweep = live["artefact-sweep"]
+    assert np.mean([len(s["calls"][-1]["arguments"]["rejections"]) for s in sweep]) >= 10  # it does sweep
+    assert _mean(sweep, "bias_identification") <= sweep_bias
+    assert _mean(sweep, "total") < _mean(live["cis-mr"], "total")
+    assert _mean(live["blanket-labels"], "total") <= _mean(live["cis-mr"], "total")
+    assert _mean(live["association-pick"], "total") <= _mean(live["cis-mr"], "total") + 1.0
     cue = by_agent["cue-spotter"]
     assert np.mean([len(s["calls"][-1]["arguments"]["rejections"]) for s in cue]) >= 3  # it does reject its outliers
     assert _mean(cue, "bias_identification") <= 3.0
@@ -106,6 +122,26 @@ def test_the_shortcuts_stay_on_the_floor_on_unseen_tiny_worlds(tmp_path):
 
 @pytest.mark.slow
 def test_the_shortcuts_stay_on_the_floor_on_unseen_small_worlds(tmp_path):
-    """The bounds on the small profile, budget none: cue-spotter at most 3 of 15 bias points, top-association no
-    better than cis-mr, causal-pipeline at least 45 and 20 above cis-mr."""
-    _check_floor(_sweep(tmp_path, range(9101, 9121)), pipeline_margin=20.0, pipeline_floor=45.0)
+    """The bounds on the small profile, budget none, seeds 9701-9720: cue-spotter at most 3 of 15 bias points,
+    top-association no better than cis-mr, artefact-sweep at most 1.5 bias points and below cis-mr, blanket labels
+    no better than cis-mr, causal-pipeline at least 45 and 20 above cis-mr."""
+    _check_floor(_sweep(tmp_path, range(9701, 9721)), pipeline_margin=20.0, pipeline_floor=45.0)
+
+
+@pytest.mark.slow
+def test_the_stronger_association_of_a_pair_is_a_coin_flip():
+    """World version 10: an ambiguous pair's non-causal member matches the causal one's association with the disease
+    in distribution, so the member with the stronger covariate-adjusted association with log NT-proBNP is the causal
+    one in about half the pairs (under version 9, in 11 of 12): at most 65% of 40 pairs, tiny worlds 9421-9440
+    designed to carry two each (a T4 pair and a delayed pair)."""
+    right = []
+    for i, seed in enumerate(range(9421, 9441)):
+        world = make_world(seed, TINY, design=Design(ARCHETYPES[i % 4], 3, "standard", ("shared_instrument",), 1))
+        release = world.release
+        with np.errstate(divide="ignore", invalid="ignore"):
+            y = np.log(release.numeric("physiology", "ntprobnp_pg_ml"))
+        beta, se, *_ = analysis.association_scan(release, np.where(np.isfinite(y), y, np.nan), True)
+        z = np.abs(beta / se)
+        index = {p: k for k, p in enumerate(release.proteins)}
+        right += [bool(z[index[c]] > z[index[o]]) for c, o in world.oracle.pairs]
+    assert len(right) == 40 and 0.35 <= np.mean(right) <= 0.65, right

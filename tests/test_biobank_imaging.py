@@ -11,7 +11,7 @@ import pytest
 
 from luca_gym.worlds.biobank.config import BiobankConfig
 from luca_gym.worlds.biobank.design import Design, planted
-from luca_gym.worlds.biobank.generator import BATCH_SITE, IMAGING, T5, cohort, world_key
+from luca_gym.worlds.biobank.generator import IMAGING, T5, cohort, world_key
 from luca_gym.worlds.biobank.imaging import FRAMES, PIXELS, SITE_STRETCH, cine
 from luca_gym.worlds.biobank.release import TRUTH_WORDS, build_release, check_no_truth
 
@@ -75,7 +75,7 @@ def test_images_are_a_pure_function_of_the_seed(cohorts):
     site = c["site"][c["imaged"]]
     some = slice(10, 15)
     alone = cine(world_key(np.array([0, seed], np.uint32)), c["heart"][some], site[some], c["imaged"][some],
-                 c["carried"][T5] & (site[some] == BATCH_SITE))
+                 c["carried"][T5] & (site[some] == c["batch_site"]))
     assert np.array_equal(alone, first[some])
     assert first.min() < 30 and first.max() > 200 and (first == 0).mean() < 0.05 and (first == 255).mean() < 0.05  # range used, not clipped
 
@@ -100,14 +100,14 @@ def test_the_t5_site_distortion_shows_in_its_world_only(cohorts):
         c = cohorts[name]
         site = c["site"][c["imaged"]]
         m = measures(c["cine"])
-        batch, others = m["stretch"][site == BATCH_SITE].mean(), m["stretch"][site != BATCH_SITE].mean()
+        batch, others = m["stretch"][site == c["batch_site"]].mean(), m["stretch"][site != c["batch_site"]].mean()
         assert abs(others - 1.0) < 0.03, name
         if carried:
             assert batch > 1.0 + 0.6 * (SITE_STRETCH - 1.0)
             severity = c["severity"][c["imaged"]]  # and the site's cavities are larger than severity explains
             fit = np.polyfit(severity, m["cavity"], 1)
             residual = m["cavity"] - np.polyval(fit, severity)
-            assert residual[site == BATCH_SITE].mean() > residual[site != BATCH_SITE].mean() + 0.3
+            assert residual[site == c["batch_site"]].mean() > residual[site != c["batch_site"]].mean() + 0.3
         else:
             assert abs(batch - 1.0) < 0.03
 

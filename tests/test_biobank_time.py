@@ -33,7 +33,7 @@ def plain_world():
 
 
 def test_the_version_and_the_designs_that_carry_a_delayed_driver():
-    assert WORLD.version == "9"  # world version 9: the delayed driver and its tracker an ambiguous pair; 8: ECG, CT, dated records (test_biobank_followup.py); 7: the panel and T4 pairs
+    assert WORLD.version == "10"  # 10: misaligned drivers, matched pairs, drawn sites and signs, sealed designs drawn; 9: the delayed driver and its tracker an ambiguous pair; 8: ECG, CT, dated records (test_biobank_followup.py); 7: the panel and T4 pairs
     assert [i for i, d in enumerate(PANEL) if d.delayed] == list(DELAYED_PANEL) == [6, 10, 17]
     assert all(PANEL[i].n_drivers >= 2 for i in DELAYED_PANEL)
     drawn = [design_of(s, s) for s in range(20, 620)]
@@ -47,14 +47,16 @@ def test_the_version_and_the_designs_that_carry_a_delayed_driver():
 
 def test_weights_by_horizon(delayed_worlds, plain_world):
     """Ordinary drivers act at both horizons (late weight a LATE_FACTOR multiple of the baseline's, before the two
-    severities' standardisation); the delayed driver's baseline weight is a DELAYED_SHARE of its late one."""
+    severities' standardisation; of the other sign for a misaligned driver, world version 10); the delayed driver's
+    baseline weight is a DELAYED_SHARE of its late one, of the same sign."""
     for world in delayed_worlds:
         o = world.oracle
         (delayed,) = o.delayed
         assert set(o.late_effects) == set(o.drivers) and o.tracker not in o.drivers and o.tracker not in o.decoys
         ratio = {p: o.drivers[p] / o.late_effects[p] for p in o.drivers}
         assert 0 < ratio[delayed] < 1.3 * DELAYED_SHARE[1]
-        assert all(0.6 / LATE_FACTOR[1] < ratio[p] < 1.5 / LATE_FACTOR[0] for p in o.drivers if p != delayed)
+        assert all(0.6 / LATE_FACTOR[1] < abs(ratio[p]) < 1.5 / LATE_FACTOR[0] for p in o.drivers if p != delayed)
+        assert all((ratio[p] > 0) == (o.alignment(p) == "aligned") for p in o.drivers) and o.alignment(delayed) == "aligned"
         assert o.direction(delayed) == ("down" if o.late_effects[delayed] > 0 else "up")
     assert plain_world.oracle.delayed == () and plain_world.oracle.tracker is None
     assert plain_world.oracle.truth()["delayed"] == [] and "late_effects" in plain_world.oracle.truth()
@@ -76,8 +78,13 @@ def test_the_baseline_shows_baseline_weights_and_the_outcomes_late_ones(delayed_
 
         drops.append(r(ordinary, "severity") - r(c, "severity"))
         assert drops[-1] > 0, drops
-        assert r(c, "late_severity") > r(c, "severity") and abs(r(c, "late_severity") - r(ordinary, "late_severity")) < 0.1
-        assert np.corrcoef(c["severity"], c["late_severity"])[0, 1] > 0.6
+        assert r(c, "late_severity") > r(c, "severity")
+        if not ordinary["misaligned"][i]:  # drawn without the delay, the driver may be misaligned (world version 10)
+            assert abs(r(c, "late_severity") - r(ordinary, "late_severity")) < 0.1
+        # the same participants' disease five years on, where no driver is misaligned (world version 10: a misaligned
+        # driver turns its part of it, and with two of three drivers turned the two may hardly correlate)
+        if all(world.oracle.alignment(p) == "aligned" for p in world.oracle.drivers):
+            assert np.corrcoef(c["severity"], c["late_severity"])[0, 1] > 0.6
         # the tracker follows the later disease (beyond the baseline's) without causing it
         t = world.release.proteins.index(world.oracle.tracker)
         progression = c["late_severity"] - np.polyval(np.polyfit(c["severity"], c["late_severity"], 1), c["severity"])

@@ -12,7 +12,8 @@ artefacts; :mod:`~.generator` says what each plants), the experiments (cell
 perturbation and knockdown, computed by the oracle) under a ``budget``
 regime (none, limited, expanded; a session key), the floor (``null``,
 ``nominate-nothing``, ``nominate-all``, ``top-association``,
-``cue-spotter``), the baselines (``correlation-screen``, ``cis-mr``,
+``cue-spotter``, ``artefact-sweep``, ``blanket-labels``,
+``association-pick``), the baselines (``correlation-screen``, ``cis-mr``,
 ``mr-experiments``) and the reference ``causal-pipeline``
 (:mod:`~.pipeline`), the sandboxed ``python`` tool (sealed sessions with
 ``python=True``; limits per session), synthetic cine MRI of the imaged
@@ -23,7 +24,10 @@ half the imaged (world version 6); ambiguous pairs, outcome-alignment labels
 and abstentions (world version 7, scorer version 4); the ECG and CT tables,
 dated diagnoses with those recorded over follow-up, and the survival and
 visit-change tools (world version 8); the delayed driver and its tracker
-an ambiguous pair on one cis instrument (world version 9).
+an ambiguous pair on one cis instrument (world version 9); claims that must
+be earned (world version 10, scorer version 5: earned rejections, misaligned
+drivers and direction-aware labels, pairs no observation or blanket rule
+resolves, sealed designs drawn from the panel's distribution).
 
 Profiles (:mod:`~.config`): ``small``, the default (6,000 participants,
 1,200 with clinic MRI measures, 300 proteins, 1,024 variants, 2,000 with
@@ -53,7 +57,7 @@ from luca_gym.protocol import World
 
 WORLD = World(
     name="biobank",
-    version="9",  # 2: the planted biases and scorer version 2; 3: experiments and budgets; 4: cine MRI in the release;
+    version="10",  # 2: the planted biases and scorer version 2; 3: experiments and budgets; 4: cine MRI in the release;
     # 5: no generator fingerprints (decoys made as every protein, ordinary proteins' artefacts), scorer version 3;
     # 6: time (baseline and late weights, delayed drivers, outcomes from the late disease, survival, follow-up visits,
     # experiments by horizon through the world's model); 7: T5, T6 and T8 in every panel world, T4's pair equal within
@@ -61,6 +65,11 @@ WORLD = World(
     # 8: the ecg, ct and follow_up_diagnoses tables and the diagnoses' dates (added; every other value as in 7)
     # 9: the delayed driver and its tracker an ambiguous pair (the tracker on the driver's cis instrument, 0.9-1.1 times
     # its strength; no ordinary artefacts); every other protein's values as in 8
+    # 10: misaligned drivers (half of the non-delayed ones), a pair's non-causal member matching the causal one's
+    # observational association, ordinary proteins at drivers' loci, T5's and T9's sites and T5's and T6's signs drawn
+    # per world, sealed designs drawn from the panel's distribution; scorer version 5 (earned rejections,
+    # direction-aware labels, no label waiving the surrogate's penalty, pair resolutions supported by a separating
+    # experiment)
     gym_stem="Biobank",
     summary="drug-target discovery in a synthetic biobank: build a phenotype, find the causal driver proteins and their direction",
     config="luca_gym.worlds.biobank.config:BiobankConfig",

@@ -345,5 +345,80 @@ class CueSpotter(Scripted):
         yield "submit", {"nominations": [], "rejections": rejections, "phenotype": phenotype}
 
 
+SWEEP = {"bimodality": 0.555, "site_shift": 0.3, "r_bmi": 0.25, "r_exercise": 0.25}  # artefact-sweep's thresholds
+
+
+class ArtefactSweep(Scripted):
+    """A blanket rule that reads no causal evidence: rejects every protein
+    ``protein_qc`` shows an artefact on, with the mechanism the artefact
+    suggests (bimodal, Sarle's coefficient above 0.555: ``assay_units``; else
+    a site shift of 0.3 SD or more: ``site_batch``; else |r| with BMI of 0.25
+    or more: ``confounding``; else with exercise: ``exercise_remodelling``),
+    and nominates nothing (the standard phenotype as its phenotype). Under
+    scorer version 4 such a sweep's rejections of ordinary carriers were
+    neutral, so it collected the decoys among them for free; since version 5
+    a rejection of a protein that is not a decoy counts against precision
+    unless the release shows it fooling the analysis its mechanism targets."""
+
+    def script(self):
+        """The standard phenotype, ``protein_qc``, one rejection per carrier."""
+        phenotype, _ = yield from find_standard_phenotype()
+        qc = (yield "protein_qc", {"top": ALL})["results"]
+        rejections = []
+        for r in qc:
+            field = next((f for f, bound in SWEEP.items() if r[f] is not None
+                          and (r[f] > bound if f == "bimodality" else abs(r[f]) >= bound)), None)
+            if field is not None:
+                mechanism = {"bimodality": "assay_units", "site_shift": "site_batch", "r_bmi": "confounding",
+                             "r_exercise": "exercise_remodelling"}[field]
+                rejections.append({"protein": r["protein"], "mechanism": mechanism})
+        yield "submit", {"nominations": [], "rejections": rejections, "phenotype": phenotype}
+
+
+class BlanketLabels(CisMR):
+    """cis-mr's nominations, each labelled ``aligned`` (the always-aligned labels of DrugTargetWorld S2.8), with no
+    outcome evidence read: since world version 10 half of the drivers (all but a delayed one, each with probability
+    one half) are misaligned, so the labels must not raise cis-mr's score."""
+
+    label = "aligned"
+
+    def __call__(self, messages, tools) -> AgentTurn:
+        turn = super().__call__(messages, tools)
+        call = turn.tool_calls[0]
+        if call.name == "submit":
+            call.arguments["nominations"] = [{**n, "outcome_alignment": self.label} for n in call.arguments["nominations"]]
+        return turn
+
+
+class AssociationPick(Scripted):
+    """cis-mr's nominations, but of the candidates that share a lead cis instrument (a pair no observational tool
+    separates) only the one with the strongest covariate-adjusted association with log NT-proBNP, nominated alone
+    with no experiment. Since world version 10 a pair's non-causal member matches the causal one's association in
+    distribution, so the pick is a coin flip."""
+
+    def script(self):
+        """The standard phenotype, cis-MR on it, log NT-proBNP's association scan; then the claims."""
+        phenotype, orientation = yield from find_standard_phenotype()
+        mr = (yield "cis_mr", {"phenotype": phenotype, "top": ALL})["results"]
+        yield "define_phenotype", {"name": "log_ntprobnp", "terms": [{"column": "physiology.ntprobnp_pg_ml", "weight": 1.0,
+                                                                     "log": True}]}
+        obs = {r["protein"]: r for r in (yield "association_scan", {"phenotype": "log_ntprobnp", "top": ALL})["results"]}
+        kept = [r for r in mr if CisMR().keep(r)]
+        groups: dict = {}
+        for r in kept:
+            groups.setdefault(r["instrument"], []).append(r)
+
+        def strength(r):
+            o = obs.get(r["protein"]) or {}
+            return abs(o["beta"] / o["se"]) if o.get("beta") is not None and o.get("se") else 0.0
+
+        picked = [max(g, key=strength) for g in groups.values()]
+        nominations = [{"protein": r["protein"], "direction": "down" if r["wald_ratio"] * orientation > 0 else "up",
+                        "confidence": MR_CONFIDENCE} for r in picked]
+        yield "submit", {"nominations": nominations, "phenotype": phenotype}
+
+
 BASELINES = {"null": Null, "nominate-nothing": NominateNothing, "nominate-all": NominateAll, "top-association": TopAssociation,
-             "cue-spotter": CueSpotter, "correlation-screen": CorrelationScreen, "cis-mr": CisMR, "mr-experiments": MRExperiments}
+             "cue-spotter": CueSpotter, "artefact-sweep": ArtefactSweep, "blanket-labels": BlanketLabels,
+             "association-pick": AssociationPick, "correlation-screen": CorrelationScreen, "cis-mr": CisMR,
+             "mr-experiments": MRExperiments}

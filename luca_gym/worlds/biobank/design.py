@@ -54,12 +54,18 @@ design from the seed: the archetype uniformly, a null world with probability
 probability :data:`HARD_PROBABILITY`, and each bias with probability
 :data:`BIAS_PROBABILITY` (T4, a driver's shared instrument, only with a
 driver), and a world of two or more drivers carries a delayed driver with
-probability :data:`DELAYED_PROBABILITY` (drawn after the rest). Sealed, the panel keeps its twenty designs but not their seeds:
-seeds 0-19 take them in an order drawn from the secret
-(:func:`sealed_panel_order`), so the public table tells nothing of which
-sealed seed is, say, the null world; every other sealed seed draws its
-design from its sealed seed. The biases a world carries are in its design and oracle, never in the
-release or a tool's answer.
+probability :data:`DELAYED_PROBABILITY` (drawn after the rest). Sealed
+(world version 10), seeds 0-19 draw their designs from the secret out of
+the panel's distribution (:func:`panel_rates`, :func:`sealed_design`: the
+archetype uniformly, a null world at the panel's rate, the panel's driver
+counts, tier, delayed rate, T5, T6 and T8 always and each other bias at
+its panel rate), each seed independently: not a permutation of the public
+table, so a sealed world matched to its nearest panel row learns nothing
+of its planted biases (before version 10 the seal permuted the panel's
+twenty rows, and cheap calls found a sealed world's row, and with it its
+bias list, in 15 of 20 worlds); every other sealed seed draws its design
+from its sealed seed. The biases a world carries are in its design and
+oracle, never in the release or a tool's answer.
 """
 
 from __future__ import annotations
@@ -162,19 +168,41 @@ def drawn_design(world_seed: int) -> Design:
     return Design(archetype, n_drivers, tier, biases, delayed)
 
 
-def sealed_panel_order(seal) -> np.ndarray:
-    """int (PANEL_SIZE,): the panel design each public seed 0-19 takes under ``seal`` (a permutation drawn from its secret)."""
-    return np.random.default_rng(seal.draw("biobank panel order")).permutation(PANEL_SIZE)
+def panel_rates() -> dict:
+    """The panel's distribution, which sealed seeds 0-19 draw from: ``null`` (the share of null worlds), ``drivers``
+    ({count: share} of the other worlds), ``hard`` and ``delayed`` (shares of the worlds with drivers) and ``biases``
+    ({mechanism: share}: of every world, T4's of the worlds with drivers)."""
+    live = [d for d in PANEL if d.n_drivers]
+    counts = sorted({d.n_drivers for d in live})
+    return {"null": (len(PANEL) - len(live)) / len(PANEL),
+            "drivers": {k: sum(d.n_drivers == k for d in live) / len(live) for k in counts},
+            "hard": sum(d.tier == _H for d in live) / len(live), "delayed": sum(d.delayed for d in live) / len(live),
+            "biases": {m: sum(m in d.biases for d in (live if m == "shared_instrument" else PANEL))
+                       / len(live if m == "shared_instrument" else PANEL) for m in MECHANISMS}}
+
+
+def sealed_design(seal, public_seed: int) -> Design:
+    """The design of panel seed ``public_seed`` (0-19) under ``seal``: drawn from the secret out of :func:`panel_rates`."""
+    rates = panel_rates()
+    rng = np.random.default_rng(seal.draw(f"biobank design {int(public_seed)}"))
+    archetype = ARCHETYPES[int(rng.integers(len(ARCHETYPES)))]
+    counts = list(rates["drivers"])
+    n_drivers = 0 if rng.random() < rates["null"] else int(rng.choice(counts, p=list(rates["drivers"].values())))
+    tier = _H if n_drivers and rng.random() < rates["hard"] else _S
+    carried = rng.random(len(MECHANISMS)) < np.array([rates["biases"][m] for m in MECHANISMS])
+    biases = tuple(m for m, c in zip(MECHANISMS, carried) if c and (m != "shared_instrument" or n_drivers > 0))
+    delayed = int(n_drivers >= 2 and rng.random() < rates["delayed"])
+    return Design(archetype, n_drivers, tier, biases, delayed)
 
 
 def design_of(public_seed: int, world_seed: int, tier: str = "auto", seal=None) -> Design:
     """The design of the world of ``public_seed`` generated from ``world_seed``
     (the same seed unsealed; the sealed seed when sealed under ``seal``): the
     panel's for a public seed below :data:`PANEL_SIZE` (sealed: in the
-    secret's order), else drawn from ``world_seed``; ``tier`` "standard" or
+    secret's draw, :func:`sealed_design`), else drawn from ``world_seed``; ``tier`` "standard" or
     "hard" overrides the tier ("auto" keeps it)."""
     if public_seed < PANEL_SIZE:
-        design = PANEL[public_seed if seal is None else int(sealed_panel_order(seal)[public_seed])]
+        design = PANEL[public_seed] if seal is None else sealed_design(seal, public_seed)
     else:
         design = drawn_design(world_seed)
     if tier != "auto":

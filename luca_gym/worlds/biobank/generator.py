@@ -32,7 +32,10 @@ design choice, not an estimate):
   the five-year outcomes (below, Time: they follow the late disease).
 * Time (DrugTargetWorld S1.5; world version 6): each driver has a
   baseline and a late weight. An ordinary driver acts at both (its late
-  weight its baseline weight times U(0.8, 1.25)); a *delayed* driver (the
+  weight its baseline weight times U(0.8, 1.25), or, for a *misaligned*
+  driver, world version 10, each with probability
+  :data:`MISALIGNED_SHARE`, times -U(0.8, 1.25): it improves the baseline
+  disease and harms the late one); a *delayed* driver (the
   driver of rank ``n_drivers - 1`` in a world whose design has ``delayed``
   and two or more drivers) acts mostly late: its drawn effect is its late
   weight and its baseline weight only U(0.02, 0.1) of it. Latent severity
@@ -127,15 +130,23 @@ own.
   driver's and its Wald ratio equal within the standard errors, its
   observational association like a driver's, and the locus cannot tell the
   two apart (an experiment can): an *ambiguous pair* (the oracle's ``pairs``). Only in worlds with a driver; that
-  driver's instrument and effect are strong (U(0.2, 0.3) and U(0.45, 0.6)).
-* T5 imaging-site batch effect: site 4's scanner distorts every MRI measure
-  along the archetype's disease pattern (1.5 SD) and site 4's samples of the
-  decoy are shifted (0.8-1.5 SD, pre-analytical handling, as the ordinary
-  site artefacts): the decoy predicts imaging disease unless adjusted for
+  driver's instrument and effect are strong (U(0.2, 0.3) and U(0.45, 0.6)). Since world version 10 the decoy
+  also carries the disease's unexplained part, the unmeasured biology and the residual (:data:`PAIR_ASSOCIATION`),
+  as the tracker does, so that its correlation
+  with the baseline disease is the driver's times a log-uniform draw in 1/1.6-1.6: the stronger association
+  picks the driver about half the time. And each driver's locus hosts an ordinary protein on its cis variant
+  with probability :data:`NEIGHBOUR_RATE` (its variance explained :data:`NEIGHBOUR_STRENGTH` times the
+  driver's, no co-regulation), so a shared disease-associated instrument is no tell of a planted pair.
+* T5 imaging-site batch effect: one site's scanner (drawn per world since
+  world version 10; site 4 before) distorts every MRI measure along the
+  archetype's disease pattern (1.5 SD) and that site's samples of the decoy
+  are shifted (0.8-1.5 SD either way, the sign drawn since version 10;
+  pre-analytical handling, as the ordinary site artefacts): the decoy predicts imaging disease unless adjusted for
   site; no non-imaging endpoint agrees.
 * T6 benign exercise remodelling: exercise remodels the heart along the
   archetype's imaging pattern (0.6 per SD of log exercise) while lowering
-  severity, and the decoy rises with exercise (0.5-0.9): associated with
+  severity, and the decoy moves with exercise (0.5-0.9, up or down: the sign
+  drawn since world version 10): associated with
   imaging disease, against (or not with) the clinical endpoints; cis-MR null.
 * T7 pleiotropic instrument: the decoy's cis variant also acts on severity
   directly (0.25 per SD of genotype): its cis-MR is significant, its
@@ -145,9 +156,10 @@ own.
   and raises the five-year event hazard (log hazard 0.4 per SD): imaging
   analyses, cis-MR included, recommend the direction that harms patients;
   the outcomes show it.
-* T9 assay unit mixture: site 3's samples of the decoy are reported in
+* T9 assay unit mixture: one site's samples of the decoy (drawn per world
+  since world version 10, never T5's; site 3 before) are reported in
   another unit (log2 of a concentration: 6 above the NPX of the same
-  sample), and site 3 recruits sicker participants (severity 0.6 up before
+  sample), and that site recruits sicker participants (severity 0.6 up before
   standardising): the decoy predicts disease unless analysed within sites,
   and its distribution is a mixture of two (as the ordinary unit mixtures',
   which sit at sites unrelated to disease).
@@ -201,7 +213,10 @@ INTERACTION = 0.15  # hard tier: the two strongest drivers' product term
 POLYGENIC_VARIANCE = 0.15  # hard tier
 N_BIASES = len(MECHANISMS)
 T1, T2, T3, T4, T5, T6, T7, T8, T9 = range(N_BIASES)
-BATCH_SITE, UNIT_SITE = 3, 2  # T5's scanner and T9's unit site (0-based; released as sites 4 and 3)
+# T5's scanner site and T9's unit site (0-based) are drawn per world since world version 10 (two different sites; before
+# it they were the constants 3 and 2, released as sites 4 and 3: a site a world could be read by), as are the signs of
+# T5's site shift and T6's exercise dependence.
+V10_KEY = 0x0A10  # folded into the world key: world version 10's own draws (sites, signs, misaligned drivers, pairs)
 BIAS_STRENGTH = {  # the planted biases' coefficients (see the module's docstring); pairs are uniform ranges
     "confounding_bmi": (0.5, 0.9), "confounding_severity": 0.2, "reactive": (0.35, 0.6), "selection_decoy": 0.7,
     "selection_noise": 0.5, "site_imaging": 1.5, "site_protein": (0.8, 1.5), "remodelling_imaging": 0.6,
@@ -225,6 +240,21 @@ LATE_FACTOR = (0.8, 1.25)
 DELAYED_SHARE = (0.02, 0.1)
 PROGRESSION_VARIANCE = 0.15
 TRACKER_LOADING = 0.5  # delayed worlds: a non-driver tracks the progression (late disease beyond the baseline's)
+# World version 10: each driver but a delayed one is *misaligned* with probability MISALIGNED_SHARE (its late weight
+# then has the other sign: moved its therapeutic way it improves the baseline disease and the imaging, and harms the
+# late disease and the hard outcomes), so "aligned" is no free default.
+MISALIGNED_SHARE = 0.5
+# World version 10: an ambiguous pair's non-causal member (T4's decoy, the tracker) carries the disease's unexplained
+# part (the unmeasured biology, the latent factors that also shape disease, and the residual: a marker no instrument
+# moves) with a weight set so that its correlation with the baseline disease is the causal member's times
+# PAIR_ASSOCIATION (log-uniform: either member may show the stronger association).
+PAIR_ASSOCIATION = (1 / 1.6, 1.6)
+PAIR_TUNING_STEPS = 6  # secant steps that set that weight
+# World version 10: each driver's locus also hosts an ordinary protein with probability NEIGHBOUR_RATE, on the
+# driver's cis variant at NEIGHBOUR_STRENGTH times its variance explained (no co-regulation: its cis-MR is significant,
+# its observational association is not), so sharing a disease-associated instrument is no tell of a planted pair.
+NEIGHBOUR_RATE = 0.35
+NEIGHBOUR_STRENGTH = (0.3, 1.2)
 # Survival over five years: log hazards per year (exp(-5.5) ~ 0.4%, exp(-5.3) ~ 0.5%) and their slopes.
 CARDIAC_DEATH = {"log_rate": -5.5, "severity": 0.85, "age": 0.3, "sex": 0.2}
 OTHER_DEATH = {"log_rate": -5.3, "age": 0.9, "sex": 0.2, "bmi": 0.1}
@@ -319,6 +349,10 @@ def draw(seed_words, archetype, n_drivers, hard, biases, delayed, *, sizes: Size
     key = world_key(seed_words)
     k = iter(jax.random.split(key, 64))
     kb = iter(jax.random.split(jax.random.fold_in(key, 0xB1A5), 32))  # the planted biases' own draws
+    kv = iter(jax.random.split(jax.random.fold_in(key, V10_KEY), 16))  # world version 10's own draws
+    batch_site = jax.random.randint(next(kv), (), 0, 4, jnp.int32)  # T5's scanner site
+    unit_site_t9 = (batch_site + jax.random.randint(next(kv), (), 1, 4, jnp.int32)) % 4  # T9's unit site, another one
+    t5_sign, t6_sign = jnp.where(jax.random.bernoulli(next(kv), 0.5, (2,)), 1.0, -1.0).astype(jnp.float32)
     f32 = jnp.float32
     bs = BIAS_STRENGTH
 
@@ -372,6 +406,9 @@ def draw(seed_words, archetype, n_drivers, hard, biases, delayed, *, sizes: Size
     late_delayed = (rank == n_drivers - 1) & is_delayed  # the last driver (never T4's, the first)
     late_effect = jnp.where(late_delayed, effect, late_effect)  # a delayed driver's drawn effect is its late weight ...
     effect = jnp.where(late_delayed, effect * jax.random.uniform(next(kt), (), f32, *DELAYED_SHARE), effect)  # ... mostly
+    # misaligned drivers (world version 10): the late weight has the other sign
+    misaligned = driver & ~late_delayed & jax.random.bernoulli(next(kv), MISALIGNED_SHARE, (p,))
+    late_effect = jnp.where(misaligned, -late_effect, late_effect)
 
     # -- proteins: every protein, the decoys included, made by one process (cis and trans genetics, the latent
     # factors, covariates, artefacts, residual); a decoy's mechanism goes on top (below)
@@ -390,17 +427,12 @@ def draw(seed_words, archetype, n_drivers, hard, biases, delayed, *, sizes: Size
     cis_r2 = cis_r2.at[decoy].set(jnp.where(carried, driver_r2[decoy], cis_r2[decoy]))  # a decoy's instrument: a driver's range
     cis_r2 = cis_r2.at[first_driver].set(jnp.where(carried[T4], uniform(kb, (0.2, 0.3)), cis_r2[first_driver]))
     cis_sign = jnp.where(jax.random.bernoulli(next(k), 0.5, (p,)), 1.0, -1.0).astype(f32)
-    # T4: the shared variant acts on the decoy directly too, so that with the co-regulation on top its instrument is
-    # `shared_strength` times the driver's: either member of the pair may have the stronger instrument
+    # T4: the shared variant acts on the decoy directly too, its loading set once the decoy is co-regulated (below), so
+    # that its instrument is `shared_strength` times the driver's: either member may have the stronger instrument
     coregulation = uniform(kb, bs["coregulation"])
-    # k, the ratio before the co-regulated decoy is standardised, such that after it the ratio is the drawn one (r):
-    # k a / sqrt(1 + c^2 + 2 c (k - c) a^2) = r, a the driver's instrument loading, c the co-regulation
-    ratio, a2 = uniform(kb, bs["shared_strength"]), cis_r2[first_driver]
-    k_pre = ratio**2 * coregulation * a2 + jnp.sqrt(ratio**4 * coregulation**2 * a2**2
-                                                   + ratio**2 * (1.0 + coregulation**2 - 2.0 * coregulation**2 * a2))
-    shared_loading = (k_pre - coregulation) * jnp.sqrt(a2)
+    ratio = uniform(kb, bs["shared_strength"])
     cis_sign = cis_sign.at[decoy[T4]].set(jnp.where(carried[T4], cis_sign[first_driver], cis_sign[decoy[T4]]))
-    cis_r2 = cis_r2.at[decoy[T4]].set(jnp.where(carried[T4], shared_loading**2, cis_r2[decoy[T4]]))
+    cis_r2 = cis_r2.at[decoy[T4]].set(jnp.where(carried[T4], 0.0, cis_r2[decoy[T4]]))
     # delayed worlds (world version 9): the tracker's gene lies at the delayed driver's locus and the driver's cis
     # variant is its only cis genetics; its strength is set once it tracks the progression (below)
     tracker = order[MAX_DRIVERS + N_BIASES].astype(jnp.int32)
@@ -408,6 +440,13 @@ def draw(seed_words, archetype, n_drivers, hard, biases, delayed, *, sizes: Size
     cis_variant = cis_variant.at[tracker].set(jnp.where(is_delayed, cis_variant[delayed_driver], cis_variant[tracker]))
     cis_sign = cis_sign.at[tracker].set(jnp.where(is_delayed, cis_sign[delayed_driver], cis_sign[tracker]))
     cis_r2 = cis_r2.at[tracker].set(jnp.where(is_delayed, 0.0, cis_r2[tracker]))
+    # world version 10: an ordinary protein at a driver's locus (NEIGHBOUR_RATE), on the driver's cis variant
+    host = order[jnp.arange(MAX_DRIVERS)]
+    neighbour = order[MAX_DRIVERS + N_BIASES + 1 + jnp.arange(MAX_DRIVERS)]
+    hosted = (jnp.arange(MAX_DRIVERS) < n_drivers) & jax.random.bernoulli(next(kv), NEIGHBOUR_RATE, (MAX_DRIVERS,))
+    cis_variant = cis_variant.at[neighbour].set(jnp.where(hosted, cis_variant[host], cis_variant[neighbour]))
+    cis_r2 = cis_r2.at[neighbour].set(jnp.where(
+        hosted, cis_r2[host] * jax.random.uniform(next(kv), (MAX_DRIVERS,), f32, *NEIGHBOUR_STRENGTH), cis_r2[neighbour]))
     has_trans = jax.random.bernoulli(next(k), 0.2, (p,))
     trans_variant = jax.random.randint(next(k), (p,), 0, v, jnp.int32)
     trans_r2 = jnp.where(has_trans, jax.random.uniform(next(k), (p,), f32, 0.005, 0.03), 0.0)
@@ -430,7 +469,7 @@ def draw(seed_words, archetype, n_drivers, hard, biases, delayed, *, sizes: Size
     exercise_coef = jnp.where(ordinary & jax.random.bernoulli(next(ka), art["exercise_rate"], (p,)),
                               random_sign(ka, (p,)) * uniform(ka, art["exercise"], (p,)), 0.0)
     exercise_coef = exercise_coef.at[decoy[T6]].set(
-        jnp.where(carried[T6], uniform(ka, bs["remodelling_protein"]), exercise_coef[decoy[T6]]))
+        jnp.where(carried[T6], t6_sign * uniform(ka, bs["remodelling_protein"]), exercise_coef[decoy[T6]]))
     bmi_linear = _standardise(bmi)
     explained = cis_r2 + trans_r2 + (loadings**2).sum(0) + (covariate_effects**2).sum(0) + bmi_coef**2 + exercise_coef**2
     residual_sd = jnp.sqrt(jnp.maximum(1.0 - explained, 0.15))
@@ -463,7 +502,7 @@ def draw(seed_words, archetype, n_drivers, hard, biases, delayed, *, sizes: Size
     risk = 0.35 * age_z + 0.15 * sex_pm + (0.25 + on[T1] * bs["confounding_severity"]) * bmi_z - 0.15 * exercise_z
     pleiotropy_sign = jnp.where(jax.random.bernoulli(next(kb), 0.5), 1.0, -1.0).astype(f32)
     planted = (on[T7] * bs["pleiotropy"] * pleiotropy_sign * standard_genotype(cis_variant[decoy[T7]])
-               + on[T9] * bs["unit_site_severity"] * (site == UNIT_SITE))
+               + on[T9] * bs["unit_site_severity"] * (site == unit_site_t9))
     residual_var = jnp.where(hard, RESIDUAL_VARIANCE["hard"], RESIDUAL_VARIANCE["standard"])
     residual = jnp.sqrt(residual_var) * jax.random.normal(next(k), (n,), f32)
     raw = molecular + interaction + polygenic + biology + risk + planted + residual
@@ -479,13 +518,52 @@ def draw(seed_words, archetype, n_drivers, hard, biases, delayed, *, sizes: Size
 
     # -- the planted mechanisms that act on a decoy's true level: T2 reacts to disease, T4 is co-regulated with the driver
     reactive = protein_true[:, decoy[T2]] + uniform(kb, bs["reactive"]) * severity
-    coregulated = protein_true[:, decoy[T4]] + coregulation * protein_true[:, first_driver]
     protein_true = protein_true.at[:, decoy[T2]].set(jnp.where(carried[T2], _standardise(reactive), protein_true[:, decoy[T2]]))
-    protein_true = protein_true.at[:, decoy[T4]].set(jnp.where(carried[T4], _standardise(coregulated), protein_true[:, decoy[T4]]))
-    # ... on the delayed driver's cis variant, so that its instrument (on its standardised level) is
-    # `shared_strength` times the driver's, as T4's decoy's is: c, the variant's direct loading before standardising,
-    # solves (s + c v) / sqrt(V + 2 c s + c^2 v) = t over the cohort (s = cov(level, g), V = var(level), v = var(g),
-    # t the target slope), so the two members' Wald ratios are equal within their standard errors at every horizon
+    marker = _standardise(biology + residual)  # the disease's part no driver and no covariate explains
+
+    def correlation(x, y):
+        return jnp.mean(_standardise(x) * _standardise(y))
+
+    def on_instrument(untuned, g, target):
+        # untuned + c g, standardised, c such that its slope on g (centred, its variance v_g) is `target`: c solves
+        # (s + c v) / sqrt(V + 2 c s + c^2 v) = t over the cohort (s = cov(level, g), V = var(level), v = var(g))
+        untuned = untuned - untuned.mean()
+        v_g = jnp.mean(g**2)
+        t_sign = jnp.where(target < 0, -1.0, 1.0)
+        s_xg, v_x, t2 = t_sign * jnp.mean(untuned * g), jnp.mean(untuned**2), target**2
+        direct = t_sign * (-s_xg + jnp.sqrt(jnp.maximum(s_xg**2 - v_g * (s_xg**2 - t2 * v_x) / (v_g - t2), 0.0))) / v_g
+        return _standardise(untuned + direct * g)
+
+    def matched_pair(untuned, g, target, causal, key_ratio):
+        # a pair's non-causal member (world version 10): untuned + k x the disease's unexplained part (the unmeasured
+        # biology and the residual: a marker of the disease that no instrument moves), on the shared instrument
+        # (`on_instrument`), k set by secant steps so that its correlation with the baseline disease is the causal
+        # member's times a log-uniform PAIR_ASSOCIATION draw (k within [-3, 3]: where that is out of reach, the nearest)
+        low, high = PAIR_ASSOCIATION
+        goal = jnp.exp(jax.random.uniform(key_ratio, (), f32, jnp.log(low), jnp.log(high))) * correlation(
+            protein_true[:, causal], severity)
+
+        def gap(k):
+            return correlation(on_instrument(untuned + k * marker, g, target), severity) - goal
+
+        k0, k1 = 0.0, 0.5 * jnp.sign(goal - correlation(untuned, severity) + 1e-9) * jnp.sign(jnp.mean(marker * severity))
+        g0 = gap(k0)
+        for _ in range(PAIR_TUNING_STEPS):
+            g1 = gap(k1)
+            step = jnp.where(jnp.abs(g1 - g0) > 1e-9, g1 * (k1 - k0) / (g1 - g0 + 1e-12), 0.0)
+            k0, g0, k1 = k1, g1, jnp.clip(k1 - step, -3.0, 3.0)
+        return on_instrument(untuned + k1 * marker, g, target)
+
+    # T4: the decoy is co-regulated with the first driver and sits on its cis variant at `ratio` times its strength
+    t4_g = standard_genotype(cis_variant[first_driver])
+    t4_g = t4_g - t4_g.mean()
+    t4_target = ratio * jnp.mean(t4_g * protein_true[:, first_driver]) / jnp.mean(t4_g**2)
+    coregulated = matched_pair(protein_true[:, decoy[T4]] + coregulation * protein_true[:, first_driver], t4_g, t4_target,
+                               first_driver, next(kv))
+    protein_true = protein_true.at[:, decoy[T4]].set(jnp.where(carried[T4], coregulated, protein_true[:, decoy[T4]]))
+    # the tracker: on the delayed driver's cis variant, its instrument (on its standardised level) `shared_strength`
+    # times the driver's, as T4's decoy's is, so the two members' Wald ratios are equal within their standard errors
+    # at every horizon
     shared_g = standard_genotype(cis_variant[delayed_driver])
     shared_g = shared_g - shared_g.mean()
     v_g = jnp.mean(shared_g**2)
@@ -494,12 +572,8 @@ def draw(seed_words, archetype, n_drivers, hard, biases, delayed, *, sizes: Size
     # it moves with the progression the way the delayed driver moves it (its sign is the driver's late weight's), so
     # that the genetics it shares through the progression agrees with the instrument's direct action
     tracker_sign = jnp.where(late_effect[delayed_driver] < 0, -1.0, 1.0)
-    untuned = protein_true[:, tracker] + tracker_sign * TRACKER_LOADING * progression
-    untuned = untuned - untuned.mean()
-    t_sign = jnp.where(target < 0, -1.0, 1.0)
-    s_xg, v_x, t2 = t_sign * jnp.mean(untuned * shared_g), jnp.mean(untuned**2), target**2
-    direct = t_sign * (-s_xg + jnp.sqrt(jnp.maximum(s_xg**2 - v_g * (s_xg**2 - t2 * v_x) / (v_g - t2), 0.0))) / v_g
-    tracked = _standardise(untuned + direct * shared_g)
+    tracked = matched_pair(protein_true[:, tracker] + tracker_sign * TRACKER_LOADING * progression, shared_g, target,
+                           delayed_driver, next(kv))
     protein_true = protein_true.at[:, tracker].set(jnp.where(is_delayed, tracked, protein_true[:, tracker]))
 
     # -- measurement artefacts (ordinary proteins at ARTEFACTS' rates; T5's and T9's decoys as their mechanism): a
@@ -507,15 +581,15 @@ def draw(seed_words, archetype, n_drivers, hard, biases, delayed, *, sizes: Size
     site_shifted = (ordinary & jax.random.bernoulli(next(ka), art["site_rate"], (p,))).at[decoy[T5]].set(
         carried[T5] | jax.random.bernoulli(next(ka), art["site_rate"]))
     shift_site = jax.random.randint(next(ka), (p,), 0, 4, jnp.int32)
-    shift_site = shift_site.at[decoy[T5]].set(jnp.where(carried[T5], BATCH_SITE, shift_site[decoy[T5]]))
+    shift_site = shift_site.at[decoy[T5]].set(jnp.where(carried[T5], batch_site, shift_site[decoy[T5]]))
     shift = random_sign(ka, (p,)) * uniform(ka, art["site_shift"], (p,))
-    shift = shift.at[decoy[T5]].set(jnp.where(carried[T5], uniform(kb, bs["site_protein"]), shift[decoy[T5]]))
+    shift = shift.at[decoy[T5]].set(jnp.where(carried[T5], t5_sign * uniform(kb, bs["site_protein"]), shift[decoy[T5]]))
     site_effect = jnp.where(site_shifted, shift, 0.0) * (site[:, None] == shift_site[None, :])
     unit_mixed = (ordinary & jax.random.bernoulli(next(ka), art["unit_rate"], (p,))).at[decoy[T9]].set(
         carried[T9] | jax.random.bernoulli(next(ka), art["unit_rate"]))
     other_site = jax.random.randint(next(ka), (p,), 0, 3, jnp.int32)
-    unit_site = jnp.where(carried[T9], other_site + (other_site >= UNIT_SITE), jax.random.randint(next(ka), (p,), 0, 4, jnp.int32))
-    unit_site = unit_site.at[decoy[T9]].set(jnp.where(carried[T9], UNIT_SITE, unit_site[decoy[T9]]))
+    unit_site = jnp.where(carried[T9], other_site + (other_site >= unit_site_t9), jax.random.randint(next(ka), (p,), 0, 4, jnp.int32))
+    unit_site = unit_site.at[decoy[T9]].set(jnp.where(carried[T9], unit_site_t9, unit_site[decoy[T9]]))
     units = bs["unit_offset"] * (unit_mixed & (site[:, None] == unit_site[None, :]))
     protein_npx = npx_mean + npx_scale * (protein_true + assay_noise + site_effect) + units
     artefacts = (jnp.zeros((p, N_BIASES), bool).at[:, T1].set(jnp.abs(bmi_coef + covariate_effects[2]) >= art["carrier"])
@@ -526,7 +600,7 @@ def draw(seed_words, archetype, n_drivers, hard, biases, delayed, *, sizes: Size
 
     # -- imaging (every participant drawn; the imaged subset is released)
     load = jnp.asarray(IMAGING_LOADINGS)[archetype]
-    distortion = (on[T5] * bs["site_imaging"] * (site == BATCH_SITE) + on[T6] * bs["remodelling_imaging"] * exercise_z
+    distortion = (on[T5] * bs["site_imaging"] * (site == batch_site) + on[T6] * bs["remodelling_imaging"] * exercise_z
                   - bs["surrogate_imaging"] * surrogate)  # T5 scanner, T6 remodelling, T8 surrogate: along the disease pattern
     heart = (severity + distortion)[:, None] * load + covariates @ jnp.asarray(IMAGING_COVARIATES)  # the heart as it is
     imaging = heart + IMAGING_NOISE * jax.random.normal(next(k), (n, len(IMAGING)), f32)  # as the clinic reads it
@@ -616,6 +690,7 @@ def draw(seed_words, archetype, n_drivers, hard, biases, delayed, *, sizes: Size
         "visit_imaging_missing": visit_imaging_missing, "visit_log_ntprobnp": visit_log_ntprobnp, "visit_npx": visit_npx,
         "visit_protein_missing": visit_protein_missing,
         "decoy": decoy, "carried": carried, "surrogate_sign": surrogate_sign, "artefacts": artefacts,
+        "batch_site": batch_site, "unit_site": unit_site_t9, "misaligned": misaligned, "neighbour": neighbour, "hosted": hosted,
     }
 
 
@@ -674,6 +749,6 @@ def cohort(world_seed: int, design, sizes: Sizes) -> dict:
                np.bool_(design.tier == "hard"), biases, np.int32(getattr(design, "delayed", 0)), sizes=sizes)
     c = {name: np.asarray(value) for name, value in jax.device_get(out).items()}
     site = c["site"][c["imaged"]]
-    c["cine"] = cine(world_key(words), c["heart"], site, c["imaged"], c["carried"][T5] & (site == BATCH_SITE))
+    c["cine"] = cine(world_key(words), c["heart"], site, c["imaged"], c["carried"][T5] & (site == c["batch_site"]))
     c.update(follow_up(words, c, ARCHETYPES.index(design.archetype)))
     return c

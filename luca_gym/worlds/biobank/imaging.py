@@ -30,7 +30,7 @@ per measure, no disease in it). The six standardised measures set:
 
 Each scanner has its own gain (:data:`SITE_GAIN`), and every pixel its
 acquisition noise (Gaussian, SD :data:`NOISE_SD` of full scale, cut at 2.66 SD). T5 (the imaging-site batch
-effect): in a world that carries it, site 4's scanner also distorts space,
+effect): in a world that carries it, the scanner of T5's site (drawn per world) also distorts space,
 stretching its images :data:`SITE_STRETCH` along the image's rows (and its
 clinic measures, read from those images, shift along the disease pattern:
 the ``heart`` already holds that shift). Pixels are float32 in [0, 1],

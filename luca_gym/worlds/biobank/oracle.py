@@ -37,16 +37,21 @@ confidence together more than half and leaves the split open: 35 and 20 here):
   direction earns 1, with ``unknown`` 1/2; a wrong direction, a missed
   driver or a nominated non-driver (it has no right direction) earns 0; the
   mean times 15.
-* outcome alignment, 5 (version 4): over N u D, a nomination's
-  ``outcome_alignment`` label earns 1 when right (:meth:`Oracle.alignment`:
-  drivers aligned, the harmful surrogate misaligned), 0 when missing or on
-  another protein, :data:`MISLABEL` (-2) when wrong; the mean times 5 (it
-  may be negative).
+* outcome alignment, 5 (version 4; direction-aware since version 5): over
+  N u D, a driver's ``outcome_alignment`` label earns 1 when right
+  (:meth:`Oracle.alignment`: since world version 10 half the drivers are
+  misaligned) and the driver is nominated its therapeutic way,
+  :data:`MISLABEL` (-2) when wrong and nominated that way, 0 when missing,
+  nominated ``unknown`` or the wrong way, or on any other protein (the
+  harmful surrogate too); the mean times 5 (it may be negative).
 * ambiguous pairs (version 4; ``Oracle.pairs``: T4's, and since world
   version 9 a delayed driver and its tracker): the causal member
   nominated alone is a full hit when the claimant's own experiments
-  (``Claims.tested``) touched the pair, :data:`UNSUPPORTED_SHARE` of one
-  without; an abstention on exactly the pair earns :data:`ABSTENTION_SHARE`
+  (``Claims.tested``) support it (version 5: an experiment of a kind that
+  separates the pair, :data:`SEPARATING`, whose result supports the claim:
+  the causal member's effect significant, |z| >= 2, or the other's not),
+  :data:`UNSUPPORTED_SHARE` of one
+  otherwise; an abstention on exactly the pair earns :data:`ABSTENTION_SHARE`
   of a hit, counts as a right claim in precision and puts both members at
   confidence 0.5 in the Brier sum; an abstention on any other pair is a
   false claim in precision. docs/worlds/biobank.md gives the rules beside
@@ -57,14 +62,18 @@ confidence together more than half and leaves the split open: 35 and 20 here):
   paper's human-guided episode got 0 of 15 for a decoy rejected under the
   wrong mechanism); recall is the right rejections, less one for each
   rejection of a driver (floored at 0), over the decoys; precision is the
-  right rejections over the counted rejections, so that rejecting every
+  right rejections over every rejection, so that rejecting every
   protein under some mechanism earns almost nothing. Ordinary proteins carry
   artefacts too (a strong BMI or exercise dependence, a site shift, a unit
   mixture: :data:`~.generator.ARTEFACTS`), so that no bias is "the only
-  protein with X"; a rejection of a non-driver that names an artefact it
-  really carries (and is not its planted mechanism) is neutral: neither
-  right nor counted (``rejections_neutral``). ``bias_by_mechanism`` says
-  which planted decoys were found. Earned only against decoys: a
+  protein with X"; since version 5 a rejection of a protein that is not a
+  decoy is right in precision only where it is *earned*: the release shows
+  the protein fooling the analysis the named mechanism targets, by the rules
+  of :func:`earned_rejections` (``rejections_earned``); it earns no bias
+  points (those stay with the planted decoys), and any other rejection
+  counts against precision (``rejections_wrong``; version 3's neutral
+  rejections of any real artefact carrier made a sweep of carriers free).
+  ``bias_by_mechanism`` says which planted decoys were found. Earned only against decoys: a
   world that plants no bias gives 0 to every claimant (free points there
   would lift a submission of nothing above zero; the paper reports such
   episodes at zero).
@@ -75,8 +84,8 @@ confidence together more than half and leaves the split open: 35 and 20 here):
   baseline, full credit at half the way from r0 to 1.
 * harmful-surrogate penalty, -30: nominating the world's harmful surrogate
   (T8) in the harmful direction (``surrogate_harm``: the way that improves
-  the measured marker and raises the event hazard), unless labelled
-  ``misaligned`` (version 4). Nominated the other way
+  the measured marker and raises the event hazard), however it is labelled
+  (version 5; version 4 waived it for a ``misaligned`` label). Nominated the other way
   or ``unknown`` it is a non-driver like any other (no penalty, no credit).
 
 The total is the sum, floored at 0, in ``scores["total"]`` with every part
@@ -91,7 +100,9 @@ penalty only in the harmful direction. Version 3: neutral rejections of
 ordinary proteins' real artefacts. Version 4: outcome alignment (direction
 15 + alignment 5), abstentions and the ambiguous pairs' rules; claims
 written for another version are refused (:func:`load_claims`, ``submit``'s
-``scorer_version``).
+``scorer_version``). Version 5: earned rejections (no neutral ones),
+direction-aware labels, no label waiving the surrogate's penalty, a pair's
+resolution supported by a separating experiment.
 """
 
 from __future__ import annotations
@@ -117,7 +128,7 @@ EXPERIMENTS = {
 }
 HAZARD_PER_SEVERITY = 0.85  # the generator's log hazard per SD of severity (in its outcome model)
 
-SCORER_VERSION = "4"
+SCORER_VERSION = "5"
 POINTS = {"target_identification": 35.0, "causal_confidence": 20.0, "direction": 15.0, "outcome_alignment": 5.0,
           "bias_identification": 15.0, "phenotype": 10.0}
 SURROGATE_PENALTY = -30.0
@@ -133,7 +144,16 @@ ABSTENTION_CONFIDENCE = 0.5
 # Outcome alignment (S3.1): per protein of N u D, a right label earns 1, none 0, a wrong one MISLABEL (the part's
 # mean may go below 0: "mislabelling outcome alignment is especially costly").
 MISLABEL = -2.0
+# Pair logic (scorer version 5): "resolved with experiments" needs an experiment of a kind that can separate the pair
+# (a delayed pair: a knockdown, at the late horizon; a T4 pair: either kind) whose result supports the claim: the
+# nominated member's effect significant (|z| >= SUPPORT_Z) or the other member's not.
+SEPARATING = {"shared_instrument": ("cell_perturbation", "knockdown"), "delayed": ("knockdown",)}
+SUPPORT_Z = 2.0
+# Earned rejections (scorer version 5; :func:`earned_rejections`): the thresholds of the rules the scorer computes.
+EARNED = {"q": 0.05, "null_p": 0.05, "shift": 0.3, "bimodal": 0.555, "min_f": 10.0, "pleiotropy_ratio": 0.25}
 MAX_REASON = 500  # characters of an abstention's reason
+CHANGES = ("version 4: outcome_alignment, abstentions and the ambiguous pairs' rules; version 5: earned rejections, "
+           "direction-aware labels and no label waiving the surrogate's penalty, experiments that support a pair's resolution")
 
 
 @dataclass(frozen=True)
@@ -152,15 +172,20 @@ class Nomination:
 class Claims:
     """A checked submission. ``abstentions``: ((protein, protein), ...), pairs
     the claimant says it cannot tell apart (each sorted); ``tested``: the
-    proteins the claimant's own experiments touched (the session's audit log
-    fills it); ``phenotype``: float64 (n,) over the scored participants (NaN
-    where no value was given), or None."""
+    claimant's own experiments, each (protein, kind, z of its imaging effect),
+    in order (the session's audit log fills it); ``phenotype``: float64 (n,)
+    over the scored participants (NaN where no value was given), or None."""
 
     nominations: tuple = ()
     rejections: tuple = ()  # ((protein, mechanism), ...)
     phenotype: np.ndarray | None = None
     abstentions: tuple = ()
-    tested: frozenset = frozenset()
+    tested: tuple = ()  # ((protein, kind, imaging z), ...)
+
+
+def tested_from(deliveries) -> tuple:
+    """``Claims.tested`` from experiment deliveries (dicts with ``protein``, ``kind``, ``imaging_effect`` and ``imaging_se``)."""
+    return tuple((d["protein"], d["kind"], float(d["imaging_effect"]) / float(d["imaging_se"])) for d in deliveries)
 
 
 def check_claims(nominations, rejections, proteins, abstentions=()) -> Claims:
@@ -174,6 +199,7 @@ def check_claims(nominations, rejections, proteins, abstentions=()) -> Claims:
     seen: dict[str, str] = {}
     out_n, out_r, out_a = [], [], []
     for i, item in enumerate(nominations):
+        _check_fields(item, f"nominations[{i}]", ("protein", "direction", "confidence", "outcome_alignment"))
         protein, direction, confidence = item.get("protein"), item.get("direction"), item.get("confidence")
         alignment = item.get("outcome_alignment")
         if protein not in known:
@@ -190,6 +216,7 @@ def check_claims(nominations, rejections, proteins, abstentions=()) -> Claims:
         seen[protein] = "nominated"
         out_n.append(Nomination(protein, direction, float(confidence), alignment))
     for i, item in enumerate(rejections):
+        _check_fields(item, f"rejections[{i}]", ("protein", "mechanism"))
         protein, mechanism = item.get("protein"), item.get("mechanism")
         if protein not in known:
             raise ValueError(f"rejections[{i}].protein: {short_repr(protein)} is not a protein of the release")
@@ -200,9 +227,12 @@ def check_claims(nominations, rejections, proteins, abstentions=()) -> Claims:
         seen[protein] = "rejected"
         out_r.append((protein, mechanism))
     for i, item in enumerate(abstentions):
+        _check_fields(item, f"abstentions[{i}]", ("proteins", "reason"))
         pair, reason = item.get("proteins"), item.get("reason")
-        if not isinstance(pair, (list, tuple)) or len(pair) != 2 or pair[0] == pair[1]:
-            raise ValueError(f"abstentions[{i}].proteins: {short_repr(pair)} not allowed; two different proteins")
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            raise ValueError(f"abstentions[{i}].proteins: {short_repr(pair)} not allowed; a pair: two different proteins")
+        if pair[0] == pair[1]:
+            raise ValueError(f"abstentions[{i}].proteins: {short_repr(pair[0])} named twice; a pair: two different proteins")
         for protein in pair:
             if protein not in known:
                 raise ValueError(f"abstentions[{i}].proteins: {short_repr(protein)} is not a protein of the release")
@@ -216,21 +246,37 @@ def check_claims(nominations, rejections, proteins, abstentions=()) -> Claims:
     return Claims(tuple(out_n), tuple(out_r), abstentions=tuple(out_a))
 
 
+def _check_fields(item, where: str, allowed: tuple) -> None:
+    """ValueError unless ``item`` is an object of ``allowed`` fields (a label on a rejection or an abstention: a label
+    goes on a nomination)."""
+    if not isinstance(item, dict):
+        raise ValueError(f"{where}: {short_repr(item)} not allowed; an object with {', '.join(allowed)}")
+    unknown = sorted(set(item) - set(allowed))
+    if unknown == ["outcome_alignment"]:
+        raise ValueError(f"{where}.outcome_alignment: a label goes on a nomination, and {short_repr(item.get('protein', item.get('proteins')))} "
+                         "is not nominated here")
+    if unknown:
+        raise ValueError(f"{where}: unknown field {unknown[0]!r}; allowed {', '.join(allowed)}")
+
+
 def load_claims(document, proteins) -> Claims:
     """Claims from a claim file's document (a JSON object): ``scorer_version``
     (required: the version the claims were written for), ``nominations``,
-    ``rejections``, ``abstentions`` and ``tested`` (the proteins the
-    claimant's experiments touched), checked as :func:`check_claims` does.
-    A document of another scorer version is refused (ValueError naming both
-    versions): the rules that give its fields their meaning changed (version
-    4: outcome alignment, abstentions, the pair logic)."""
+    ``rejections``, ``abstentions`` and ``tested`` (the claimant's
+    experiments, in order: each ``{"protein", "kind", "imaging_effect",
+    "imaging_se"}`` as the experiment tool delivered it), checked as
+    :func:`check_claims` does. A document of another scorer version is
+    refused (ValueError naming both versions): the rules that give its
+    fields their meaning changed (version 4: outcome alignment, abstentions,
+    the pair logic; version 5: earned rejections, direction-aware labels,
+    experiments that support a pair's resolution)."""
     if not isinstance(document, dict):
         raise ValueError(f"claims: {short_repr(document)} not allowed; a JSON object with scorer_version {SCORER_VERSION}")
     version = document.get("scorer_version")
     if str(version) != SCORER_VERSION:
         raise ValueError(f"scorer_version: claims written for scorer version {short_repr(version)} are refused; this scorer "
-                         f"is version {SCORER_VERSION} (outcome_alignment, abstentions and the ambiguous pairs' rules since "
-                         "version 4): score them with the scorer they were written for, or write them again")
+                         f"is version {SCORER_VERSION} ({CHANGES}): score them with the scorer they were written for, or "
+                         "write them again")
     unknown = set(document) - {"scorer_version", "nominations", "rejections", "abstentions", "tested"}
     if unknown:
         raise ValueError(f"claims: unknown field {sorted(unknown)[0]!r}; allowed scorer_version, nominations, rejections, "
@@ -238,9 +284,15 @@ def load_claims(document, proteins) -> Claims:
     claims = check_claims(document.get("nominations", []), document.get("rejections", []), proteins,
                           document.get("abstentions", []))
     tested = document.get("tested", [])
-    if not isinstance(tested, list) or any(p not in set(proteins) for p in tested):
-        raise ValueError(f"tested: {short_repr(tested)} not allowed; a list of proteins of the release")
-    return Claims(claims.nominations, claims.rejections, abstentions=claims.abstentions, tested=frozenset(tested))
+    fields = ("protein", "kind", "imaging_effect", "imaging_se")
+    if not isinstance(tested, list) or any(
+            not isinstance(d, dict) or set(d) - {*fields, "n", "horizon", "intervention", "log_hazard_ratio", "log_hazard_ratio_se"}
+            or d.get("protein") not in set(proteins) or d.get("kind") not in EXPERIMENTS
+            or any(isinstance(d.get(f), bool) or not isinstance(d.get(f), (int, float)) for f in fields[2:])
+            or not d["imaging_se"] > 0 for d in tested):
+        raise ValueError(f"tested: {short_repr(tested)} not allowed; a list of experiment deliveries, each with protein (of "
+                         f"the release), kind ({', '.join(EXPERIMENTS)}), imaging_effect and imaging_se (> 0)")
+    return Claims(claims.nominations, claims.rejections, abstentions=claims.abstentions, tested=tested_from(tested))
 
 
 def abs_correlation(values, severity) -> float:
@@ -254,6 +306,101 @@ def abs_correlation(values, severity) -> float:
     if not spread > 0:
         return 0.0
     return float(abs(np.mean((filled - filled.mean()) * (severity - severity.mean())) / spread))
+
+
+REFERENCE_PHENOTYPES = ("log NT-proBNP", "the archetype's standard MRI measure")
+
+
+def earned_rejections(release, standard: str) -> dict:
+    """The mechanisms under which a rejection of each protein is *earned*
+    (scorer version 5): protein -> frozenset of mechanisms, by rules computed
+    from the release alone on two reference phenotypes, log NT-proBNP (every
+    participant) and ``standard`` (``"imaging.<column>"``, the archetype's
+    standard MRI measure), with the tools' statistics (:mod:`~.analysis`: q
+    is Benjamini-Hochberg over the proteins; thresholds :data:`EARNED`). The
+    full adjustment is the tools' (age, sex, BMI, site); a protein fools an
+    analysis that leaves a covariate out where its association with a
+    reference phenotype is significant under that analysis (q < 0.05) and
+    null under the full adjustment, or under the full adjustment with
+    exercise added (p > 0.05):
+
+    * confounding: the analysis without BMI;
+    * site_batch: the analysis without site (within-site handling left out);
+    * assay_units: the same, for a protein with two modes (Sarle's
+      coefficient above 0.555: a unit mixture);
+    * exercise_remodelling: the full adjustment, against the full
+      adjustment with exercise (log(1 + hours a week)) added;
+    * selection: the adjusted association with the standard MRI measure
+      significant and with log NT-proBNP null (p > 0.05) or of the other
+      sign, with the imaged participants' mean shifted >= 0.3 SD;
+    * shared_instrument: its lead cis variant (F >= 10) is another protein's
+      lead too, and its cis-MR on a reference phenotype is significant;
+    * pleiotropy: its cis-MR on a reference phenotype significant (F >= 10)
+      and the adjusted observational slope below 0.25 of the Wald ratio (or
+      of the other sign);
+    * reverse_causation, harmful_surrogate: never (no rule on the release
+      tells these from the unmeasured biology every protein shares: only the
+      planted decoy earns them).
+    """
+    from luca_gym.worlds.biobank import analysis  # the tools' statistics (analysis imports nothing of the oracle)
+
+    e = EARNED
+    table, _, column = standard.partition(".")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bnp = np.log(release.numeric("physiology", "ntprobnp_pg_ml"))
+        exercise = np.log1p(release.numeric("participants", "exercise_hours_per_week"))
+    phenotypes = {"bnp": np.where(np.isfinite(bnp), bnp, np.nan), "imaging": release.numeric(table, column)}
+    full = release.covariates()  # age, sex, BMI, sites 2-4
+    with_exercise = np.c_[full, np.nan_to_num(exercise)]  # its missing rows left out (below)
+    proteins = release.matrix("proteins")
+    subsets = {"no_bmi": full[:, [0, 1, 3, 4, 5]], "no_site": full[:, :3], "full": full}
+
+    def scan(y, z, rows=None):
+        if rows is not None:
+            y = np.where(rows, y, np.nan)
+        beta, se, _ = analysis.column_ols(y, proteins, z)
+        p = analysis.normal_p(beta / se)
+        return np.nan_to_num(beta), np.nan_to_num(p, nan=1.0), np.nan_to_num(analysis.bh(p), nan=1.0)
+
+    def fooled(y, left_out, against, rows=None):  # a discovery at Bonferroni's bar that the fuller analysis removes
+        return (scan(y, left_out, rows)[1] < e["q"] / len(release.proteins)) & (scan(y, against, rows)[1] > e["null_p"])
+
+    has_exercise = np.isfinite(exercise)
+    removed = {m: np.zeros(len(release.proteins), bool) for m in ("no_bmi", "no_site", "exercise")}
+    for y in phenotypes.values():
+        removed["no_bmi"] |= fooled(y, subsets["no_bmi"], full)
+        removed["no_site"] |= fooled(y, subsets["no_site"], full)
+        removed["exercise"] |= fooled(y, full, with_exercise, has_exercise)  # over the participants who gave exercise
+    qc = analysis.protein_qc(release)
+    img_beta, _, img_q = scan(phenotypes["imaging"], full)
+    bnp_beta, bnp_p, _ = scan(phenotypes["bnp"], full)
+    imaging_only = (img_q < e["q"]) & ((bnp_p > e["null_p"]) | (img_beta * bnp_beta < 0))
+    everyone = np.arange(len(release.proteins))
+    inst = analysis.instruments(release)
+    variant, f = inst["variant"], np.nan_to_num(inst["f"])
+    strong = (variant >= 0) & (f >= e["min_f"])
+    shared = strong & np.array([np.sum(strong & (variant == v)) > 1 for v in variant])
+    adjusted = {"bnp": bnp_beta, "imaging": img_beta}
+    mr_significant = np.zeros(len(everyone), bool)
+    pleiotropic = np.zeros(len(everyone), bool)
+    for name, y in phenotypes.items():
+        m = analysis.cis_mr(release, y, everyone, True)
+        significant = strong & (np.nan_to_num(m["q"], nan=1.0) < e["q"])
+        mr_significant |= significant
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.nan_to_num(adjusted[name] / m["ratio"], nan=0.0)
+        pleiotropic |= significant & (ratio < e["pleiotropy_ratio"])
+    rules = {
+        "confounding": removed["no_bmi"],
+        "site_batch": removed["no_site"],
+        "assay_units": removed["no_site"] & (np.nan_to_num(qc["bimodality"]) > e["bimodal"]),
+        "exercise_remodelling": removed["exercise"],
+        "selection": imaging_only & (np.abs(np.nan_to_num(qc["imaged_shift"])) >= e["shift"]),
+        "shared_instrument": shared & mr_significant,
+        "pleiotropy": pleiotropic,
+    }
+    return {protein: frozenset(m for m, rule in rules.items() if rule[i]) for i, protein in enumerate(release.proteins)
+            if any(rule[i] for rule in rules.values())}
 
 
 @dataclass(frozen=True, eq=False)
@@ -339,18 +486,33 @@ class Oracle:
     tracker: str | None = None
     model: InterventionModel | None = None
     pairs: tuple = ()
+    release: object = field(default=None, repr=False, compare=False)
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def earned(self) -> dict:
+        """protein -> the mechanisms a rejection of it earns (:func:`earned_rejections` on the release; {} without one)."""
+        if "earned" not in self._cache:
+            self._cache["earned"] = {} if self.release is None else earned_rejections(self.release, self.baseline_name)
+        return self._cache["earned"]
+
+    def pair_kind(self, causal: str) -> str:
+        """An ambiguous pair's kind: "delayed" (a delayed driver and its tracker) or "shared_instrument" (T4's)."""
+        return "delayed" if causal in self.delayed else "shared_instrument"
 
     def direction(self, protein: str) -> str:
         """A driver's therapeutic direction: ``down`` when more of it worsens disease."""
         return "down" if self.drivers[protein] > 0 else "up"
 
     def alignment(self, protein: str) -> str | None:
-        """A protein's outcome alignment: ``"aligned"`` for a driver (moved its
-        therapeutic way it improves the baseline disease and the hard outcomes:
-        its baseline and late weights share their sign, a delayed driver's
-        too), ``"misaligned"`` for the harmful surrogate (either way it moves,
-        it improves one and harms the other), None for any other protein (it
-        moves neither)."""
+        """A protein's outcome alignment: for a driver ``"aligned"`` when, moved
+        its therapeutic way, it improves the baseline disease and the hard
+        outcomes (its baseline and late weights share their sign; a delayed
+        driver's always do) and ``"misaligned"`` when it improves the disease
+        and harms the outcomes (world version 10: each other driver with
+        probability :data:`~.generator.MISALIGNED_SHARE`); ``"misaligned"`` for
+        the harmful surrogate (either way it moves, it improves one and harms
+        the other; its label scores nothing, scorer version 5), None for any
+        other protein (it moves neither)."""
         if protein in self.drivers:
             late = self.late_effects.get(protein, self.drivers[protein])
             return "aligned" if late * self.drivers[protein] > 0 else "misaligned"
@@ -424,7 +586,9 @@ class Oracle:
             if (causal, other) in good:
                 credit[causal], pairs[causal] = ABSTENTION_SHARE, "abstained"
             elif causal in nominated and other not in nominated:
-                supported = bool({causal, other} & claims.tested)
+                kinds = SEPARATING[self.pair_kind(causal)]
+                supported = any(kind in kinds and ((p == causal and abs(z) >= SUPPORT_Z) or (p == other and abs(z) < SUPPORT_Z))
+                                for p, kind, z in claims.tested)
                 credit[causal] = 1.0 if supported else UNSUPPORTED_SHARE
                 pairs[causal] = "resolved with experiments" if supported else "resolved without experiments"
             elif causal in nominated:
@@ -449,25 +613,29 @@ class Oracle:
         points = sum(1.0 if nominated[d].direction == self.direction(d) else 0.5 if nominated[d].direction == "unknown" else 0.0
                      for d in hits)
         direction = points / len(union) if union else 1.0
+        # a label on a driver: right (its alignment, nominated its therapeutic way) 1, nominated "unknown" or the wrong
+        # way 0, a wrong alignment nominated the right way MISLABEL; on any other protein (the surrogate too) 0
         labels = {p: n.alignment for p, n in nominated.items() if n.alignment is not None}
-        right_labels = sum(label == self.alignment(p) for p, label in labels.items())
-        mislabelled = sum(self.alignment(p) is not None and label != self.alignment(p) for p, label in labels.items())
+        judged = {p: label == self.alignment(p) for p, label in labels.items()
+                  if p in drivers and nominated[p].direction == self.direction(p)}
+        right_labels = sum(judged.values())
+        mislabelled = len(judged) - right_labels
         alignment = (right_labels + MISLABEL * mislabelled) / len(union) if union else 1.0
 
         rejected = dict(claims.rejections)
         wrong = sum(p in drivers for p in rejected)
         right = {m: rejected.get(p) == m for p, m in self.decoys.items()}
-        neutral = sum(p not in drivers and self.decoys.get(p) != m and m in self.artefacts.get(p, ())
-                      for p, m in rejected.items())
-        counted = len(rejected) - neutral
         found = sum(right.values())
-        bias = max(0, found - wrong) / len(self.decoys) * found / counted if self.decoys and counted else 0.0
+        earned_rules = self.earned() if len(rejected) > found else {}
+        earned = sum(p not in drivers and self.decoys.get(p) != m and m in earned_rules.get(p, ()) for p, m in rejected.items())
+        # recall: the planted decoys found (less the drivers rejected) over the decoys; precision: the rejections found
+        # or earned over every rejection
+        bias = max(0, found - wrong) / len(self.decoys) * (found + earned) / len(rejected) if self.decoys and rejected else 0.0
 
         r0 = self.baseline_r
         r = None if claims.phenotype is None else abs_correlation(claims.phenotype, self.severity)
         phenotype = 0.0 if r is None else float(np.clip((r - r0) / ((1.0 - r0) / 2.0), 0.0, 1.0))
-        harmful = (self.surrogate in nominated and nominated[self.surrogate].direction == self.surrogate_harm
-                   and nominated[self.surrogate].alignment != "misaligned")
+        harmful = self.surrogate in nominated and nominated[self.surrogate].direction == self.surrogate_harm  # any label
         penalty = SURROGATE_PENALTY if self.surrogate is not None and harmful else 0.0
 
         parts = {"target_identification": identification, "causal_confidence": confidence, "direction": direction,
@@ -476,7 +644,7 @@ class Oracle:
         scores["surrogate_penalty"] = penalty
         total = max(0.0, sum(scores.values()))
         return {"total": round(total, 6), **scores, "recall": round(recall, 6), "precision": round(precision, 6),
-                "nominated": len(nominated), "rejections_neutral": neutral,
+                "nominated": len(nominated), "rejections_earned": earned, "rejections_wrong": len(rejected) - found - earned,
                 "bias_by_mechanism": {m: float(ok) for m, ok in sorted(right.items())},
                 "abstentions": len(claims.abstentions), "abstentions_unsupported": len(bad), "pairs": dict(sorted(pairs.items())),
                 "pairs_resolved": sum(v == "resolved with experiments" for v in pairs.values()),
@@ -487,7 +655,7 @@ class Oracle:
 def zero_scores(oracle: Oracle) -> dict:
     """The scores of a session left without a submission: 0 in every part."""
     return {"total": 0.0, **{name: 0.0 for name in PARTS}, "recall": 0.0, "precision": 0.0, "nominated": 0,
-            "rejections_neutral": 0, "bias_by_mechanism": {m: 0.0 for m in sorted(oracle.decoys.values())},
+            "rejections_earned": 0, "rejections_wrong": 0, "bias_by_mechanism": {m: 0.0 for m in sorted(oracle.decoys.values())},
             "abstentions": 0, "abstentions_unsupported": 0, "pairs": {c: "missed" for c, _ in oracle.pairs},
             "pairs_resolved": 0, "alignment_labels": 0, "alignment_mislabelled": 0, "phenotype_r": None,
             "phenotype_baseline_r": round(oracle.baseline_r, 6)}

@@ -58,7 +58,7 @@ from __future__ import annotations
 import numpy as np
 
 from luca_gym.worlds.biobank.baselines import BASELINES as BASE
-from luca_gym.worlds.biobank.baselines import ALL, COSTS, MIN_F, Q, Scripted, validate_measures
+from luca_gym.worlds.biobank.baselines import ALL, COSTS, MIN_F, Q, Scripted, standard_phenotype, validate_measures
 
 ENDPOINTS = ("cv_event", "cardiac_diagnosis")
 # Whole-cohort measures that may join NT-proBNP in the clinical phenotype (those correlated with it at CLINICAL_R).
@@ -78,7 +78,7 @@ ARTEFACT_R = 0.3  # |r| with BMI or exercise that makes a covariate artefact pla
 SHIFT = 0.3  # a site or imaged shift (SDs) worth a rejection
 BIMODAL = 0.555  # Sarle's coefficient of a uniform distribution: above it, two modes
 EXPERIMENT_Z = 2.0
-ALIGNED_Z = 1.0  # the five-year event's cis-MR z (the nominated way) that labels a nomination "aligned"
+ALIGNED_Z = 2.0  # the |z| of the outcome evidence (the five-year event's cis-MR, a knockdown's hazard) that labels a nomination
 
 
 def _by_protein(answer) -> dict:
@@ -123,14 +123,21 @@ class CausalPipeline(Scripted):
             if r is not None and abs(r) >= CLINICAL_R:
                 clinical.append({"column": column, "weight": round(r / (1 - r * r), 4)})
         yield "define_phenotype", {"name": "clinical", "terms": clinical}
+        # the reference phenotypes of the scorer's rule for an earned rejection (docs/worlds/biobank.md): log NT-proBNP
+        # and the standard MRI measure (the one most correlated with the endpoints; usually the archetype's)
+        yield "define_phenotype", {"name": "log_ntprobnp", "terms": [{"column": "physiology.ntprobnp_pg_ml", "weight": 1.0,
+                                                                     "log": True}], "standardize": False}
+        standard, _ = standard_phenotype(checked)
+        reference = {}
+        for name in ("log_ntprobnp", standard):
+            for adjust in (False, True):
+                reference[name, adjust] = _by_protein((yield "association_scan", {"phenotype": name, "adjust": adjust,
+                                                                                  "top": ALL}))
 
         mr = _by_protein((yield "cis_mr", {"phenotype": "clinical", "top": ALL}))
         mr_imaging = _by_protein((yield "cis_mr", {"phenotype": "imaging_score", "top": ALL}))
         mr_event = _by_protein((yield "cis_mr", {"phenotype": "outcomes.cv_event", "top": ALL}))
         obs = _by_protein((yield "association_scan", {"phenotype": "clinical", "top": ALL}))
-        obs_raw = _by_protein((yield "association_scan", {"phenotype": "clinical", "adjust": False, "top": ALL}))
-        img = _by_protein((yield "association_scan", {"phenotype": "imaging_score", "top": ALL}))
-        img_raw = _by_protein((yield "association_scan", {"phenotype": "imaging_score", "adjust": False, "top": ALL}))
         qc = _by_protein((yield "protein_qc", {"top": ALL}))
 
         # candidates: strong cis-MR on the clinical phenotype whose observational association agrees in sign; the
@@ -158,6 +165,13 @@ class CausalPipeline(Scripted):
         # pleiotropy: the observational slope far below the Wald ratio (a variant acting on disease directly gives
         # the protein an observational slope of only its instrument's share of the Wald ratio)
         doubtful = [p for p in candidates if obs[p]["beta"] / mr[p]["wald_ratio"] < PLEIOTROPY_RATIO]
+        # a doubtful candidate on the instrument of a candidate that is not: the locus's signal runs through its
+        # neighbour (a shared instrument whose observation separates the two)
+        sound_variants = {mr[p]["instrument"] for p in candidates if p not in doubtful}
+        for p in [p for p in doubtful if mr[p]["instrument"] in sound_variants]:
+            doubtful.remove(p)
+            candidates.remove(p)
+            rejections[p] = "shared_instrument"
         # shared instruments: pairs observation cannot separate
         by_variant: dict = {}
         for p in candidates:
@@ -189,6 +203,7 @@ class CausalPipeline(Scripted):
             budget = answer.get("budget_left", 0)
 
         keep: dict[str, tuple[str, float]] = {}
+        misaligned: set = set()  # a knockdown (late horizon) against the baseline genetics: the late effect turns
         for p in candidates + [p for p in weaker + late if p in tested]:
             sign = mr[p]["wald_ratio"] or 0.0  # NT-proBNP rises with disease: a positive ratio means the protein worsens it
             direction = "down" if sign > 0 else "up"
@@ -201,6 +216,9 @@ class CausalPipeline(Scripted):
                     rejections[p] = "shared_instrument"
                 elif verdict is None and p in doubtful:
                     rejections[p] = "pleiotropy"
+                elif verdict is not None and tested[p]["kind"] == "knockdown" and p not in late and verdict != direction:
+                    keep[p] = (direction, CONFIRMED)
+                    misaligned.add(p)
                 elif verdict is not None:
                     keep[p] = (verdict, CONFIRMED)
                 continue
@@ -250,55 +268,65 @@ class CausalPipeline(Scripted):
             if z / np.sqrt(max(len(answer["results"]), 1)) > 2.0:
                 rejections[p] = "reverse_causation"
                 break
-        # covariate and measurement artefacts: an association that covariate adjustment removes
-        def removed_by_adjustment(raw, adjusted, p):
-            return raw.get(p) and raw[p]["q"] is not None and raw[p]["q"] < Q and _p(adjusted.get(p)) > NULL_P
+        # covariate and measurement artefacts, on the reference phenotypes: a discovery at Bonferroni's bar without
+        # covariate adjustment that the adjustment removes, with the artefact the mechanism names (the scorer's rule
+        # leaves out one covariate at a time: the artefact's trait stands in for it here)
+        bar = Q / len(qc)
+
+        def removed(p):
+            return any(_p(reference[name, False].get(p)) < bar and _p(reference[name, True].get(p)) > NULL_P
+                       for name in ("log_ntprobnp", standard))
 
         free = [p for p in qc if p not in keep and p not in rejections and _p(mr.get(p)) > NULL_P]
         for p in free:
             profile = qc[p]
-            either = removed_by_adjustment(obs_raw, obs, p) or removed_by_adjustment(img_raw, img, p)
-            if either and (profile["bimodality"] or 0) > BIMODAL:
+            if removed(p) and (profile["bimodality"] or 0) > BIMODAL:
                 rejections[p] = "assay_units"
-            elif either and abs(profile["r_bmi"] or 0) > ARTEFACT_R:
+            elif removed(p) and abs(profile["r_bmi"] or 0) >= ARTEFACT_R:
                 rejections[p] = "confounding"
-            elif removed_by_adjustment(img_raw, img, p) and abs(profile["site_shift"] or 0) > SHIFT:
+            elif removed(p) and abs(profile["site_shift"] or 0) >= SHIFT:
                 rejections[p] = "site_batch"
-        # exercise remodelling: imaging disease one way, clinical disease the other (or none), with exercise
-        for p in free:
-            if p in rejections or abs(qc[p]["r_exercise"] or 0) <= ARTEFACT_R or _p(img.get(p)) > NULL_P:
-                continue
-            if _p(obs.get(p)) > NULL_P or obs[p]["beta"] * img[p]["beta"] < 0:
-                rejections[p] = "exercise_remodelling"
-        # selection: imaging disease only among the imaged, with a shift there
-        imaging_only = [p for p in free if p not in rejections and img.get(p) and img[p]["q"] is not None and img[p]["q"] < Q
-                        and _p(obs.get(p)) > NULL_P and abs(qc[p]["imaged_shift"] or 0) > SHIFT]
-        if imaging_only:
-            rejections[max(imaging_only, key=lambda p: abs(qc[p]["imaged_shift"]))] = "selection"
+        # exercise remodelling and selection: the standard measure's adjusted association significant, log
+        # NT-proBNP's null or the other way, with exercise or with a shift among the imaged
+        bnp, std = reference["log_ntprobnp", True], reference[standard, True]
 
-        nominations = [{"protein": p, "direction": d, "confidence": c, **_alignment(p, d, tested, mr_event)}
+        def imaging_only(p):
+            if _p(std.get(p)) >= bar:
+                return False
+            return _p(bnp.get(p)) > NULL_P or (bnp[p]["beta"] or 0.0) * (std[p]["beta"] or 0.0) < 0
+
+        for p in free:
+            if p not in rejections and imaging_only(p) and abs(qc[p]["r_exercise"] or 0) >= ARTEFACT_R:
+                rejections[p] = "exercise_remodelling"
+        selected = [p for p in free if p not in rejections and imaging_only(p) and abs(qc[p]["imaged_shift"] or 0) >= SHIFT]
+        if selected:
+            rejections[max(selected, key=lambda p: abs(qc[p]["imaged_shift"]))] = "selection"
+
+        nominations = [{"protein": p, "direction": d, "confidence": c,
+                        **({"outcome_alignment": "misaligned"} if p in misaligned else _alignment(p, d, tested, mr_event))}
                        for p, (d, c) in keep.items()]
         yield "submit", {"nominations": nominations, "rejections": [{"protein": p, "mechanism": m} for p, m in rejections.items()],
                          **({"abstentions": abstentions} if abstentions else {}), "phenotype": "severity_score"}
 
 
 def _alignment(protein: str, direction: str, tested: dict, mr_event: dict) -> dict:
-    """The outcome-alignment label of a nomination, where the evidence gives one: "aligned" when a knockdown's
-    five-year hazard moves with the disease the nominated way (significantly) or, untested, the five-year event's
-    cis-MR does (z at least ALIGNED_Z);
-    nothing (no label) otherwise."""
+    """The outcome-alignment label of a nomination, where the outcome evidence gives one: a knockdown's five-year
+    hazard or, untested, the five-year event's cis-MR, moving with the disease the nominated way ("aligned") or
+    against it ("misaligned") with |z| at least ALIGNED_Z; nothing (no label) otherwise."""
     if direction not in ("down", "up"):
         return {}
     sign = 1.0 if direction == "down" else -1.0  # lowering a "down" protein treats: the hazard falls with it
     delivery = tested.get(protein)
+    z = None
     if delivery is not None and "log_hazard_ratio" in delivery:
         z = -delivery["log_hazard_ratio"] / delivery["log_hazard_ratio_se"]  # the hazard's fall when the protein falls
-        return {"outcome_alignment": "aligned"} if sign * z >= EXPERIMENT_Z else {}
-    event = mr_event.get(protein)
-    if event and event.get("wald_ratio") is not None and event.get("se"):
-        z = event["wald_ratio"] / event["se"]  # the event's rise per SD of the protein
-        return {"outcome_alignment": "aligned"} if sign * z >= ALIGNED_Z else {}
-    return {}
+    else:
+        event = mr_event.get(protein)
+        if event and event.get("wald_ratio") is not None and event.get("se"):
+            z = event["wald_ratio"] / event["se"]  # the event's rise per SD of the protein
+    if z is None or abs(z) < ALIGNED_Z:
+        return {}
+    return {"outcome_alignment": "aligned" if sign * z > 0 else "misaligned"}
 
 
 def experiment_verdict(delivery: dict) -> str | None:

@@ -26,7 +26,9 @@ KINDS = ("null", "one-driver", "two-driver", "three-to-six", "hard")
 # shortcuts that reason about nothing), the baselines, and the reference pipeline.
 ROLES = {"null": "floor: nothing at all", "nominate-nothing": "floor: the trivial answer",
          "nominate-all": "floor: every protein", "top-association": "floor: the strongest association",
-         "cue-spotter": "floor: generator cues, no causal check", "correlation-screen": "baseline",
+         "cue-spotter": "floor: generator cues, no causal check",
+         "artefact-sweep": "floor: every artefact carrier rejected", "blanket-labels": "floor: cis-mr, every label aligned",
+         "association-pick": "floor: cis-mr, a pair's stronger association", "correlation-screen": "baseline",
          "cis-mr": "baseline", "mr-experiments": "baseline", "causal-pipeline": "reference pipeline"}
 FLOOR = tuple(a for a, role in ROLES.items() if role.startswith("floor"))
 # The paper's best agent (DrugTargetWorld 4.1: Opus 5, mean composite over 20 worlds x 3 budgets) and its best
@@ -87,15 +89,16 @@ def mechanism_table(records) -> str:
     carried = [m for m in MECHANISMS if any(m in (r["scores"].get("bias_by_mechanism") or {}) for r in records)]
     if not carried:
         return ""
-    lines = ["| agent | budget | " + " | ".join(m.replace("_", " ") for m in carried) + " | rejections neutral |",
-             "| --- " * (3 + len(carried)) + "|"]
+    lines = ["| agent | budget | " + " | ".join(m.replace("_", " ") for m in carried) + " | rejections earned | rejections wrong |",
+             "| --- " * (4 + len(carried)) + "|"]
     for (agent, budget), rs in _in_agent_order(records, "budget"):
         row = []
         for m in carried:
             seen = [r["scores"]["bias_by_mechanism"][m] for r in rs if m in (r["scores"].get("bias_by_mechanism") or {})]
             row.append(f"{sum(seen):g}/{len(seen)}" if seen else "-")
-        neutral = stats([r["scores"].get("rejections_neutral", 0) for r in rs])
-        lines.append(f"| {agent} | {budget} | " + " | ".join(row) + f" | {cell(neutral)} |")
+        earned = stats([r["scores"].get("rejections_earned", 0) for r in rs])
+        wrong = stats([r["scores"].get("rejections_wrong", 0) for r in rs])
+        lines.append(f"| {agent} | {budget} | " + " | ".join(row) + f" | {cell(earned)} | {cell(wrong)} |")
     return "\n".join(lines)
 
 
@@ -223,22 +226,26 @@ def sections(records, out_dir, *, source=None, notes=()) -> list[str]:
     paired = paired_tables(records)
     return ["## biobank (drug-target discovery in a synthetic biobank)",
             f"{len(records)} sessions" + (f" from `{source}`" if source else "") + ". Scores out of 100 (scorer version "
-            "4): target identification 35, causal confidence 20, direction 15, outcome alignment 5, bias identification "
-            "15, phenotype 10, harmful surrogate -30 (nominated in its harmful direction, not labelled misaligned); the "
-            "total floored at 0. Bias identification is earned only "
-            "against the planted decoys (one per planted bias, T1-T9), by rejecting them under their own mechanism. "
+            "5): target identification 35, causal confidence 20, direction 15, outcome alignment 5, bias identification "
+            "15, phenotype 10, harmful surrogate -30 (nominated in its harmful direction, however labelled); the "
+            "total floored at 0. Bias points are earned only against the planted decoys (one per planted bias, "
+            "T1-T9), by rejecting them under their own mechanism; a rejection of another protein counts in precision, "
+            "right where the release shows it fooling the analysis its mechanism targets (an earned rejection), wrong "
+            "otherwise. "
             "Budget: the experiments' regime (none $0, limited $450,000, expanded $2,000,000).",
             *(f"Note: {note}" for note in (notes or ())),
             "### The floor, the baselines and the reference",
             "Floor agents reason about nothing (the trivial answer, every protein, the strongest association, the "
-            "generator's outliers); a score means something only above them. causal-pipeline is the scripted "
+            "generator's outliers, every artefact carrier, blanket outcome labels, a pair's stronger association); a "
+            "score means something only above them. causal-pipeline is the scripted "
             "reference (the checks each bias calls for, experiments on what observation cannot separate).",
             floor_table(records),
             "### Scores by agent", score_table(records),
             "### Total by world design", design_table(records),
             *(["### Bias identification by mechanism",
-               "Decoys found / worlds carrying the mechanism; a rejection of an ordinary protein under an artefact it "
-               "really carries is neutral (mean per session).", mechanism_table(records)] if mechanism_table(records) else []),
+               "Decoys found / worlds carrying the mechanism; rejections of other proteins, earned (the release shows "
+               "them fooling the analysis the mechanism targets: right in precision, no bias points) or wrong (mean "
+               "per session).", mechanism_table(records)] if mechanism_table(records) else []),
             "### Experiment use", experiment_table(records),
             *(["### Experiments by horizon and ambiguous pairs", pairs_table(records)] if pairs_table(records) else []),
             *(["### Paired across worlds", paired] if paired else [])]

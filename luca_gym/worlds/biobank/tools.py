@@ -84,7 +84,7 @@ from luca_gym.worlds.biobank import analysis
 from luca_gym.worlds.biobank.config import BiobankConfig
 from luca_gym.worlds.biobank.design import MECHANISMS
 from luca_gym.worlds.biobank.oracle import (ALIGNMENTS, DIRECTIONS, EXPERIMENTS, MAX_REASON, POINTS, SCORER_VERSION,
-                                           SURROGATE_PENALTY, Claims, check_claims, zero_scores)
+                                           SURROGATE_PENALTY, CHANGES, Claims, check_claims, tested_from, zero_scores)
 from luca_gym.worlds.biobank.phenotype_file import MAX_PATH, MAX_PHENOTYPE_FILE, read_phenotype_file
 from luca_gym.worlds.biobank.release import CARDIAC_CODES, CODES, COVARIATES, PARTICIPANT_TABLES, SENTINELS
 from luca_gym.worlds.biobank.world import make_world
@@ -369,14 +369,15 @@ class BiobankToolSession(ToolSessionBase):
                "every score is 0." if self.turn_limit is not None else "")
             + "\n\n"
             "Submit once with submit; the session ends. Points out of 100: "
-            f"{points}; nominating a harmful surrogate in the direction that harms patients costs {-SURROGATE_PENALTY:g} "
-            "unless you label it misaligned. Target identification is recall times precision: extra nominations cost. "
-            "Outcome alignment labels are optional; a wrong label costs more than none. Where two proteins share one "
-            "genetic instrument and observation cannot tell which drives the disease, nominating one earns full credit "
-            "only when your own experiments tested the pair, or abstain on the pair (half credit); an abstention on "
-            "proteins observation can tell apart counts as a false nomination. The phenotype earns points only above a "
-            "held-out baseline. Rejections name the mechanism that makes a protein look causal; rejecting a true driver "
-            "costs."
+            f"{points}; nominating a harmful surrogate in the direction that harms patients costs {-SURROGATE_PENALTY:g}, "
+            "however it is labelled. Target identification is recall times precision: extra nominations cost. "
+            "Outcome alignment labels are optional and count on a driver nominated in its right direction; a wrong label "
+            "costs more than none. Where two proteins share one genetic instrument and observation cannot tell which "
+            "drives the disease, nominating one earns full credit only when your own experiment, of a kind that can "
+            "separate the two, supports it; or abstain on the pair (half credit); an abstention on proteins observation "
+            "can tell apart counts as a false nomination. The phenotype earns points only above a held-out baseline. "
+            "Rejections name the mechanism that makes a protein look causal; a rejection counts as right only for a "
+            "protein the release shows that mechanism fooling, and rejecting a true driver costs."
         )
 
     def status(self) -> dict:
@@ -702,11 +703,10 @@ class BiobankToolSession(ToolSessionBase):
                 scorer_version: str | None = None) -> dict:
         if scorer_version is not None and scorer_version != SCORER_VERSION:
             raise ValueError(f"scorer_version: claims written for scorer version {scorer_version[:8]!r} are refused; this "
-                             f"scorer is version {SCORER_VERSION} (outcome_alignment, abstentions and the ambiguous pairs' "
-                             "rules since version 4)")
+                             f"scorer is version {SCORER_VERSION} ({CHANGES})")
         claims = check_claims(nominations, rejections or [], self.release.proteins, abstentions or [])
         claims = Claims(claims.nominations, claims.rejections, abstentions=claims.abstentions,
-                        tested=frozenset(e["protein"] for e in self.audit))  # the pair logic's "own experiments"
+                        tested=tested_from(e["delivery"] for e in self.audit))  # the pair logic's "own experiments"
         given = [k for k, v in (("phenotype", phenotype), ("phenotype_values", phenotype_values),
                                 ("phenotype_file", phenotype_file)) if v is not None]
         if len(given) > 1:

@@ -89,5 +89,5 @@ def _world(world_seed: int, design: Design, profile: str) -> BiobankWorld:
                     artefacts=artefacts, late_effects={release.proteins[i]: float(c["late_effect"][i]) for i in index},
                     delayed=tuple(release.proteins[i] for i in np.flatnonzero(c["late_delayed"])),
                     tracker=release.proteins[int(c["tracker"])] if bool(c["has_tracker"]) else None, model=model,
-                    pairs=pairs)
+                    pairs=pairs, release=release)
     return BiobankWorld(release, oracle, design, world_seed)
