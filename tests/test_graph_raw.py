@@ -13,6 +13,8 @@ import gymnasium as gym
 import jax
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from luca_gym import functional as F
 from luca_gym.agents import FlatPolicy, PPOConfig
@@ -343,3 +345,28 @@ def test_the_commit_teacher_solves_and_plays_the_host_session_as_the_batch(world
         record = play(policy, seed, **settings)
         assert record["scores"] == {k: float(v[i]) if k in ("success", "edge_f1") else int(v[i])
                                     for k, v in batch.items() if k != "return"}
+
+
+_COMMIT = dag_codec(n_nodes=4, n_states=3, observation="raw", raw_actions="commit", proposals="final")
+_commit_step = jax.jit(_COMMIT.step)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31 - 2), actions=st.lists(st.integers(-3, 13), min_size=1, max_size=14))
+def test_any_commit_actions_refused_change_nothing_and_the_matrix_only_grows(seed, actions):
+    """Whatever an agent sends (indices out of [0, K) included): a refused
+    action changes nothing and earns nothing, an accepted one never switches
+    a pair of the learner's matrix off, and every pair it holds is one an
+    intervention showed changing (a commit writes what was seen, nothing else)."""
+    state = _COMMIT.open(_one(_COMMIT.instances([seed])))[0]
+    for action in actions:
+        before = jax.device_get(state)
+        state, vector, mask, reward, terminated, _, error = _commit_step(state, action)
+        if int(error):
+            assert float(reward) == 0.0
+            assert all(np.array_equal(a, b) for a, b in zip(jax.tree_util.tree_leaves(jax.device_get(state)),
+                                                             jax.tree_util.tree_leaves(before)))
+        else:
+            assert not (before.hypothesis & ~np.asarray(state.hypothesis)).any()
+    truth = np.asarray(state.session.adjacency)
+    assert not (np.asarray(state.hypothesis) & ~truth).any()  # one intervention shows children only
