@@ -21,8 +21,8 @@ from luca_gym.worlds.equation.config import GRAMMAR, GRAMMAR_WORDS, TOLERANCE, E
 from luca_gym.worlds.equation.grammar import evaluate, render
 from luca_gym.worlds.equation.tools import EquationToolSession
 from luca_gym.worlds.graphs import core
-from luca_gym.worlds.graphs.baselines import (BASELINES, bayes_choice, bayes_memory, edge_posterior, play_bayes_batch,
-                                             systematic_policy)
+from luca_gym.worlds.graphs.analyst import bayes_memory, edge_posterior
+from luca_gym.worlds.graphs.baselines import BASELINES, bayes_choice, play_bayes_batch, systematic_policy
 from luca_gym.worlds.graphs.config import DagConfig, RelationalConfig
 from luca_gym.worlds.graphs.flat import GraphFlat, play_batch, session_keys
 from luca_gym.worlds.graphs.tools import DagToolSession

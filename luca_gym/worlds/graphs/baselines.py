@@ -45,7 +45,6 @@ first time it is right; under ``"final"`` only the submission carries it.
 
 from __future__ import annotations
 
-import itertools
 import math
 from functools import lru_cache, partial
 
@@ -54,6 +53,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from luca_gym.worlds.graphs import core
+from luca_gym.worlds.graphs.analyst import (_CLIP, bayes_memory, best_unrefuted, edge_posterior, posterior_of_features,
+                                            reading_odds, remember)
 from luca_gym.worlds.graphs.flat import (GraphFlat, budget_left_of, interventions_of, knowledge_of, raw_systematic_policy,
                                          session_keys)
 
@@ -66,6 +67,9 @@ def systematic_policy(codec: GraphFlat):
     (:func:`~luca_gym.worlds.graphs.flat.raw_systematic_policy`), which tracks state itself."""
     if codec.raw:
         return raw_systematic_policy(codec)
+    if codec.posterior:
+        raise ValueError(f"codec: {codec.describe()} observes the posterior, and systematic reads what the evidence "
+                         "implies; the posterior analyst's designers are information-gain and round-robin")
     n, directed, budget = codec.config.n, codec.config.directed, codec.config.budget
 
     def choose(vector):
@@ -95,7 +99,55 @@ def random_policy(codec: GraphFlat):
     return policy
 
 
-POLICIES = {"systematic": systematic_policy, "random": random_policy}
+def _posterior_codec(codec: GraphFlat, name: str) -> None:
+    if not codec.posterior:
+        raise ValueError(f"codec: {codec.describe()} reads the evidence by what it implies; {name} designs for the "
+                         "posterior analyst (analyst='posterior')")
+
+
+@lru_cache(maxsize=None)
+def information_gain_policy(codec: GraphFlat):
+    """``information-gain``, the designer of ``bayes-edges`` on the flat
+    observation of an ``analyst="posterior"`` codec: :func:`information_design`
+    on the posterior it reads back from the observed log-odds
+    (:func:`~luca_gym.worlds.graphs.analyst.posterior_of_features`; exact
+    but for pairs within about 1e-4 of certain), the analyst stating the
+    matrices (see :func:`systematic_policy` for the signature)."""
+    _posterior_codec(codec, "information-gain")
+    n, budget, config = codec.config.n, codec.config.budget, codec.config
+
+    def choose(vector):
+        posterior = posterior_of_features(vector[: n * n].reshape(n, n)) * ~np.eye(n, dtype=bool)
+        intervened = jnp.round(interventions_of(vector, n) * budget)
+        return information_design(posterior, intervened, jnp.round(budget_left_of(vector, n) * budget), config)
+
+    def policy(params, key, obs, mask):
+        return jax.vmap(choose)(obs)
+
+    return policy
+
+
+@lru_cache(maxsize=None)
+def round_robin_policy(codec: GraphFlat):
+    """``round-robin`` on an ``analyst="posterior"`` codec: the node of fewest
+    interventions, then the lowest index, until the budget is spent, then the
+    submission: the sweep that adapts to nothing (see
+    :func:`systematic_policy` for the signature)."""
+    _posterior_codec(codec, "round-robin")
+    n, budget = codec.config.n, codec.config.budget
+
+    def choose(vector):
+        target = jnp.argmin(jnp.round(interventions_of(vector, n) * budget) * n + jnp.arange(n))
+        return jnp.where(budget_left_of(vector, n) > 0, target, n).astype(jnp.int32)
+
+    def policy(params, key, obs, mask):
+        return jax.vmap(choose)(obs)
+
+    return policy
+
+
+POLICIES = {"systematic": systematic_policy, "random": random_policy, "information-gain": information_gain_policy,
+            "round-robin": round_robin_policy}
 
 
 @lru_cache(maxsize=None)
@@ -135,111 +187,7 @@ class Random(FlatBaseline):
 
 
 # -- bayes-edges ------------------------------------------------------------------------------
-EXACT_ORDERS = 12  # up to this many nodes the posterior sums over every order of the nodes (2**N subsets)
 PLAN_TRIALS = 4  # trials of one node the stopping rule looks ahead to
-_CLIP = 1e-12  # likelihoods kept off 0 and 1 inside the logs
-_IMPOSSIBLE = -1e4  # the log weight of an order the readings rule out (finite: no inf - inf inside the sums)
-CANDIDATE_PAIRS = 12  # the least certain pairs whose flips of the MAP make the candidate matrices
-CANDIDATE_FLIPS = 3  # at most this many of them flipped at once (1 + 12 + 66 + 220 candidates)
-_CYCLIC = -1e3  # the log-probability penalty of a candidate with a cycle (a dag's graphs have none)
-
-
-def reading_odds(config) -> tuple[float, float]:
-    """(q1, q0): the chance that a node's shown state changes across one
-    intervention on another, where there is an edge from it (q1) and where
-    there is none (q0), under ``config``'s rules: the true change (certain,
-    or 1 - 1/S where a redraw may repeat; certain for an anger) seen through
-    two readings, each right with probability 1 - p and else a uniformly
-    random other of the R values. Without noise, (1 or 1 - 1/S, 0)."""
-    p, r = config.observation_noise, config.n_readings
-    true_change = 1.0 if config.always_changes else 1.0 - 1.0 / config.n_states
-    same_if_same = (1 - p) ** 2 + p ** 2 / (r - 1)
-    same_if_changed = 2 * (1 - p) * p / (r - 1) + (r - 2) * p ** 2 / (r - 1) ** 2
-    return 1.0 - (true_change * same_if_changed + (1 - true_change) * same_if_same), 1.0 - same_if_same
-
-
-def edge_prior(config) -> float:
-    """The chance of an edge between two shown nodes where the order allows
-    one (directed: i before j): the edge density, and with latent nodes the
-    chance of a path through one of them too (a latent node sits between two
-    ordered nodes with probability 1/3 and links both with probability
-    density squared; chains of two or more latent nodes left out)."""
-    d, share = config.edge_density, (1 / 3 if config.directed else 1.0)
-    return 1 - (1 - d) * (1 - d * d) ** (share * config.n_latent)
-
-
-def log_likelihood_ratio(view: dict, config) -> jax.Array:
-    """float32 (N, N): log P(readings | edge [i, j]) - log P(readings | none),
-    from the public view's change counts: each intervention on i a trial of
-    (i, j) (undirected: an attack on i or on j), a change of j's shown state
-    with probability q1 or q0 (:func:`reading_odds`), the trials independent.
-    Pure."""
-    n = config.n
-    q1, q0 = reading_odds(config)
-    log = lambda x: float(np.log(min(max(x, _CLIP), 1 - _CLIP)))  # noqa: E731
-    changes = jnp.asarray(view["changes"], jnp.float32)
-    trials = jnp.broadcast_to(jnp.asarray(view["intervened"], jnp.float32)[:, None], (n, n))
-    if not config.directed:
-        changes, trials = changes + changes.T, trials + trials.T
-    return changes * (log(q1) - log(q0)) + (trials - changes) * (log(1 - q1) - log(1 - q0))
-
-
-def order_posterior(log_weight: jax.Array) -> jax.Array:
-    """float32 (N, N): P(i comes before j) over the N! orders of the nodes, an
-    order weighted by exp of the sum of ``log_weight`` [i, j] (the log weight
-    of the readings where i comes before j) over its ordered pairs: a forward
-    and a backward sum over the 2**N sets of nodes that can open an order
-    (O(2**N N) a pass). Pure; N at most :data:`EXACT_ORDERS`."""
-    n = log_weight.shape[0]
-    sets = jnp.arange(2 ** n)
-    bits = 1 << jnp.arange(n)
-    member = (sets[:, None] & bits[None, :]) != 0  # (2**N, N)
-    size = jnp.sum(member, axis=1)
-    # into[A, v]: the log weight of the pairs (u, v), u in A, when v follows the set A
-    into = member.astype(jnp.float32) @ log_weight
-    without, with_ = sets[:, None] ^ bits[None, :], sets[:, None] | bits[None, :]
-    last = jnp.arange(n)[None, :]
-
-    def forward(k, f):  # f[A]: the orders of A, each with the weights of its pairs
-        return jnp.where(size == k, jax.nn.logsumexp(jnp.where(member, f[without] + into[without, last], -jnp.inf), axis=1), f)
-
-    def backward(k, b):  # b[A]: the orders of the rest after A, with the weights of the pairs ending outside A
-        return jnp.where(size == n - 1 - k, jax.nn.logsumexp(jnp.where(member, -jnp.inf, into + b[with_]), axis=1), b)
-
-    f = jax.lax.fori_loop(1, n + 1, forward, jnp.where(size == 0, 0.0, -jnp.inf))
-    b = jax.lax.fori_loop(0, n, backward, jnp.where(size == n, 0.0, -jnp.inf))
-    # v follows the set A: every u in A comes before v
-    follows = jnp.exp(jnp.where(member, -jnp.inf, f[:, None] + into + b[with_]) - f[-1])
-    return (member.T.astype(jnp.float32) @ follows).astype(jnp.float32)
-
-
-def edge_posterior(view: dict, config) -> jax.Array:
-    """float32 (N, N): the probability of each edge [i, j] given every reading
-    so far (the public view). Undirected: the prior (:func:`edge_prior`)
-    times the readings' likelihood ratio (:func:`log_likelihood_ratio`), each
-    pair on its own. Directed: the edges are independent given the hidden
-    order, so P(i -> j) = P(i before j) x P(edge | i before j, readings),
-    the order's posterior (:func:`order_posterior`) summed over every order
-    up to :data:`EXACT_ORDERS` nodes, and above it taken pair by pair (the
-    pair's two weights alone; then, without noise, what the evidence implies
-    adds acyclicity). Without noise, what the evidence implies
-    (:func:`~luca_gym.worlds.graphs.core.knowledge`) is certain. Pure."""
-    n = config.n
-    prior = edge_prior(config)
-    ratio = log_likelihood_ratio(view, config)
-    given_order = jax.nn.sigmoid(float(np.log(prior) - np.log1p(-prior)) + ratio)
-    if config.directed:
-        # The weight of the readings of (i, j) where i comes before j, relative to none of the pair's edges there.
-        weight = jnp.logaddexp(float(np.log(prior)) + ratio, float(np.log1p(-prior)))
-        weight = jnp.where(jnp.eye(n, dtype=bool), 0.0, jnp.maximum(weight, _IMPOSSIBLE))
-        before = order_posterior(weight) if n <= EXACT_ORDERS else jax.nn.sigmoid(weight - weight.T)
-        posterior = before * given_order
-    else:
-        posterior = given_order
-    if config.observation_noise == 0:
-        known = jnp.asarray(view["knowledge"], jnp.int8)
-        posterior = jnp.where(known == core.EDGE, 1.0, jnp.where(known == core.NO_EDGE, 0.0, posterior))
-    return jnp.where(jnp.eye(n, dtype=bool), 0.0, posterior).astype(jnp.float32)
 
 
 def _entropy(x):
@@ -291,133 +239,61 @@ def plan_rises(posterior: jax.Array, config) -> jax.Array:
     return -jnp.sort(-increments)
 
 
-def _acyclic(graphs: jax.Array) -> jax.Array:
-    """bool (...): whether each graph (..., N, N) has no directed cycle (its
-    transitive closure, by repeated squaring, has an empty diagonal)."""
-    n = graphs.shape[-1]
-    reach = graphs.astype(jnp.float32)
-    for _ in range(max(1, int(np.ceil(np.log2(n))))):
-        reach = jnp.minimum(reach + reach @ reach, 1.0)
-    return ~jnp.any(jnp.diagonal(reach, axis1=-2, axis2=-1) > 0, axis=-1)
-
-
-@lru_cache(maxsize=None)
-def _hash_weights(n: int) -> np.ndarray:
-    """uint32 (2, N, N): fixed random weights of :func:`matrix_hash` (a constant of N alone)."""
-    return np.random.default_rng(0x6BA7E5).integers(0, 2 ** 32, (2, n, n), dtype=np.uint64).astype(np.uint32)
-
-
-def matrix_hash(adjacency: jax.Array, config) -> jax.Array:
-    """uint32 (2,): a 64-bit fingerprint of an adjacency matrix, the sums
-    (modulo 2**32) of fixed random weights over its edges (undirected: over
-    the pairs i < j), so that flipping a pair adds or takes away its weight.
-    Two matrices share it with a chance about 2**-64. Pure."""
-    n = config.n
-    pairs = ~np.eye(n, dtype=bool) if config.directed else np.triu(np.ones((n, n), bool), 1)
-    weights = jnp.asarray(np.where(pairs, _hash_weights(n), 0).astype(np.uint32))
-    return jnp.sum(jnp.where(adjacency[None], weights, jnp.uint32(0)), axis=(1, 2), dtype=jnp.uint32)
-
-
-def bayes_memory(config) -> dict:
-    """``bayes-edges``' memory at a session's start: ``refuted`` uint32
-    (max_calls, 2), the fingerprints (:func:`matrix_hash`) of the matrices it
-    has stated and that did not end the session, and ``count`` int32 (), how
-    many there are (nothing refuted yet)."""
-    return {"refuted": jnp.zeros((config.max_calls, 2), jnp.uint32), "count": jnp.int32(0)}
-
-
-def best_unrefuted(posterior: jax.Array, memory: dict, config) -> jax.Array:
-    """bool (N, N): the most probable matrix not yet refuted. Under the
-    paper's loop a stated matrix that did not end the session is wrong, so
-    the MAP of the edge posteriors (each edge whose posterior passes 1/2),
-    once stated, is no longer worth stating while no reading changes it.
-    The candidates: the MAP and its flips of up to :data:`CANDIDATE_FLIPS`
-    of the :data:`CANDIDATE_PAIRS` least certain pairs, each scored by the
-    sum, over the pairs it flips, of log P(flipped) - log P(as in the MAP)
-    (the pairs taken as independent); a candidate with a cycle (directed,
-    up to :data:`EXACT_ORDERS` nodes: the graphs are acyclic) is penalised
-    below every acyclic one, and one whose fingerprint is in ``memory``
-    (:func:`bayes_memory`) is out. The MAP itself where every candidate is
-    out. Pure."""
-    n = config.n
-    pairs = ~np.eye(n, dtype=bool) if config.directed else np.triu(np.ones((n, n), bool), 1)
-    m = min(CANDIDATE_PAIRS, int(pairs.sum()))
-    subsets = [s for k in range(min(CANDIDATE_FLIPS, m) + 1) for s in itertools.combinations(range(m), k)]
-    masks = np.zeros((len(subsets), m), bool)
-    for c, subset in enumerate(subsets):
-        masks[c, list(subset)] = True
-    adjacency = (posterior > 0.5) & ~np.eye(n, dtype=bool)
-    p = jnp.clip(posterior, _CLIP, 1 - _CLIP)
-    # a flip's log odds (at most 0), only over the pairs
-    cost = jnp.where(pairs, jnp.log(jnp.minimum(p, 1 - p)) - jnp.log(jnp.maximum(p, 1 - p)), -jnp.inf)
-    flip_cost, flip = jax.lax.top_k(cost.reshape(-1), m)
-    at_rows, at_cols = flip // n, flip % n
-    score = jnp.sum(jnp.where(masks, flip_cost[None], 0.0), axis=1)  # (C,)
-    weights = jnp.asarray(np.where(pairs, _hash_weights(n), 0).astype(np.uint32))[:, at_rows, at_cols]  # (2, m)
-    delta = jnp.where(adjacency[at_rows, at_cols][None], jnp.uint32(0) - weights, weights)  # an edge's weight out or in
-    hashes = matrix_hash(adjacency, config)[None] + jnp.sum(jnp.where(masks[:, None, :], delta[None], jnp.uint32(0)),
-                                                               axis=2, dtype=jnp.uint32)  # (C, 2)
-    live = jnp.arange(memory["refuted"].shape[0]) < memory["count"]
-    refuted = jnp.any(jnp.all(hashes[:, None, :] == memory["refuted"][None], axis=2) & live[None], axis=1)
-
-    def candidate(mask):  # the MAP with the pairs of ``mask`` (m,) flipped
-        flipped = jnp.zeros((n, n), bool).at[at_rows, at_cols].set(mask)
-        return adjacency ^ (flipped | flipped.T if not config.directed else flipped)
-
-    if config.directed and n <= EXACT_ORDERS:
-        score = score + jnp.where(_acyclic(jax.vmap(candidate)(jnp.asarray(masks))), 0.0, _CYCLIC)
-    best = jnp.argmax(jnp.where(refuted, -jnp.inf, score))
-    return jnp.where(jnp.all(refuted), adjacency, candidate(jnp.asarray(masks)[best]))
-
-
-@lru_cache(maxsize=None)
-def bayes_choice(config):
-    """The ``bayes-edges`` choice of ``config``, jitted once: (public view,
-    memory) -> (node int32 (), adjacency bool (N, N), memory), the memory
-    that of :func:`bayes_memory`, carried from call to call. ``node`` < N:
-    intervene on it (stating the adjacency under the paper's loop); N:
-    submit the adjacency. The adjacency is the most probable matrix not yet
-    refuted (:func:`best_unrefuted`: the MAP of the edge posteriors,
-    :func:`edge_posterior`, until it has been stated in vain); under the
-    paper's loop the memory comes back with its fingerprint added (if the
-    session goes on, it was wrong). The node is the one whose trial most
-    reduces the expected entropy of the pairs it tests
+def information_design(posterior: jax.Array, intervened: jax.Array, budget_left: jax.Array, config) -> jax.Array:
+    """int32 (): the information-gain designer's choice from the edge
+    posterior (float32 (N, N), :func:`~luca_gym.worlds.graphs.analyst.edge_posterior`),
+    each node's interventions (N,) and the budget left (): the node (< N)
+    whose trial most reduces the expected entropy of the pairs it tests
     (:func:`information_gain` summed over a molecule's row, a house's
-    pairs), ties to the fewest interventions, then the lowest index. It
-    submits when the budget is spent, when nothing is left to learn (at the
+    pairs), ties to the fewest interventions, then the lowest index; or N,
+    stop, when the budget is spent, when nothing is left to learn (at the
     paper's settings: once every pair is certain), or, where interventions
     cost, when no number h of further interventions (up to the budget left)
     is worth its price: the rise it is expected to bring in the chance that
     the MAP is right (:func:`plan_rises`, the best h trials) is at most h
     times the cost, times, under the paper's loop, the chance that the MAP
     is wrong (a right MAP stated with an intervention ends the session
-    before the intervention is made, and paid for). Pure."""
+    before the intervention is made, and paid for). The designer of
+    ``bayes-edges`` and of the flat ``information-gain``. Pure."""
     n = config.n
-    # numpy constants: this closure is cached, and may first be built inside another function's trace
     off_diagonal = ~np.eye(n, dtype=bool)
     pairs = off_diagonal if config.directed else np.triu(np.ones((n, n), bool), 1)
     steps = np.arange(1, n * PLAN_TRIALS + 1)
+    gain = jnp.sum(jnp.where(off_diagonal, information_gain(posterior, config), 0.0), axis=1)
+    best = jnp.max(gain)
+    order = jnp.asarray(intervened, jnp.float32) * (n + 1) + jnp.arange(n) / n
+    target = jnp.argmin(jnp.where(gain >= best * (1 - 1e-6), order, jnp.inf))
+    budget_left = jnp.asarray(budget_left)
+    stop = (budget_left <= 0) | (best <= 0)
+    if config.intervention_cost:
+        right = jnp.sum(jnp.where(pairs, jnp.log(jnp.maximum(posterior, 1 - posterior)), 0.0))
+        rise = jnp.exp(right + jnp.cumsum(plan_rises(posterior, config))) - jnp.exp(right)
+        wrong = -jnp.expm1(right) if config.proposals == "every" else 1.0
+        worth = (rise > config.intervention_cost * steps * wrong) & (steps <= budget_left)
+        stop = stop | ~jnp.any(worth)
+    return jnp.where(stop, n, target).astype(jnp.int32)
+
+
+@lru_cache(maxsize=None)
+def bayes_choice(config):
+    """The ``bayes-edges`` choice of ``config``, jitted once: (public view,
+    memory) -> (node int32 (), adjacency bool (N, N), memory), the memory
+    that of :func:`~luca_gym.worlds.graphs.analyst.bayes_memory`, carried
+    from call to call. ``node`` < N: intervene on it (stating the adjacency
+    under the paper's loop); N: submit the adjacency. The adjacency is the
+    posterior analyst's, the most probable matrix not yet refuted
+    (:func:`~luca_gym.worlds.graphs.analyst.best_unrefuted`: the MAP of the
+    edge posteriors until it has been stated in vain); under the paper's
+    loop the memory comes back with its fingerprint added (if the session
+    goes on, it was wrong). The node is :func:`information_design`'s. Pure."""
 
     def choose(view, memory):
         posterior = edge_posterior(view, config)
         adjacency = best_unrefuted(posterior, memory, config)
-        gain = jnp.sum(jnp.where(off_diagonal, information_gain(posterior, config), 0.0), axis=1)
-        best = jnp.max(gain)
-        order = jnp.asarray(view["intervened"], jnp.float32) * (n + 1) + jnp.arange(n) / n
-        target = jnp.argmin(jnp.where(gain >= best * (1 - 1e-6), order, jnp.inf))
-        budget_left = jnp.asarray(view["budget_left"])
-        stop = (budget_left <= 0) | (best <= 0)
-        if config.intervention_cost:
-            right = jnp.sum(jnp.where(pairs, jnp.log(jnp.maximum(posterior, 1 - posterior)), 0.0))
-            rise = jnp.exp(right + jnp.cumsum(plan_rises(posterior, config))) - jnp.exp(right)
-            wrong = -jnp.expm1(right) if config.proposals == "every" else 1.0
-            worth = (rise > config.intervention_cost * steps * wrong) & (steps <= budget_left)
-            stop = stop | ~jnp.any(worth)
+        node = information_design(posterior, view["intervened"], view["budget_left"], config)
         if config.proposals == "every":
-            count = memory["count"]
-            memory = {"refuted": memory["refuted"].at[jnp.minimum(count, config.max_calls - 1)].set(
-                matrix_hash(adjacency, config)), "count": jnp.minimum(count + 1, config.max_calls)}
-        return jnp.where(stop, n, target).astype(jnp.int32), adjacency, memory
+            memory = remember(memory, adjacency, config)
+        return node, adjacency, memory
 
     return jax.jit(choose)
 
@@ -478,4 +354,5 @@ def play_bayes_batch(instances, config) -> dict:
 
 BASELINES = {"systematic": Systematic, "random": Random, "bayes-edges": BayesEdges}
 # The flat-space form of systematic (World.flat_baselines): the teacher of `luca-gym train --algo bc`.
-FLAT_BASELINES = {"systematic": systematic_policy}
+FLAT_BASELINES = {"systematic": systematic_policy, "information-gain": information_gain_policy,
+                  "round-robin": round_robin_policy}

@@ -15,6 +15,18 @@ learners, in one of two observations (``observation=``).
   node's interventions over the budget; then the budget left over the budget.
   The world does the state tracking: a learner only chooses experiments.
 
+``analyst=`` (under ``"evidence"``) names who reads the evidence for the
+learner: ``"implied"`` (the default, as above) or ``"posterior"``, the
+Bayesian reading ``bayes-edges`` keeps (:mod:`~luca_gym.worlds.graphs.analyst`),
+for noisy or uncertain readings, where what the evidence implies takes every
+misread change as an edge. Under ``"posterior"`` the matrix stated with each
+intervention (and submitted by action N) is the most probable one not yet
+refuted (:func:`~luca_gym.worlds.graphs.analyst.best_unrefuted`), and the
+observation's first N*N entries are each edge's posterior log-odds, clipped
+and scaled into [-1, 1] (:func:`~luca_gym.worlds.graphs.analyst.log_odds_features`);
+the rest as above. K and D are the same: the learner chooses only the
+experiments and when to stop.
+
 ``"raw"``: the learner tracks the state. K = N + 1 + N*N actions,
 D = N*N + 5N + 2.
 
@@ -78,10 +90,12 @@ import numpy as np
 
 from luca_gym.boundary import check_flat_actions
 from luca_gym.validate import short_repr
+from luca_gym.worlds.graphs import analyst as posterior_analyst
 from luca_gym.worlds.graphs import core
 from luca_gym.worlds.graphs.config import DagConfig, RelationalConfig
 
 OBSERVATIONS = ("evidence", "raw")  # GraphFlat.observation; the first is the default
+ANALYSTS = ("implied", "posterior")  # GraphFlat.analyst; the first is the default
 RAW_ACTIONS = ("toggle", "commit")  # GraphFlat.raw_actions: N*N pair toggles (the default) or commit-then-act
 EDITS_SPENT = len(core.ERRORS)  # a raw codec's refusal code beyond the core's: an edit with no edits left
 ERRORS = (*core.ERRORS, "the edits of the hypothesis are spent: intervene or submit")  # by refusal code
@@ -101,6 +115,17 @@ def observation(view: dict, config) -> tuple[jax.Array, jax.Array]:
     can_intervene = open_ & (jnp.asarray(view["budget_left"]) > 0)
     mask = jnp.concatenate([jnp.broadcast_to(can_intervene, (config.n,)), open_[None]])
     return vector, mask
+
+
+@partial(jax.jit, static_argnames=("config",))
+def posterior_observation(view: dict, posterior, config) -> tuple[jax.Array, jax.Array]:
+    """(vector float32 (D,), mask bool (K,)) under ``analyst="posterior"``:
+    :func:`observation`'s, with each edge's posterior log-odds (``posterior``
+    float32 (N, N), :func:`~luca_gym.worlds.graphs.analyst.log_odds_features`)
+    in place of what the evidence implies. Pure."""
+    vector, mask = observation(view, config)
+    n = config.n
+    return vector.at[: n * n].set(posterior_analyst.log_odds_features(posterior).reshape(-1)), mask
 
 
 def knowledge_of(vector: jax.Array, n: int) -> jax.Array:
@@ -236,11 +261,15 @@ class GraphFlat:
             without a commit of what the last intervention showed first);
             see the module. Ignored
             under "evidence".
+        analyst: under "evidence", "implied" (default: what the evidence
+            implies) or "posterior" (the edge posterior and its most probable
+            unrefuted matrix); see the module.
     """
 
     config: DagConfig | RelationalConfig
     observation: str = "evidence"
     raw_actions: str = "toggle"
+    analyst: str = "implied"
     headline = "success"
     observation_bounds = (-1.0, 1.0)
 
@@ -249,6 +278,16 @@ class GraphFlat:
             raise ValueError(f"observation: {short_repr(self.observation)} not allowed; allowed {', '.join(OBSERVATIONS)}")
         if self.raw_actions not in RAW_ACTIONS:
             raise ValueError(f"raw_actions: {short_repr(self.raw_actions)} not allowed; allowed {', '.join(RAW_ACTIONS)}")
+        if self.analyst not in ANALYSTS:
+            raise ValueError(f"analyst: {short_repr(self.analyst)} not allowed; allowed {', '.join(ANALYSTS)}")
+        if self.raw and self.analyst != ANALYSTS[0]:
+            raise ValueError(f"analyst: {self.analyst!r} reads the evidence for the learner, and observation='raw' leaves "
+                             "it to the learner; allowed with observation='evidence' only")
+
+    @property
+    def posterior(self) -> bool:
+        """Whether the posterior analyst reads the evidence (``analyst="posterior"``)."""
+        return self.analyst == "posterior"
 
     @property
     def raw(self) -> bool:
@@ -281,17 +320,39 @@ class GraphFlat:
 
     def settings(self) -> dict:
         """The keyword settings that rebuild this codec: the world's and the codec's own."""
-        return {**self.config.settings(), "observation": self.observation, "raw_actions": self.raw_actions}
+        return {**self.config.settings(), "observation": self.observation, "raw_actions": self.raw_actions,
+                "analyst": self.analyst}
 
     def describe(self) -> str:
         """The settings in a few words."""
-        return self.config.describe() + (" raw commit" if self.commits else " raw" if self.raw else "")
+        return (self.config.describe() + (" raw commit" if self.commits else " raw" if self.raw else "")
+                + (" analyst=posterior" if self.posterior else ""))
+
+    def token_layout(self) -> dict:
+        """Each node's observation slots and flat action, for a policy that
+        treats the nodes as a set (``network="pergene"``,
+        :mod:`luca_gym.agents.pergene`), under ``observation="evidence"``
+        (either analyst): node i's token reads row i of the matrix (what the
+        evidence implies of, or the posterior log-odds of, the pairs (i, j):
+        its trial tests them) and its interventions, and scores intervening
+        on i; the global token reads the budget left and scores the
+        submission. Raises ValueError under ``"raw"``."""
+        if self.raw:
+            raise ValueError("network: the per-node network reads observation='evidence'; observation='raw' has no "
+                             "token layout; use network='mlp'")
+        n = self.config.n
+        nodes = np.arange(n)[:, None]
+        return {"global_obs": np.array([n * n + n]), "global_actions": np.array([n]),
+                "groups": (("node", np.concatenate([nodes * n + np.arange(n)[None], n * n + nodes], axis=1), nodes),)}
 
     def instances(self, seeds):
         """The instances of ``seeds``, a leading batch axis."""
         return core.instances(seeds, self.config)
 
     def _view(self, state):
+        if self.posterior:
+            vector, mask = posterior_observation(core.public_view(state.session), state.posterior, self.config)
+            return state, vector, mask
         if not self.raw:
             vector, mask = observation(core.public_view(state), self.config)
             return state, vector, mask
@@ -301,6 +362,8 @@ class GraphFlat:
 
     def open(self, instance):
         """Open a session on one instance: (state, vector, mask)."""
+        if self.posterior:
+            return self._view(posterior_analyst.open_session(instance, self.config))
         session = core.reset(instance, self.config)
         if not self.raw:
             return self._view(session)
@@ -319,6 +382,10 @@ class GraphFlat:
         earns nothing and changes nothing."""
         action = jnp.asarray(action, jnp.int32)
         n = self.config.n
+        if self.posterior:
+            state, reward, error = posterior_analyst.step_session(state, action, self.config)
+            state, vector, mask = self._view(state)
+            return state, vector, mask, reward, state.ended, jnp.bool_(False), error
         session = state.session if self.raw else state
         if self.commits:
             return self._commit_step(state, action)
@@ -374,7 +441,7 @@ class GraphFlat:
         return new, vector, mask, reward, new.ended, jnp.bool_(False), jnp.asarray(error, jnp.int32)
 
     def _session(self, state) -> core.GraphState:
-        return state.session if self.raw else state
+        return state.session if self.raw or self.posterior else state
 
     def score(self, state):
         """The headline score: success, float32 ()."""
@@ -390,16 +457,22 @@ class GraphFlat:
         :class:`RawHostSession`, which holds the learner's matrix across the
         session's calls."""
         codec = dataclasses.replace(self, config=params)
-        return RawHostSession(codec) if self.raw else codec
+        return RawHostSession(codec) if self.raw else PosteriorHostSession(codec) if self.posterior else codec
 
     def encode(self, obs: dict):
         """A host session's observation as the flat (vector, mask) (``"evidence"``; see :class:`RawHostSession`)."""
+        if self.posterior:
+            raise ValueError(f"codec: {self.describe()} keeps state across a session's calls; encode through "
+                             "codec.for_session(params)")
         return observation(obs, self.config)
 
     def decode(self, index: int, obs: dict) -> dict:
         """Flat index -> a tool call ``{"tool", "arguments"}`` of the session
         (``"evidence"``; see :class:`RawHostSession`). An index that is not an
         integer in [0, N] raises ValueError."""
+        if self.posterior:
+            raise ValueError(f"codec: {self.describe()} keeps state across a session's calls; decode through "
+                             "codec.for_session(params)")
         index = int(check_flat_actions(index, self.num_actions, name="index"))
         return _call(self.config, index, np.asarray(core.implied_hypothesis(jnp.asarray(obs["evidence"]))))
 
@@ -474,6 +547,58 @@ class RawHostSession:
         return _call(self.config, index, self.hypothesis)
 
 
+class PosteriorHostSession:
+    """An ``analyst="posterior"`` codec on one host session (its public view
+    as ``obs``): the analyst's memory of the matrices it stated in vain,
+    held across the session's calls, and the same pieces as the functional
+    codec (:mod:`~luca_gym.worlds.graphs.analyst`), so a host session takes
+    the calls the batched one takes."""
+
+    def __init__(self, codec: GraphFlat):
+        self.codec, self.config = codec, codec.config
+        self.memory = posterior_analyst.bayes_memory(codec.config)
+
+    @property
+    def num_actions(self) -> int:
+        """K, the codec's."""
+        return self.codec.num_actions
+
+    @property
+    def observation_size(self) -> int:
+        """D, the codec's."""
+        return self.codec.observation_size
+
+    def describe(self) -> str:
+        """The codec's settings in a few words."""
+        return self.codec.describe()
+
+    def encode(self, obs: dict):
+        """The session's observation ``obs`` (its public view) as the flat (vector, mask)."""
+        view = {k: jnp.asarray(v) for k, v in obs.items()}
+        return posterior_observation(view, _posterior(view, self.config), self.config)
+
+    def decode(self, index: int, obs: dict) -> dict:
+        """Flat index -> the session's tool call, the analyst's matrix attached
+        (remembered where an intervention states it under the paper's loop).
+        An index that is not an integer in [0, N] raises ValueError."""
+        index = int(check_flat_actions(index, self.num_actions, name="index"))
+        view = {k: jnp.asarray(v) for k, v in obs.items()}
+        adjacency = _stated(_posterior(view, self.config), self.memory, self.config)
+        if index < self.config.n and self.config.proposals == "every":
+            self.memory = posterior_analyst.remember(self.memory, adjacency, self.config)
+        return _call(self.config, index, np.asarray(adjacency))
+
+
+@partial(jax.jit, static_argnames=("config",))
+def _posterior(view, config):
+    return posterior_analyst.edge_posterior(view, config)
+
+
+@partial(jax.jit, static_argnames=("config",))
+def _stated(posterior, memory, config):
+    return posterior_analyst.best_unrefuted(posterior, memory, config)
+
+
 def _config_keywords(config_class):
     """A codec factory's signature as the keywords it takes: ``observation``,
     ``raw_actions`` and each of ``config_class``'s fields, with their defaults. The generic
@@ -483,7 +608,8 @@ def _config_keywords(config_class):
         keyword = inspect.Parameter.KEYWORD_ONLY
         factory.__signature__ = inspect.Signature(
             [inspect.Parameter("observation", keyword, default=OBSERVATIONS[0]),
-             inspect.Parameter("raw_actions", keyword, default=RAW_ACTIONS[0])]
+             inspect.Parameter("raw_actions", keyword, default=RAW_ACTIONS[0]),
+             inspect.Parameter("analyst", keyword, default=ANALYSTS[0])]
             + [inspect.Parameter(f.name, keyword, default=f.default) for f in fields(config_class)],
             return_annotation=GraphFlat)
         return factory
@@ -491,16 +617,18 @@ def _config_keywords(config_class):
 
 
 @_config_keywords(DagConfig)
-def dag_codec(observation: str = "evidence", raw_actions: str = "toggle", **settings) -> GraphFlat:
+def dag_codec(observation: str = "evidence", raw_actions: str = "toggle", analyst: str = "implied",
+              **settings) -> GraphFlat:
     """``World.flat`` of ``dag``: the codec of ``DagConfig(**settings)``
-    under ``observation`` and ``raw_actions`` (:class:`GraphFlat`'s)."""
-    return GraphFlat(DagConfig(**settings), observation, raw_actions)
+    under ``observation``, ``raw_actions`` and ``analyst`` (:class:`GraphFlat`'s)."""
+    return GraphFlat(DagConfig(**settings), observation, raw_actions, analyst)
 
 
 @_config_keywords(RelationalConfig)
-def relational_codec(observation: str = "evidence", raw_actions: str = "toggle", **settings) -> GraphFlat:
+def relational_codec(observation: str = "evidence", raw_actions: str = "toggle", analyst: str = "implied",
+                     **settings) -> GraphFlat:
     """``World.flat`` of ``relational``: the codec of ``RelationalConfig(**settings)`` (see :func:`dag_codec`)."""
-    return GraphFlat(RelationalConfig(**settings), observation, raw_actions)
+    return GraphFlat(RelationalConfig(**settings), observation, raw_actions, analyst)
 
 
 # -- the raw codec's teacher ------------------------------------------------------

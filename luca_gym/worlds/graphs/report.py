@@ -195,6 +195,79 @@ def process_table(records, world: str, floors=None) -> str:
     return "\n".join(lines)
 
 
+@lru_cache(maxsize=None)
+def _play_design(config):
+    """One jitted :func:`~luca_gym.worlds.graphs.analyst.play_design` per config."""
+    import jax
+
+    from luca_gym.worlds.graphs.analyst import play_design
+
+    return jax.jit(lambda instances, designs: play_design(instances, designs, config))
+
+
+def value_of_design(config, instances, designs, keys) -> dict:
+    """The value of design of a batch of sessions (B leading): ``agent``, the
+    score (success, or the return where interventions cost) of each
+    session's experiments ``designs`` int32 (B, L) (in order; padded with
+    N) read by the posterior analyst
+    (:func:`~luca_gym.worlds.graphs.analyst.play_design`); ``random``, the
+    score of a random design of the same budget (a uniformly random node
+    until the budget is spent, each session drawing from ``keys``
+    (:func:`~luca_gym.worlds.graphs.flat.session_keys`)) read by the same
+    analyst; ``value``, the first less the second. Numpy (B,) each."""
+    import jax
+
+    from luca_gym.worlds.graphs.baselines import random_policy
+    from luca_gym.worlds.graphs.flat import GraphFlat, play_batch
+
+    codec = GraphFlat(config, analyst="posterior")
+    measure = "return" if config.intervention_cost else "success"
+    agent = _play_design(config)(instances, designs)[measure]
+    random = play_batch(random_policy(codec), None, keys, codec, instances, config.max_calls)[measure]
+    agent, random = (np.asarray(x, float) for x in jax.device_get((agent, random)))
+    return {"agent": agent, "random": random, "value": agent - random}
+
+
+def design_of(record, config) -> list[int]:
+    """The interventions a session made, in order (its calls' results that show states)."""
+    return [int(c["result"][config.node_noun]) for c in record.get("calls") or []
+            if c.get("call") == config.intervene_tool and "states" in (c.get("result") or {})]
+
+
+def design_table(records, world: str) -> str | None:
+    """Markdown: per agent and setting, the mean score of the agents'
+    experiments read by the posterior analyst, a random design's read alike,
+    and their difference, the value of design (:func:`value_of_design`) ±
+    one standard error. None for sealed lines (their instances need the
+    secret)."""
+    from luca_gym.worlds.graphs import core
+    from luca_gym.worlds.graphs.flat import session_keys
+
+    if any(r.get("sealed") for r in records):
+        return None
+    lines = ["| agent | setting | agent's experiments, posterior analyst | random design, same analyst | "
+             "value of design | sessions |", "|" + " --- |" * 6]
+    for (agent, *setting), rs in sorted(group(records, "agent", *SIZE[world]).items(),
+                                        key=lambda kv: (agents_in(records).index(kv[0][0]), kv[0][1:])):
+        config = _config_of(world, rs[0])
+        seeds = [int(r["seed"]) for r in rs]
+        designs = np.full((len(rs), config.budget), config.n, np.int32)
+        for i, r in enumerate(rs):
+            made = design_of(r, config)[: config.budget]
+            designs[i, : len(made)] = made
+        log.info(f"{world} {_setting_text(world, tuple(setting))}: the value of {agent}'s design on {len(rs)} sessions")
+        v = value_of_design(config, core.instances(seeds, config), designs, session_keys(seeds))
+        se = v["value"].std(ddof=1) / np.sqrt(len(rs)) if len(rs) > 1 else float("nan")
+        lines.append(f"| {agent} | {_setting_text(world, tuple(setting))} | {v['agent'].mean():.3f} | "
+                     f"{v['random'].mean():.3f} | {v['value'].mean():+.3f} ± {se:.3f} | {len(rs)} |")
+    return "\n".join(lines)
+
+
+def _reading_uncertain(settings: dict) -> bool:
+    """Whether a condition's readings leave the edges uncertain (noise, latent nodes, repeats): where the analyst matters."""
+    return bool(settings.get("observation_noise") or settings.get("n_latent") or settings.get("redraw_may_repeat"))
+
+
 def sections(records: list, out_dir: str, *, source: str, notes=()) -> list[str]:
     """The report's sections for one graph world's lines ``records`` of
     results ``source`` (``notes``: what reading the file noted)."""
@@ -222,6 +295,15 @@ def sections(records: list, out_dir: str, *, source: str, notes=()) -> list[str]
         floors = floors_of(rs, world)
         parts += [f"## Table 1: success rate and iterations ({text})", table1(rs, world, floors),
                   f"## Process ({text})", process_table(rs, world, floors)]
+        design = design_table(rs, world) if _reading_uncertain(settings) else None
+        if design:
+            parts += [f"## The value of design ({text})",
+                      "Each session's experiments (its interventions, in order) read by the posterior analyst (the edge "
+                      "posterior bayes-edges keeps, its most probable unrefuted matrix stated with each intervention, "
+                      "then submitted), against a random design of the same budget read by the same analyst: what the "
+                      "choice of experiments earned, whatever the agent made of the readings" +
+                      (" (the return: success less the cost of the interventions)" if settings.get("intervention_cost")
+                       else " (success)") + ".", design]
     return parts
 
 
