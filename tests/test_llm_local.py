@@ -238,3 +238,35 @@ def test_transcript_text_of_a_record_without_messages_ends_with_a_newline():
 
     assert transcript_text({"world": "dag", "agent": "random", "seed": 0, "calls": [{"call": "end"}]}).endswith("end)\n")
     assert arguments_text('{"a": [1, 2]}') == '{"a": [1, 2]}' and arguments_text("{'a': None") == "{'a': None"
+
+
+def test_a_replay_does_not_wait_out_the_recorded_retries(served, tmp_path, monkeypatch, capsys):
+    from luca_gym import harness
+
+    server = served(fail=lambda body, n: (503, "Service Unavailable") if n == 0 else None)  # the first call fails once
+    cassette = tmp_path / "cassette.jsonl"
+    assert main(eval_args(server.url, tmp_path / "run", "--record-responses", str(cassette), seeds="0")) == 0
+    sweep, waits = harness.sweep, []
+    monkeypatch.setattr(harness, "sweep", lambda *a, **k: waits.append(k["backoff"]) or sweep(*a, **k))
+    replay = eval_args(server.url, tmp_path / "replayed", seeds="0")
+    replay[replay.index("--backoff") + 1] = "60"  # a recorded retry would wait 30 s or more
+    assert main([*replay, "--replay-responses", str(cassette)]) == 0, capsys.readouterr().err
+    assert waits == [0]
+    (recorded,), (replayed,) = lines_of(tmp_path / "run"), lines_of(tmp_path / "replayed")
+    assert replayed["usage"]["retries"] == recorded["usage"]["retries"] == 1 and replayed["scores"] == recorded["scores"]
+
+
+def test_a_call_cut_off_mid_json_goes_back_to_the_server_as_a_json_object():
+    """llama.cpp parses the arguments of the calls it is sent back: a call the
+    token cap cut (kept as it came in the transcript, refused by the session)
+    is echoed wrapped in an object, so the next turn is not a 500."""
+    from luca_gym.tools.providers import _anthropic_messages, _openai_messages
+
+    cut = '{\n  "molecule": 2,\n  "adjacency": [[0, 1, 0], [0, 1,'
+    calls = [{"id": "c0", "name": "intervene", "arguments": cut}, {"id": "c1", "name": "intervene", "arguments": "[1, 2]"},
+             {"id": "c2", "name": "intervene", "arguments": {"molecule": 0}}, {"id": "c3", "name": "intervene", "arguments": 42}]
+    (message,) = _openai_messages([{"role": "assistant", "content": None, "tool_calls": calls}])
+    sent = [json.loads(c["function"]["arguments"]) for c in message["tool_calls"]]
+    assert sent == [{"_unparsed": cut}, {"_unparsed": "[1, 2]"}, {"molecule": 0}, {"_unparsed": "42"}]
+    _, (anthropic,) = _anthropic_messages([{"role": "assistant", "content": None, "tool_calls": calls}])
+    assert [b["input"] for b in anthropic["content"]] == sent

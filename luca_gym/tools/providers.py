@@ -24,12 +24,28 @@ def _echo_name(name) -> str:
 
 
 def _arguments_text(arguments) -> str:
+    # A server may parse the arguments it is sent back (llama.cpp answers 500
+    # to a call its token cap cut mid-JSON): text that is not a JSON object
+    # goes back wrapped in one, as Anthropic's echo does.
     if isinstance(arguments, str):
-        return arguments
+        try:
+            parsed = json.loads(arguments)
+        except (ValueError, RecursionError):
+            parsed = None
+        return arguments if isinstance(parsed, dict) else json.dumps({"_unparsed": arguments[:2048]})
+    if not isinstance(arguments, dict):
+        return json.dumps({"_unparsed": _plain_text(arguments)})
     try:
         return json.dumps(arguments)
     except (TypeError, ValueError, RecursionError, OverflowError):
-        return json.dumps(repr(arguments)[:2048])
+        return json.dumps({"_unparsed": repr(arguments)[:2048]})
+
+
+def _plain_text(arguments) -> str:
+    try:
+        return json.dumps(arguments)[:2048]
+    except (TypeError, ValueError, RecursionError, OverflowError):
+        return repr(arguments)[:2048]
 
 
 def _arguments_object(arguments) -> dict:
@@ -42,7 +58,7 @@ def _arguments_object(arguments) -> dict:
             parsed = None
         if isinstance(parsed, dict):
             return parsed
-    return {"_unparsed": _arguments_text(arguments)}
+    return {"_unparsed": arguments[:2048] if isinstance(arguments, str) else _plain_text(arguments)}
 
 
 def _openai_messages(messages: list[dict]) -> list[dict]:
