@@ -997,7 +997,7 @@ def build_parser(world=None) -> argparse.ArgumentParser:
                         "luca-gym check-model), passed as base_url= to a module:attribute factory")
     responses = p.add_mutually_exclusive_group()
     responses.add_argument("--record-responses", default=None, metavar="FILE",
-                           help="append every openai:/anthropic: provider call to FILE (JSONL: the request, its key and "
+                           help="append every openai:/anthropic:/mock provider call to FILE (JSONL: the request, its key and "
                                 "the response; no API key), to replay the run with --replay-responses")
     responses.add_argument("--replay-responses", default=None, metavar="FILE",
                            help="answer every openai:/anthropic: call from FILE (--record-responses): the same calls, "
@@ -1007,7 +1007,9 @@ def build_parser(world=None) -> argparse.ArgumentParser:
                    help="sessions of openai:/anthropic: agents run at once (baselines and learned agents: one at a time)")
     p.add_argument("--retries", type=int, default=RETRIES, metavar="N",
                    help="times a failed provider call (rate limit, overload, timeout, connection, malformed answer) is "
-                        "made again; a session still failing is not recorded and a rerun runs it")
+                        "made again; a session still failing for the service (rate limit, overload, connection) is not "
+                        "recorded and a rerun runs it, one failing for the model (an unreadable answer, a server 500 on "
+                        "its output, a full context) ends as end_reason model_error, recorded and scored")
     p.add_argument("--backoff", type=float, default=BACKOFF_S, metavar="SECONDS",
                    help="wait before the first retry, doubled at each next one, with jitter")
     p.add_argument("--price", default=None, metavar="IN,OUT",
