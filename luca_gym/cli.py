@@ -308,7 +308,6 @@ def cmd_eval(args) -> int:
             return make_agent(name, args.base_url, cassette=cassette, request=sent)
         return ev.make_runner(name, args.base_url, world=world.name, request=sent)
 
-
     for agent in agents:
         if ev.is_llm_agent(agent):  # its SDK and key, before a file is made (a runner is made again for each session)
             _check_model_key(agent, runner(agent), args.base_url)
