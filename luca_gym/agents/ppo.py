@@ -668,6 +668,10 @@ def _train(config: PPOConfig, out: str | None, progress, network, started_from) 
     env = config.make_env()
     pool = F.make_pool(env, F.training_seeds(config.pool_size, config.pool_start))
     sharding = F.env_sharding(config.devices)
+    if sharding is not None:  # the pool on every device once, not copied to them at each update
+        from jax.sharding import NamedSharding, PartitionSpec
+
+        pool = jax.device_put(pool, NamedSharding(sharding.mesh, PartitionSpec()))
     runner = init_runner(jax.random.PRNGKey(config.seed), config, env, pool, sharding)
     if network is not None:
         if not network_fits(network, runner.network):
