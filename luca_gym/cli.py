@@ -306,7 +306,7 @@ def cmd_eval(args) -> int:
             from luca_gym.tools.providers import make_agent
 
             return make_agent(name, args.base_url, cassette=cassette, request=sent)
-        return ev.make_runner(name, args.base_url, world=world.name, request=sent)
+        return ev.make_runner(name, args.base_url, world=world.name, **({"request": sent} if sent else {}))
 
     for agent in agents:
         if ev.is_llm_agent(agent):  # its SDK and key, before a file is made (a runner is made again for each session)
