@@ -159,3 +159,22 @@ def test_the_value_of_design_is_the_score_less_a_random_design_read_alike():
     assert np.array_equal(value["value"], value["agent"] - value["random"])
     nothing = value_of_design(config, instances, np.full_like(sweep, config.n), session_keys(SEEDS))
     assert nothing["agent"].mean() < value["agent"].mean()  # stopping at once earns less than the sweep
+
+
+@pytest.mark.slow  # harness sessions and the report's compiles: about a minute on a quiet machine
+def test_the_report_gives_the_value_of_design_where_readings_are_uncertain():
+    from luca_gym import harness as ev
+    from luca_gym.harness.runner import run_session
+    from luca_gym.worlds.graphs.baselines import BayesEdges
+    from luca_gym.worlds.graphs.report import sections
+
+    settings = {"n_nodes": 5, "n_states": 3, "observation_noise": 0.05}
+    records = [run_session(BayesEdges(), spec) for spec in ev.plan_world("dag", ["bayes-edges"], SEEDS[:4], **settings)]
+    text = "\n".join(sections(records, "", source="test"))
+    assert "## The value of design" in text
+    row = next(line for line in text.splitlines() if line.startswith("| bayes-edges | (5 nodes, 3 states) |")
+               and line.count("|") == 7)
+    # bayes-edges' own experiments read by its own analyst: its own success
+    assert float(row.split("|")[3]) == pytest.approx(np.mean([r["scores"]["success"] for r in records]))
+    quiet = [run_session(BayesEdges(), spec) for spec in ev.plan_world("dag", ["bayes-edges"], SEEDS[:2], n_nodes=4)]
+    assert "value of design" not in "\n".join(sections(quiet, "", source="test"))
