@@ -53,8 +53,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from luca_gym.worlds.graphs import core
-from luca_gym.worlds.graphs.analyst import (_CLIP, bayes_memory, best_unrefuted, edge_posterior, posterior_of_features,
-                                            reading_odds, remember)
+from luca_gym.worlds.graphs.analyst import (_CLIP, bayes_memory, best_unrefuted, edge_posterior, edge_prior,
+                                            posterior_of_features, reading_odds, remember)
 from luca_gym.worlds.graphs.flat import (GraphFlat, budget_left_of, interventions_of, knowledge_of, raw_systematic_policy,
                                          session_keys)
 
@@ -99,25 +99,28 @@ def random_policy(codec: GraphFlat):
     return policy
 
 
-def _posterior_codec(codec: GraphFlat, name: str) -> None:
-    if not codec.posterior:
-        raise ValueError(f"codec: {codec.describe()} reads the evidence by what it implies; {name} designs for the "
-                         "posterior analyst (analyst='posterior')")
-
-
 @lru_cache(maxsize=None)
 def information_gain_policy(codec: GraphFlat):
     """``information-gain``, the designer of ``bayes-edges`` on the flat
-    observation of an ``analyst="posterior"`` codec: :func:`information_design`
-    on the posterior it reads back from the observed log-odds
+    observation: :func:`information_design` on the posterior the observation
+    holds. Under ``analyst="posterior"`` (what it is for) the posterior read
+    back from the observed log-odds
     (:func:`~luca_gym.worlds.graphs.analyst.posterior_of_features`; exact
     but for pairs within about 1e-4 of certain), the analyst stating the
-    matrices (see :func:`systematic_policy` for the signature)."""
-    _posterior_codec(codec, "information-gain")
+    matrices; under ``"implied"`` what the evidence implies taken as
+    certain, the prior where it says nothing (see :func:`systematic_policy`
+    for the signature). A raw codec is refused."""
+    if codec.raw:
+        raise ValueError(f"codec: {codec.describe()} observes no inference; information-gain reads the evidence codec's")
     n, budget, config = codec.config.n, codec.config.budget, codec.config
 
+    def read(matrix):
+        if codec.posterior:
+            return posterior_of_features(matrix)
+        return jnp.where(matrix > 0.5, 1.0, jnp.where(matrix < -0.5, 0.0, edge_prior(config)))
+
     def choose(vector):
-        posterior = posterior_of_features(vector[: n * n].reshape(n, n)) * ~np.eye(n, dtype=bool)
+        posterior = read(vector[: n * n].reshape(n, n)) * ~np.eye(n, dtype=bool)
         intervened = jnp.round(interventions_of(vector, n) * budget)
         return information_design(posterior, intervened, jnp.round(budget_left_of(vector, n) * budget), config)
 
@@ -129,11 +132,14 @@ def information_gain_policy(codec: GraphFlat):
 
 @lru_cache(maxsize=None)
 def round_robin_policy(codec: GraphFlat):
-    """``round-robin`` on an ``analyst="posterior"`` codec: the node of fewest
+    """``round-robin``, for an ``analyst="posterior"`` codec: the node of fewest
     interventions, then the lowest index, until the budget is spent, then the
     submission: the sweep that adapts to nothing (see
-    :func:`systematic_policy` for the signature)."""
-    _posterior_codec(codec, "round-robin")
+    :func:`systematic_policy` for the signature). It reads only the
+    interventions and the budget, so it plays either analyst's codec; a raw
+    codec is refused."""
+    if codec.raw:
+        raise ValueError(f"codec: {codec.describe()} has another layout; round-robin plays the evidence codec's")
     n, budget = codec.config.n, codec.config.budget
 
     def choose(vector):
