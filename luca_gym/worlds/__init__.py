@@ -36,7 +36,7 @@ BUILTIN_BASELINE_NAMES = {
                                                  "causal-sweep-flat"),
     "luca_gym.worlds.luca.baselines.sweep_flat:FLAT_BASELINES": ("causal-sweep-flat",),
     "luca_gym.worlds.graphs.baselines:BASELINES": ("systematic", "random", "bayes-edges"),
-    "luca_gym.worlds.graphs.baselines:FLAT_BASELINES": ("systematic",),
+    "luca_gym.worlds.graphs.baselines:FLAT_BASELINES": ("systematic", "information-gain", "round-robin"),
     "luca_gym.worlds.equation.baselines:BASELINES": ("random", "systematic", "noisy-fit"),
     "luca_gym.worlds.equation.batched:FLAT_BASELINES": ("random", "eliminate"),
     "luca_gym.worlds.tracking.baselines:BASELINES": ("systematic", "forgetful", "random"),
