@@ -4,7 +4,8 @@ discovery (molecules; intervening on one re-draws its children's states), and
 :data:`RELATIONAL`, undirected relational discovery (houses; attacking one
 raises its anger and its allies'). One folder for both: they share the core
 (:mod:`~luca_gym.worlds.graphs.core`, the rules differ by static settings of
-the config), the tools, the flat codec, the baselines and the report.
+the config), the tools, the flat codec, the posterior analyst
+(:mod:`~luca_gym.worlds.graphs.analyst`), the baselines and the report.
 
 Versions: 2 (2026-12-05) runs the paper's loop by default (a matrix
 proposed every cycle, ``proposals="every"``), counts iterations as the
