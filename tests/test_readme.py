@@ -58,9 +58,23 @@ def python_blocks(path: pathlib.Path) -> list[tuple[int, str]]:
 
 
 def command_lines(path: pathlib.Path) -> list[tuple[int, str]]:
-    """(line number, text) of every line of the non-python blocks."""
-    return [(line + k, text.strip()) for lang, _, line, body in blocks(path) if lang != "python"
-            for k, text in enumerate(body.splitlines())]
+    """(line number, text) of every command of the non-python blocks: a line
+    ending in a backslash is continued by the next, as in a shell."""
+    commands = []
+    for lang, _, line, body in blocks(path):
+        if lang == "python":
+            continue
+        start, parts = None, []
+        for k, text in enumerate(body.splitlines()):
+            start = line + k if start is None else start
+            if text.rstrip().endswith("\\"):
+                parts.append(text.rstrip()[:-1].strip())
+                continue
+            commands.append((start, " ".join([*parts, text.strip()]).strip()))
+            start, parts = None, []
+        if parts:
+            commands.append((start, " ".join(parts)))
+    return commands
 
 
 def shrunk(body: str, small: dict[str, str]) -> str:
