@@ -92,7 +92,8 @@ at a site related to disease). They make no ordinary protein look causal
 under the tools' default covariate adjustment, and they mean that no planted
 bias is "the only protein with X": a decoy's own trait is drawn from the
 same ranges as the artefacts' (the oracle lists each protein's artefacts;
-rejecting a protein under one it carries is neutral).
+since scorer version 5 a rejection of one counts as right only where the
+release shows the artefact fooling an analysis: :func:`~.oracle.earned_rejections`).
 
 Planted biases (DrugTargetWorld S1.4; ``biases`` bool (9,) in the order of
 :data:`~.design.MECHANISMS`). Each carried bias makes one decoy protein, a

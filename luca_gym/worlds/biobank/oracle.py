@@ -457,8 +457,9 @@ class Oracle:
         surrogate_harm: the surrogate's harmful direction ("up" or "down"), or None.
         artefacts: protein -> the mechanisms whose artefact it carries as an
             ordinary protein (a strong BMI or exercise dependence, a site
-            shift, a unit mixture: :data:`~.generator.ARTEFACTS`); rejecting
-            a protein under one of them is neutral.
+            shift, a unit mixture: :data:`~.generator.ARTEFACTS`; the truth's
+            record: since scorer version 5 a rejection is judged by :meth:`earned`).
+        release: the world's release, which :meth:`earned` reads (None: no rejection of a non-decoy is earned).
         late_effects: driver -> its late weight (SD of the five-year severity per SD of its true level).
         delayed: the delayed drivers (acting mostly late; ``drivers`` holds their small baseline weight).
         tracker: the protein that tracks the later disease without causing it (delayed worlds), or None.
