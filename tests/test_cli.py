@@ -355,8 +355,9 @@ BAD_TRAIN = [
     (["--learning-rate", "-1"], ["--learning-rate", "-1.0 not allowed"]),
     (["--ent-coef", "nan"], ["--ent-coef", "nan not allowed"]),
     (["--algo", "bc", "--learning-rate", "0.1"], ["--learning-rate", "--algo ppo only", "not bc"]),
-    (["--network", "transformer"], ["network", "'transformer'", "'mlp', 'pergene'"]),
-    (["--world", "dag", "--network", "pergene"], ["network", "world 'dag'", "network='mlp'"]),
+    (["--network", "transformer"], ["network", "'transformer'", "'mlp', 'pergene', 'recurrent'"]),
+    (["--world", "dag", "--set", "observation=raw", "--network", "pergene"],
+     ["network", "observation='raw' has no token layout", "network='mlp'"]),
     *[(["--budget", v], ["--budget", words]) for v, words in
       (("0", "0 not allowed; an integer in 1..65536"), ("-1", "-1 not allowed"), ("8.5", "8.5 not allowed"),
        ("x", "'x' not allowed"), ("1000000000", "1000000000 not allowed"), ("8,9", "one value"), ("null", "'null'"))],
