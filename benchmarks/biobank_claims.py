@@ -22,9 +22,8 @@ import numpy as np
 
 from luca_gym import harness
 from luca_gym.cli_common import parse_seeds
-from luca_gym.worlds.biobank import analysis
+from luca_gym.worlds.biobank import audit
 from luca_gym.worlds.biobank.config import BiobankConfig
-from luca_gym.worlds.biobank.design import ARCHETYPES, Design
 from luca_gym.worlds.biobank.oracle import Claims, Nomination
 from luca_gym.worlds.biobank.world import make_world
 
@@ -45,18 +44,7 @@ def relabelled_total(record, oracle, label) -> float:
 def association_pick(seeds, profile: str) -> list[bool]:
     """For each ambiguous pair of worlds carrying two (three drivers, T4, a delayed driver): whether the member with
     the stronger covariate-adjusted association with log NT-proBNP is the causal one."""
-    right = []
-    for i, seed in enumerate(seeds):
-        world = make_world(seed, BiobankConfig(profile=profile),
-                           design=Design(ARCHETYPES[i % 4], 3, "standard", ("shared_instrument",), 1))
-        release = world.release
-        with np.errstate(divide="ignore", invalid="ignore"):
-            y = np.log(release.numeric("physiology", "ntprobnp_pg_ml"))
-        beta, se, *_ = analysis.association_scan(release, np.where(np.isfinite(y), y, np.nan), True)
-        z = np.abs(beta / se)
-        index = {p: k for k, p in enumerate(release.proteins)}
-        right += [bool(z[index[c]] > z[index[o]]) for c, o in world.oracle.pairs]
-    return right
+    return audit.association_pick(seeds, BiobankConfig(profile=profile))
 
 
 def main(argv=None):

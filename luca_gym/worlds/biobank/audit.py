@@ -233,3 +233,27 @@ def audit(record: dict) -> dict | None:
         "verdicts_agree": float(np.mean(agree)) if agree else None,
         "replay_matches": bool(matches),
     }
+
+
+def association_pick(seeds, config) -> list[bool]:
+    """The world's own check that its ambiguous pairs are coin flips to
+    observation: for each pair of worlds ``seeds`` designed to carry two (three
+    drivers, T4's shared instrument, a delayed driver; the archetypes in turn)
+    under ``config``, whether the member with the stronger covariate-adjusted
+    association with log NT-proBNP is the causal one (the blanket rule
+    ``association-pick`` plays)."""
+    from luca_gym.worlds.biobank import analysis
+    from luca_gym.worlds.biobank.design import ARCHETYPES, Design
+    from luca_gym.worlds.biobank.world import make_world
+
+    right = []
+    for i, seed in enumerate(seeds):
+        world = make_world(seed, config, design=Design(ARCHETYPES[i % 4], 3, "standard", ("shared_instrument",), 1))
+        release = world.release
+        with np.errstate(divide="ignore", invalid="ignore"):
+            y = np.log(release.numeric("physiology", "ntprobnp_pg_ml"))
+        beta, se, *_ = analysis.association_scan(release, np.where(np.isfinite(y), y, np.nan), True)
+        z = np.abs(beta / se)
+        index = {p: k for k, p in enumerate(release.proteins)}
+        right += [bool(z[index[c]] > z[index[o]]) for c, o in world.oracle.pairs]
+    return right

@@ -488,7 +488,28 @@ def _call(config, index: int, hypothesis: np.ndarray) -> dict:
     return {"tool": "submit_graph", "arguments": {"adjacency": hypothesis}}
 
 
-class RawHostSession:
+class _HostCodec:
+    """What a codec held on one host session shows of its codec: K, D and
+    the settings in words (the sessions below keep what differs)."""
+
+    codec: GraphFlat
+
+    @property
+    def num_actions(self) -> int:
+        """K, the codec's."""
+        return self.codec.num_actions
+
+    @property
+    def observation_size(self) -> int:
+        """D, the codec's."""
+        return self.codec.observation_size
+
+    def describe(self) -> str:
+        """The codec's settings in a few words."""
+        return self.codec.describe()
+
+
+class RawHostSession(_HostCodec):
     """A ``"raw"`` codec on one host session (the harness's tool session, its
     public view as ``obs``): it holds what :class:`RawSession` holds for the
     learner (the matrix, the last intervention, the states before it, the
@@ -502,20 +523,6 @@ class RawHostSession:
         self.codec, self.config = codec, codec.config
         self.hypothesis = np.zeros((n, n), bool)
         self.last, self.before, self.edits_left = -1, None, edit_budget(n)
-
-    @property
-    def num_actions(self) -> int:
-        """K, the raw codec's."""
-        return self.codec.num_actions
-
-    @property
-    def observation_size(self) -> int:
-        """D, the raw codec's."""
-        return self.codec.observation_size
-
-    def describe(self) -> str:
-        """The raw codec's settings in a few words."""
-        return self.codec.describe()
 
     def encode(self, obs: dict):
         """The session's observation ``obs`` (its public view) as the flat (vector, mask)."""
@@ -547,7 +554,7 @@ class RawHostSession:
         return _call(self.config, index, self.hypothesis)
 
 
-class PosteriorHostSession:
+class PosteriorHostSession(_HostCodec):
     """An ``analyst="posterior"`` codec on one host session (its public view
     as ``obs``): the analyst's memory of the matrices it stated in vain,
     held across the session's calls, and the same pieces as the functional
@@ -557,20 +564,6 @@ class PosteriorHostSession:
     def __init__(self, codec: GraphFlat):
         self.codec, self.config = codec, codec.config
         self.memory = posterior_analyst.bayes_memory(codec.config)
-
-    @property
-    def num_actions(self) -> int:
-        """K, the codec's."""
-        return self.codec.num_actions
-
-    @property
-    def observation_size(self) -> int:
-        """D, the codec's."""
-        return self.codec.observation_size
-
-    def describe(self) -> str:
-        """The codec's settings in a few words."""
-        return self.codec.describe()
 
     def encode(self, obs: dict):
         """The session's observation ``obs`` (its public view) as the flat (vector, mask)."""
