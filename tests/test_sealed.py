@@ -369,7 +369,7 @@ def test_report_says_which_duplicate_lines_it_dropped(public_results, capsys):
     with open(path, "a", encoding="utf-8") as f:
         f.write(first + "\n")
     assert main(["report", str(out)]) == 0
-    err = capsys.readouterr().err.strip().splitlines()
+    err = [line for line in capsys.readouterr().err.strip().splitlines() if not line.startswith("report: ")]  # its steps
     assert err == [f"note: {path}: 1 duplicate session line(s) ignored: line {len(SPECS) + 1} (same session as line 1)"]
     text = (out / "report.md").read_text(encoding="utf-8")
     assert f"{len(SPECS)} sessions" in text and "1 duplicate session line(s) ignored" in text

@@ -41,7 +41,8 @@ BUILTIN_BASELINE_NAMES = {
     "luca_gym.worlds.equation.batched:FLAT_BASELINES": ("random", "eliminate"),
     "luca_gym.worlds.tracking.baselines:BASELINES": ("systematic", "forgetful", "random"),
     "luca_gym.worlds.biobank.pipeline:BASELINES": ("null", "nominate-nothing", "nominate-all", "top-association",
-                                                   "cue-spotter", "correlation-screen", "cis-mr", "mr-experiments",
+                                                   "cue-spotter", "artefact-sweep", "blanket-labels",
+                                                   "association-pick", "correlation-screen", "cis-mr", "mr-experiments",
                                                    "causal-pipeline"),
 }
 
