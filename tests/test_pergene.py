@@ -204,8 +204,9 @@ def test_the_config_checks_the_network():
         ppo.PPOConfig(network="pergene", attention_heads=3)
     with pytest.raises(ValueError, match="token_width"):
         ppo.PPOConfig(network="pergene", token_width=0)
-    with pytest.raises(ValueError, match="the codec of world 'dag' has none; use network='mlp'"):
-        ppo.PPOConfig(world="dag", network="pergene")
+    with pytest.raises(ValueError, match="observation='raw' has no token layout; use network='mlp'"):
+        ppo.PPOConfig(world="dag", settings={"observation": "raw"}, network="pergene")
+    assert ppo.PPOConfig(world="dag", network="pergene").network == "pergene"  # the evidence codec has one
     config = ppo.PPOConfig(**TINY)
     assert ppo.PPOConfig.from_json(config.to_json()) == config and config.network == "pergene"
     assert ppo.PPOConfig().network == "mlp"

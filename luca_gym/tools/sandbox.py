@@ -81,6 +81,7 @@ tried and held.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import json
@@ -718,6 +719,22 @@ def _on_signal(signum, frame) -> None:
     os.kill(os.getpid(), signum)
 
 
+@contextlib.contextmanager
+def _signals_to_the_main_thread():
+    """While a thread other than the main one serves a block, SIGTERM and SIGHUP are blocked in it, so that the
+    kernel hands them to the main thread, where Python runs :func:`_on_signal`: one taken by this thread would
+    wait, unhandled, until the main thread next ran Python (a host asleep in its main thread would not die).
+    The block's processes are started before, so they do not inherit the mask."""
+    if threading.current_thread() is threading.main_thread():
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGHUP})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
 def _watch_signals() -> None:
     """SIGTERM and SIGHUP release this process's sandboxes before it dies (atexit does at a normal exit), where
     nothing else handles them and this is the main thread (only it may set a handler)."""
@@ -1003,7 +1020,8 @@ class Sandbox:
                 os.close(program)
         pipes = _Pipes(process, code.encode("utf-8", "surrogatepass"), cap)
         try:
-            timed_out = not pipes.exchange(time.monotonic() + limits.timeout_s)
+            with _signals_to_the_main_thread():
+                timed_out = not pipes.exchange(time.monotonic() + limits.timeout_s)
         finally:
             # Every process of the session dies before the pipes are touched again, whatever a block did to
             # its pid namespace; only then is the rest of the output read (to its end, or for a moment).
