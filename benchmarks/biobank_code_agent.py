@@ -50,7 +50,7 @@ import subprocess
 import time
 
 from luca_gym.seal import make_seal
-from luca_gym.tools.sandbox import sandbox_limits, size_words
+from luca_gym.sandbox import sandbox_limits, size_words
 from luca_gym.worlds.biobank.config import PROFILES, BiobankConfig
 from luca_gym.worlds.biobank.release import WINDOW_KB
 from luca_gym.worlds.biobank.tools import BiobankToolSession

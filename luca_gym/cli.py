@@ -281,7 +281,7 @@ def cmd_eval(args) -> int:
     and key, a learned agent's checkpoint) before creating any file; then run
     it, resuming what ``--out`` holds, and print the world's tables."""
     from luca_gym import harness as ev
-    from luca_gym.tools.loop import check_retry
+    from luca_gym.llm.loop import check_retry
 
     world, hook = _world_of(args)
     seeds = parse_seeds(args.seeds)  # the command's own options first: they need no world module
@@ -303,7 +303,7 @@ def cmd_eval(args) -> int:
 
     def runner(name: str):
         if cassette is not None and ev.is_llm_agent(name):
-            from luca_gym.tools.providers import make_agent
+            from luca_gym.llm.providers import make_agent
 
             return make_agent(name, args.base_url, cassette=cassette, request=sent)
         return ev.make_runner(name, args.base_url, world=world.name, **({"request": sent} if sent else {}))
@@ -318,7 +318,7 @@ def cmd_eval(args) -> int:
     ev.check_python(specs, python, args.sealed or args.secret_file or None,  # before a file is made
                     args.python_analysis_tools)
     if python:
-        from luca_gym.tools.sandbox import check_analysis_packages
+        from luca_gym.sandbox import check_analysis_packages
 
         check_analysis_packages()
     created = not os.path.isdir(args.out)
@@ -360,7 +360,7 @@ def cmd_eval(args) -> int:
         if failed:
             print(f"model errors: {failed} session(s) ended on a turn the model or its server could not complete "
                   "(end_reason model_error, scored; the error is in each line's model_error)", file=sys.stderr)
-    from luca_gym.tools.providers import no_tool_call_warning
+    from luca_gym.llm.providers import no_tool_call_warning
 
     warning = no_tool_call_warning(records)
     if warning:
@@ -375,7 +375,7 @@ def _say(line: str) -> None:
 
 
 def _cassette(args, models: list[str]):
-    """The :class:`~luca_gym.tools.recording.Cassette` of ``--record-responses``
+    """The :class:`~luca_gym.llm.recording.Cassette` of ``--record-responses``
     or ``--replay-responses`` (None without either); UsageError where no agent
     of ``--agents`` is a model (``models``), or for a cassette that cannot be
     read (replay) or made (record)."""
@@ -386,7 +386,7 @@ def _cassette(args, models: list[str]):
     if not models:
         raise UsageError(f"{flag}: no openai:MODEL, anthropic:MODEL or mock agent in --agents; only a model's responses are "
                          "recorded and replayed")
-    from luca_gym.tools.recording import Cassette
+    from luca_gym.llm.recording import Cassette
 
     try:
         return Cassette(path, "record" if args.record_responses else "replay")
@@ -399,7 +399,7 @@ def _check_server(args, agents: list[str], cassette) -> None:
     a connection and an openai: agent would call it (not when replaying)."""
     if args.base_url is None or (cassette is not None and cassette.replaying) or not any(a.startswith("openai:") for a in agents):
         return
-    from luca_gym.tools.providers import server_reachable
+    from luca_gym.llm.providers import server_reachable
 
     why = server_reachable(args.base_url)
     if why is not None:
@@ -749,7 +749,7 @@ def cmd_worlds(args) -> int:
 
 def cmd_report(args) -> int:
     """Write the report; each step it starts is said on stderr (``report: ...``)."""
-    from luca_gym.report import log, results_folder, write_report
+    from luca_gym.results.report import log, results_folder, write_report
 
     if args.out:
         _writable_dir(args.out)
@@ -784,8 +784,8 @@ def _request_settings(args, models: list[str]) -> dict:
     """The request settings given (``request`` of the sweep: ``max_turns`` and
     what model agents send), checked; UsageError for one given without a model
     agent that takes it, ValueError (one line, naming the option) for a bad value."""
-    from luca_gym.tools.loop import check_max_turns
-    from luca_gym.tools.providers import check_request
+    from luca_gym.llm.loop import check_max_turns
+    from luca_gym.llm.providers import check_request
 
     sent = {"max_tokens": args.max_tokens, "temperature": args.temperature, "seed": args.model_seed,
             "tool_choice": args.tool_choice, "timeout": args.request_timeout}
@@ -813,7 +813,7 @@ def cmd_check_model(args) -> int:
     server answered and whether it returned a tool call (exit 0 if so, 1 if not)."""
     import json
 
-    from luca_gym.tools.providers import check_model
+    from luca_gym.llm.providers import check_model
 
     request = _request_settings(args, [f"openai:{args.model}"])
     if args.base_url is None and not os.environ.get("OPENAI_API_KEY"):
@@ -838,7 +838,8 @@ def cmd_show(args) -> int:
     """Draw one recorded session with its world's viewer and print the path (one
     line); when several sessions match, a note on stderr names the one drawn."""
     from luca_gym import harness as ev
-    from luca_gym import report, worlds
+    from luca_gym import worlds
+    from luca_gym.results import report
 
     with _results_notes():
         records = ev.load_sessions(args.results)
@@ -854,7 +855,7 @@ def cmd_show(args) -> int:
         values = [_bool_setting(v, key) for v in values] if key in bools else values
         filters[key] = values[0] if len(values) == 1 else values
     if args.transcript:
-        from luca_gym.transcripts import transcript_text
+        from luca_gym.results.transcripts import transcript_text
 
         record, note = report.pick_session(records, args.seed, args.agent, **filters)
         if note:
@@ -903,7 +904,7 @@ def cmd_mcp(args) -> int:
     from luca_gym import harness as ev
     from luca_gym.harness.spec import check_setting_names
     from luca_gym.protocol import SessionSpec, load
-    from luca_gym.tools.mcp_server import serve
+    from luca_gym.mcp.server import serve
     from luca_gym.tools.session import tool_options
     from luca_gym.validate import check_seed
 
@@ -927,7 +928,7 @@ def cmd_mcp(args) -> int:
     options = tool_options(open_tools, python=_python_option(args), sealed=args.sealed or args.secret_file or None,
                            analysis_tools=args.python_analysis_tools)
     if args.python:
-        from luca_gym.tools.sandbox import check_analysis_packages
+        from luca_gym.sandbox import check_analysis_packages
 
         check_analysis_packages()
     seal = seal_of(args)
@@ -953,7 +954,7 @@ def build_parser(world=None) -> argparse.ArgumentParser:
     Another world's hook options are still parsed, hidden, so that one given
     is refused naming its world."""
     from luca_gym import __version__, worlds
-    from luca_gym.tools.loop import BACKOFF_S, RETRIES
+    from luca_gym.llm.loop import BACKOFF_S, RETRIES
 
     parser = CommandParser(  # its commands' parsers too: a world's command may defer its arguments until used
         prog="luca-gym", formatter_class=HelpFormatter,
@@ -1163,8 +1164,8 @@ def _as_flags(message: str, args) -> str:
 
 def main(argv=None) -> int:
     from luca_gym.harness import ResultsError
-    from luca_gym.tools.loop import ProviderError
-    from luca_gym.tools.recording import CassetteMiss
+    from luca_gym.llm.loop import ProviderError
+    from luca_gym.llm.recording import CassetteMiss
 
     command, _ = _world_named(argv)
     try:

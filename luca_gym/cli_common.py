@@ -156,7 +156,7 @@ def sealed_arguments(p, eval_: bool = False) -> None:
 def sandbox_arguments(p) -> None:
     """``--sandbox-memory`` and ``--sandbox-time``: the python tool's sandbox
     limits, with ``--python`` (:func:`python_option`)."""
-    from luca_gym.tools.sandbox import GiB, Limits
+    from luca_gym.sandbox import GiB, Limits
 
     default = Limits()
     p.add_argument("--sandbox-memory", default=None, metavar="SIZE",
@@ -170,7 +170,7 @@ def sandbox_arguments(p) -> None:
 
 def python_option(args):
     """``--python`` with ``--sandbox-memory`` / ``--sandbox-time``: True,
-    False, or the sandbox's :class:`~luca_gym.tools.sandbox.Limits` (the
+    False, or the sandbox's :class:`~luca_gym.sandbox.Limits` (the
     python tool under them: :func:`~luca_gym.tools.session.python_with_limits`).
     ValueError names the flag's option (``sandbox_memory: ...``) for a bad
     value or one given without ``--python``."""

@@ -126,7 +126,7 @@ class FlatCodec(Protocol):
 class Contrast:
     """An ablation: two arms of one key setting, everything else fixed, paired
     by seed (``luca-gym eval --ablation NAME`` runs both arms; ``luca-gym
-    report`` adds the paired tests, :mod:`luca_gym.paired`).
+    report`` adds the paired tests, :mod:`luca_gym.results.paired`).
 
     Attributes:
         name: how ``--ablation`` names it.

@@ -49,7 +49,7 @@ import math
 
 from luca_gym import worlds
 from luca_gym.protocol import World, load
-from luca_gym.tools.loop import ReplayAgent, run_agent
+from luca_gym.llm.loop import ReplayAgent, run_agent
 
 SECRET = "luca-gym check_world secret"
 # Hostile calls: (name, arguments). None as a name stands for "the first tool".
@@ -276,7 +276,7 @@ def _check_mcp(session, script, results) -> list[str]:
     import anyio
     from mcp import Client
 
-    from luca_gym.tools.mcp_server import build_server
+    from luca_gym.mcp.server import build_server
 
     server = build_server(session)
 

@@ -1,4 +1,4 @@
-"""The evidence audit (:mod:`luca_gym.audit`, the graph worlds'
+"""The evidence audit (:mod:`luca_gym.results.audit`, the graph worlds'
 :mod:`luca_gym.worlds.graphs.audit`): two scripted agents that differ only in
 using their evidence are told apart, and the arithmetic on a 3-node instance
 is checked by hand."""
@@ -10,7 +10,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from luca_gym.audit import audit_function, audit_record, section, summary
+from luca_gym.results.audit import audit_function, audit_record, section, summary
 from luca_gym.harness import plan_world, run_session
 from luca_gym.worlds.graphs import core
 from luca_gym.worlds.graphs.audit import contradicted

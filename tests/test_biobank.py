@@ -17,7 +17,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from luca_gym import harness, paired, worlds
+from luca_gym import harness, worlds
+
+from luca_gym.results import paired
 from luca_gym.seal import make_seal
 from luca_gym.testing import check_world
 from luca_gym.worlds.biobank import report
@@ -361,7 +363,7 @@ def test_the_report_tables(baseline_records, tmp_path):
     assert "| cis-mr | tiny | auto | none | 6 |" in text and "| null |" in text
     assert "two-driver" in text and "null" in report.design_table(baseline_records)
     assert "### Experiment use" in text and "| cis-mr | none | 6 | 0 | 0 | 0 | 0 | 0 | 0 |" in text
-    # paired across worlds with LUCA's ablation statistics (luca_gym.paired.difference): cis-mr against the screen
+    # paired across worlds with LUCA's ablation statistics (luca_gym.results.paired.difference): cis-mr against the screen
     (row,) = [r for r in report.agent_pairs(baseline_records) if (r["a"], r["b"]) == ("correlation-screen", "cis-mr")]
     total = {(r["agent"], r["seed"]): r["scores"]["total"] for r in baseline_records}
     assert row["seeds"] == sorted(ORDER_SEEDS) and row["budget"] == "none"

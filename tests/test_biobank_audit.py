@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from luca_gym.audit import audit_function, audit_record, section, summary
+from luca_gym.results.audit import audit_function, audit_record, section, summary
 from luca_gym.harness import make_runner, plan_world, run_tool_session
 from luca_gym.worlds.biobank.audit import audit, proteins_named, status, verdict
 from luca_gym.worlds.biobank.baselines import EXPERIMENT_Z, Scripted

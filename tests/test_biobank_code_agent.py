@@ -23,7 +23,7 @@ from luca_gym import harness
 from luca_gym.cli import main
 from luca_gym.envs.tools import ToolsEnv
 from luca_gym.seal import SECRET_ENV, make_seal
-from luca_gym.tools.loop import ScriptedAgent
+from luca_gym.llm.loop import ScriptedAgent
 from luca_gym.tools.session import MAX_PAYLOAD, tool_options
 from luca_gym.worlds.biobank import phenotype_file as phenotype_mod
 from luca_gym.worlds.biobank.phenotype_file import read_phenotype_file, read_rows
@@ -278,7 +278,7 @@ def test_the_harness_and_command_line_pass_the_option_on(tmp_path, monkeypatch, 
     assert "only with the python tool" in capsys.readouterr().err and not os.path.exists(tmp_path / "no_python")
 
     served = {}
-    monkeypatch.setattr("luca_gym.tools.mcp_server.serve", lambda session, **kw: served.update(session=session, **kw))
+    monkeypatch.setattr("luca_gym.mcp.server.serve", lambda session, **kw: served.update(session=session, **kw))
     for flags, expected in (([], CODE_TOOLS), (["--python-analysis-tools"], (*ANALYSIS_TOOLS, *CODE_TOOLS))):
         assert main(["mcp", "--world", "biobank", "--seed", str(SEED), "--set", "profile=tiny", "--python", "--sealed",
                      *flags]) == 0

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from luca_gym.tools.loop import run_agent
+from luca_gym.llm.loop import run_agent
 from luca_gym.worlds.biobank import WORLD
 from luca_gym.worlds.biobank.baselines import BASELINES
 from luca_gym.worlds.biobank.config import BUDGETS, BiobankConfig

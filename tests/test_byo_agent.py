@@ -1,6 +1,6 @@
 """A user's own tool agent: ``luca-gym eval --agents module:attribute``, where the
 attribute is a factory called with no arguments that returns an agent of
-:mod:`luca_gym.tools.loop`'s interface; a bad spec gets one clear line and
+:mod:`luca_gym.llm.loop`'s interface; a bad spec gets one clear line and
 writes nothing."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from luca_gym import harness
 from luca_gym.cli import main
 
 AGENT_MODULE = textwrap.dedent('''
-    from luca_gym.tools.loop import AgentTurn, ToolCall
+    from luca_gym.llm.loop import AgentTurn, ToolCall
 
     EMPTY = [[0] * 3 for _ in range(3)]
 

@@ -317,7 +317,7 @@ def test_info_play_and_mcp_open_the_same_organism(monkeypatch, capsys, backwards
 
     served = []
     # mcp passes a builder (the organism is generated while the server already answers initialize).
-    monkeypatch.setattr("luca_gym.tools.mcp_server.serve", lambda session, **kw: served.append((session, kw)))
+    monkeypatch.setattr("luca_gym.mcp.server.serve", lambda session, **kw: served.append((session, kw)))
     assert main(["mcp", *options]) == 0
     ((build, kw),) = served
     session = build()

@@ -1,7 +1,7 @@
 """Evaluation at scale: concurrent sweeps, provider retries, token accounting,
 malformed provider answers, interruption and resume.
 
-Everything runs against :class:`luca_gym.tools.mock_provider.MockClient`,
+Everything runs against :class:`luca_gym.llm.mock.MockClient`,
 an OpenAI-compatible fake: no network, backoff 0."""
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ import pytest
 from conftest import signal_after_lines
 from luca_gym import harness as ev
 from luca_gym.cli import main
-from luca_gym.tools import loop
-from luca_gym.tools import providers
-from luca_gym.transcripts import comparable
-from luca_gym.tools.providers import AnthropicAgent, OpenAIChatAgent
-from luca_gym.tools.loop import ProviderError, run_agent
+from luca_gym.llm import loop
+from luca_gym.llm import providers
+from luca_gym.results.transcripts import comparable
+from luca_gym.llm.providers import AnthropicAgent, OpenAIChatAgent
+from luca_gym.llm.loop import ProviderError, run_agent
 from luca_gym.worlds.luca.tools import ToolSession
-from luca_gym.tools.mock_provider import MALFORMED, AuthenticationError, MockClient, RateLimitError
+from luca_gym.llm.mock import MALFORMED, AuthenticationError, MockClient, RateLimitError
 from luca_gym.worlds.luca.evaluation import luca_spec
 
 TIER, MODE, N = "easy", "healthy", 20
@@ -377,8 +377,8 @@ import itertools, signal, sys
 # worker may), and Python then installs no KeyboardInterrupt handler: restore it.
 signal.signal(signal.SIGINT, signal.default_int_handler)
 from luca_gym import harness as ev
-from luca_gym.tools.providers import OpenAIChatAgent
-from luca_gym.tools.mock_provider import MockClient
+from luca_gym.llm.providers import OpenAIChatAgent
+from luca_gym.llm.mock import MockClient
 from luca_gym.worlds.luca.evaluation import luca_spec
 
 seeds = itertools.count()

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from luca_gym import worlds
 from luca_gym.testing import check_world
-from luca_gym.tools.loop import run_agent
+from luca_gym.llm.loop import run_agent
 from luca_gym.worlds.equation import baselines, core, grammar
 from luca_gym.worlds.equation.config import INPUT_HIGH, INPUT_LOW, N_HELDOUT, EquationConfig
 from luca_gym.worlds.equation.formula import MAX_CHARS, MAX_NODES, FormulaError, parse
@@ -586,7 +586,7 @@ def test_the_gymnasium_env_refuses_an_illegal_action_and_changes_nothing(kind, i
 
 # -- the session picture -----------------------------------------------------------------------
 def test_a_session_is_read_back_from_its_messages_and_drawn_from_what_the_agent_saw(tmp_path):
-    from luca_gym.tools.loop import AgentTurn, ToolCall
+    from luca_gym.llm.loop import AgentTurn, ToolCall
     from luca_gym.worlds.equation.report import figure_sessions, session_of
 
     s = session(1, complexity="medium", n_variables=3, n_distractors=1)

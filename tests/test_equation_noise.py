@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from luca_gym import worlds
-from luca_gym.tools.loop import run_agent
+from luca_gym.llm.loop import run_agent
 from luca_gym.worlds.equation import baselines, grammar
 from luca_gym.worlds.equation.config import EquationConfig
 from luca_gym.worlds.equation.tools import EquationToolSession

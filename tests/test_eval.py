@@ -18,12 +18,12 @@ import numpy as np
 import pytest
 
 from conftest import signal_after_lines
-from luca_gym import report
+from luca_gym.results import report
 from luca_gym.worlds.luca import calls, core
 from luca_gym import harness as ev
 from luca_gym.worlds.luca.baselines import make_policy
 from luca_gym.worlds.luca.envs.env import LucaEnv
-from luca_gym.tools.loop import ScriptedAgent
+from luca_gym.llm.loop import ScriptedAgent
 from luca_gym.worlds.luca.evaluation import luca_spec
 from luca_gym.worlds.luca import tables as luca_tables
 from luca_gym.worlds.luca import evaluation as luca_evaluation

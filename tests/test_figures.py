@@ -5,7 +5,7 @@ drawn from a tiny synthetic results table; no evaluation is run)."""
 import numpy as np
 import pytest
 
-from luca_gym import figures
+from luca_gym.results import figures
 from luca_gym.worlds.luca import report
 from luca_gym.worlds.luca.evaluation import SCORE_FIELDS, STRATEGY_FIELDS
 

@@ -19,7 +19,7 @@ import pytest
 import luca_gym
 from luca_gym import harness as ev
 from luca_gym.cli import build_parser, main
-from luca_gym.tools import providers
+from luca_gym.llm import providers
 from luca_gym.worlds.luca.cli import cmd_play, describe
 
 EASY = ["--tiers", "easy", "--modes", "healthy", "--seeds", "0"]

@@ -347,9 +347,9 @@ def test_a_language_model_plays_through_the_openai_adapter_with_failures():
     """The provider path a real model takes (OpenAIChatAgent, retries of
     rate limits and malformed answers) on the relational world: solved, with
     the observation matrix as the only memory it reads."""
-    from luca_gym.tools.loop import run_agent
-    from luca_gym.tools.mock_provider import MockClient
-    from luca_gym.tools.providers import OpenAIChatAgent
+    from luca_gym.llm.loop import run_agent
+    from luca_gym.llm.mock import MockClient
+    from luca_gym.llm.providers import OpenAIChatAgent
 
     client = MockClient(_sweeping_model, fail_rate=0.2, malformed_rate=0.1, seed=3)
     session = RelationalToolSession(4, n_houses=5)

@@ -16,7 +16,7 @@ import pytest
 from luca_gym import worlds
 from luca_gym.integrations.verifiers import INSTALL_HINT, load_environment
 from luca_gym.protocol import load
-from luca_gym.tools.loop import ScriptedAgent, run_agent
+from luca_gym.llm.loop import ScriptedAgent, run_agent
 
 LUCA = {"tier": "easy", "mode": "disease"}
 SEED = 2
@@ -303,8 +303,8 @@ def test_the_mock_provider_plays_the_same_session_through_verifiers_and_our_harn
     our harness feeds back."""
     from verifiers.clients.openai_chat_completions_client import OpenAIChatCompletionsClient
 
-    from luca_gym.tools.mock_provider import MockClient
-    from luca_gym.tools.providers import OpenAIChatAgent
+    from luca_gym.llm.mock import MockClient
+    from luca_gym.llm.providers import OpenAIChatAgent
 
     from openai.types.chat import ChatCompletion
 

@@ -26,15 +26,15 @@ from hypothesis import strategies as st
 from luca_gym.worlds.luca.envs.spaces import action_space
 from luca_gym.worlds.luca import calls, core
 from luca_gym import harness as ev
-from luca_gym import report
+from luca_gym.results import report
 from luca_gym.worlds.luca.baselines import make_policy
 from luca_gym.worlds.luca.envs.env import LucaEnv
 from luca_gym.worlds.luca.spec import GENE_TYPES, LOCK_HI, LOCK_LO, MALFUNCTION_TYPES
-from luca_gym.tools import loop
+from luca_gym.llm import loop
 from luca_gym.worlds.luca import tools as luca_tools
-from luca_gym.tools import providers
-from luca_gym.tools.loop import AgentTurn, ScriptedAgent, run_agent
-from luca_gym.tools.providers import AnthropicAgent, OpenAIChatAgent
+from luca_gym.llm import providers
+from luca_gym.llm.loop import AgentTurn, ScriptedAgent, run_agent
+from luca_gym.llm.providers import AnthropicAgent, OpenAIChatAgent
 from luca_gym.worlds.luca.tools import ToolSession
 from luca_gym.worlds.luca.evaluation import luca_spec
 from luca_gym.worlds.luca import tables as luca_tables

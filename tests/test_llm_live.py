@@ -27,7 +27,7 @@ pytest.importorskip("openai", reason='the openai SDK is not installed (pip insta
 
 from luca_gym import harness as ev  # noqa: E402
 from luca_gym.cli import main  # noqa: E402
-from luca_gym.transcripts import comparable  # noqa: E402
+from luca_gym.results.transcripts import comparable  # noqa: E402
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 

@@ -234,7 +234,7 @@ def test_show_transcript_prints_string_arguments_as_json_and_ends_with_a_newline
 
 
 def test_transcript_text_of_a_record_without_messages_ends_with_a_newline():
-    from luca_gym.transcripts import arguments_text, transcript_text
+    from luca_gym.results.transcripts import arguments_text, transcript_text
 
     assert transcript_text({"world": "dag", "agent": "random", "seed": 0, "calls": [{"call": "end"}]}).endswith("end)\n")
     assert arguments_text('{"a": [1, 2]}') == '{"a": [1, 2]}' and arguments_text("{'a': None") == "{'a': None"
@@ -260,7 +260,7 @@ def test_a_call_cut_off_mid_json_goes_back_to_the_server_as_a_json_object():
     """llama.cpp parses the arguments of the calls it is sent back: a call the
     token cap cut (kept as it came in the transcript, refused by the session)
     is echoed wrapped in an object, so the next turn is not a 500."""
-    from luca_gym.tools.providers import _anthropic_messages, _openai_messages
+    from luca_gym.llm.providers import _anthropic_messages, _openai_messages
 
     cut = '{\n  "molecule": 2,\n  "adjacency": [[0, 1, 0], [0, 1,'
     calls = [{"id": "c0", "name": "intervene", "arguments": cut}, {"id": "c1", "name": "intervene", "arguments": "[1, 2]"},

@@ -93,7 +93,7 @@ def test_other_malfunctions_and_healthy_lines_have_no_disambiguation_row(records
 
 
 def test_the_audit_separates_the_agent_that_ignores_its_evidence(records):
-    from luca_gym.audit import audit_record
+    from luca_gym.results.audit import audit_record
 
     ignores, follows = (audit_record(r) for r in records)
     for a, record in zip((ignores, follows), records):

@@ -22,9 +22,9 @@ from mcp.client.stdio import stdio_client
 
 from luca_gym import cli
 from luca_gym import harness as ev
-from luca_gym.report import write_report
+from luca_gym.results.report import write_report
 from luca_gym.worlds.luca.spec import MALFUNCTION_TYPES
-from luca_gym.tools import mcp_server
+from luca_gym.mcp import server as mcp_server
 from luca_gym.worlds.luca.tools import ANNOTATIONS, TOOL_NAMES, ToolSession
 from luca_gym.worlds.luca.results_schema import output_schema
 

@@ -1,6 +1,6 @@
 """``--agents mock``: a scripted model behind the same provider path as a
 real one (the OpenAI agent, its request and its answer, a
-:class:`~luca_gym.tools.mock_provider.MockClient` in place of the network),
+:class:`~luca_gym.llm.mock.MockClient` in place of the network),
 with no key. Every registered world (tiny settings) plays it to an end, its
 turns carrying token counts and no text; recorded, it replays the same with
 no client at all; on the command line it records, replays, writes report.html
@@ -15,13 +15,14 @@ import sys
 import pytest
 
 from luca_gym import harness as ev
-from luca_gym import process, worlds
+from luca_gym import worlds
+from luca_gym.results import process
 from luca_gym.cli import main
-from luca_gym.tools.loop import run_agent
-from luca_gym.tools.mock_provider import example_arguments, mock_strategy
-from luca_gym.tools.providers import make_agent
-from luca_gym.tools.recording import Cassette
-from luca_gym.transcripts import comparable
+from luca_gym.llm.loop import run_agent
+from luca_gym.llm.mock import example_arguments, mock_strategy
+from luca_gym.llm.providers import make_agent
+from luca_gym.llm.recording import Cassette
+from luca_gym.results.transcripts import comparable
 
 TINY = {  # the smallest settings of each built-in world (a world added later plays at its defaults)
     "luca": {"tier": "easy", "mode": "healthy", "n_genes": 20},
@@ -109,7 +110,7 @@ def test_agents_help_lists_mock_and_the_module_form(capsys):
 def test_base_url_reaches_a_module_agent_or_is_refused(tmp_path, monkeypatch, capsys):
     module = tmp_path / "my_local_agents.py"
     module.write_text(
-        "from luca_gym.tools.providers import make_agent\n"
+        "from luca_gym.llm.providers import make_agent\n"
         "SEEN = []\n"
         "def with_url(base_url=None):\n"
         "    SEEN.append(base_url)\n"

@@ -18,7 +18,7 @@ from luca_gym import compile_cache
 from luca_gym import harness as ev
 from luca_gym.cli import build_parser, main, sweep_progress
 from luca_gym.cli_common import Progress
-from luca_gym.tools import providers
+from luca_gym.llm import providers
 from luca_gym.worlds.luca.evaluation import luca_spec
 
 
@@ -356,7 +356,7 @@ def test_the_equation_report_reuses_random_and_it_is_what_the_floor_computes(tmp
 
 
 def test_the_audit_says_why_the_papers_rules_ignore_their_evidence(monkeypatch):
-    from luca_gym import audit
+    from luca_gym.results import audit
 
     def audited(record):
         return {"world": "luca", "agent": record["agent"], "seed": 0, "hypotheses": "malfunctions", "experiments": 3,

@@ -19,7 +19,7 @@ import sys
 
 import pytest
 
-from luca_gym.tools import sandbox as sandbox_mod
+from luca_gym import sandbox as sandbox_mod
 
 BOUND = 100 << 20  # bytes the host's peak memory may grow by while it refuses a bomb
 ROWS = 2000  # the tiny profile's cohort
@@ -53,7 +53,7 @@ REFUSALS = (("dictionary.parquet", "holds a participant_id of 8,388,608 characte
 
 # The host: a fresh process; its peak RSS is reset before each file and read after it.
 HOST = """import json, os, resource, sys
-from luca_gym.tools.sandbox import Limits, Sandbox
+from luca_gym.sandbox import Limits, Sandbox
 from luca_gym.worlds.biobank.phenotype_file import read_phenotype_file, read_rows
 
 def reset():

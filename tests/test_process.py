@@ -1,4 +1,4 @@
-"""The process analyses (:mod:`luca_gym.process`): reasoning-keyword rates,
+"""The process analyses (:mod:`luca_gym.results.process`): reasoning-keyword rates,
 tokens per round and the graph worlds' proposal accuracy by cycle, each
 checked number by number on hand-built records; the report's sections only
 where sessions keep a transcript; the evidence audit's section appended; and, through
@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from luca_gym import harness as ev
-from luca_gym import process, report
+from luca_gym.results import process, report
 
 E = [[0, 0, 0], [0, 0, 0], [0, 0, 0]]
 T = [[0, 1, 0], [0, 0, 1], [0, 0, 0]]  # the truth of the hand-built dag sessions
@@ -163,8 +163,8 @@ def test_a_transcript_of_bare_tool_calls_is_no_models_session():
 def test_a_model_that_only_calls_tools_gets_the_process_sections(tmp_path):
     """The mock provider's turns carry tool calls and token usage, no text: the
     report still finds a model's sessions (their tokens per round) in them."""
-    from luca_gym.tools.mock_provider import MockClient, scripted_strategy
-    from luca_gym.tools.providers import OpenAIChatAgent
+    from luca_gym.llm.mock import MockClient, scripted_strategy
+    from luca_gym.llm.providers import OpenAIChatAgent
 
     specs = ev.plan_world("luca", ["openai:tool-only"], [0], tier="easy", mode="healthy", n_genes=20)
     ev.sweep(specs, str(tmp_path), lambda name: OpenAIChatAgent("tool-only", client=MockClient(scripted_strategy)))

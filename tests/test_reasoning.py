@@ -17,9 +17,9 @@ from chat_server import PROXY_VARIABLES, ChatServer, completion, tool_message, t
 
 from luca_gym import worlds
 from luca_gym.protocol import load
-from luca_gym.tools.loop import run_agent
-from luca_gym.tools.providers import AnthropicAgent, OpenAIChatAgent
-from luca_gym.transcripts import transcript_text
+from luca_gym.llm.loop import run_agent
+from luca_gym.llm.providers import AnthropicAgent, OpenAIChatAgent
+from luca_gym.results.transcripts import transcript_text
 
 N = 3  # dag nodes
 EMPTY = [[0] * N for _ in range(N)]
@@ -157,7 +157,7 @@ class ReasoningServer(ChatServer):
 
 def test_reasoning_content_over_http_through_the_openai_sdk_and_a_replayed_cassette(monkeypatch, tmp_path):
     pytest.importorskip("openai", reason='the openai SDK is not installed (pip install "luca-gym[llm]")')
-    from luca_gym.tools.recording import Cassette
+    from luca_gym.llm.recording import Cassette
 
     for name in PROXY_VARIABLES:
         monkeypatch.delenv(name, raising=False)

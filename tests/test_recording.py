@@ -1,5 +1,5 @@
 """Recording a model's responses and replaying the run offline
-(:mod:`luca_gym.tools.recording`, ``luca-gym eval --record-responses /
+(:mod:`luca_gym.llm.recording`, ``luca-gym eval --record-responses /
 --replay-responses``): the same calls, scores, token usage and transcript,
 no network and no key; a request the cassette does not hold stops the run
 naming its turn; no key is ever written."""
@@ -14,11 +14,11 @@ import pytest
 
 from luca_gym import harness as ev
 from luca_gym.cli import main
-from luca_gym.tools.loop import ProviderError, run_agent
-from luca_gym.tools.mock_provider import MockClient, RateLimitError
-from luca_gym.tools.providers import AnthropicAgent, OpenAIChatAgent, make_agent
-from luca_gym.tools.recording import Cassette, CassetteMiss, canonical_request, request_key
-from luca_gym.transcripts import comparable  # what a replay may change: its timings and the line's digest
+from luca_gym.llm.loop import ProviderError, run_agent
+from luca_gym.llm.mock import MockClient, RateLimitError
+from luca_gym.llm.providers import AnthropicAgent, OpenAIChatAgent, make_agent
+from luca_gym.llm.recording import Cassette, CassetteMiss, canonical_request, request_key
+from luca_gym.results.transcripts import comparable  # what a replay may change: its timings and the line's digest
 from luca_gym.worlds.luca.tools import ToolSession
 
 SEEDS = [0, 1]

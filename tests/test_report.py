@@ -25,8 +25,8 @@ from matplotlib.patches import Circle, FancyArrowPatch
 
 from luca_gym import harness as ev
 from luca_gym.harness.results import append_record
-from luca_gym import report
-from luca_gym import figures as figure_helpers
+from luca_gym.results import report
+from luca_gym.results import figures as figure_helpers
 from luca_gym.worlds.luca import calls, viewer
 from luca_gym.worlds.luca.spec import MALFUNCTION_TYPES
 from luca_gym.worlds.luca import generator as world

@@ -1,8 +1,8 @@
-"""``report.html`` (:mod:`luca_gym.report_html`), written by ``luca-gym report``.
+"""``report.html`` (:mod:`luca_gym.results.html`), written by ``luca-gym report``.
 
 One results folder is swept once for the module: the mock OpenAI-compatible
-provider (:class:`~luca_gym.tools.mock_provider.MockClient` behind
-:class:`~luca_gym.tools.providers.OpenAIChatAgent`, no network) on LUCA
+provider (:class:`~luca_gym.llm.mock.MockClient` behind
+:class:`~luca_gym.llm.providers.OpenAIChatAgent`, no network) on LUCA
 (easy, N=20, one seed), dag (3 nodes, two seeds: an empty matrix, then the
 true one) and biobank (the tiny profile, the session's demo calls), each
 turn's text and reasoning added as a provider returning them would (with
@@ -25,10 +25,10 @@ from pathlib import Path
 import pytest
 
 from luca_gym import harness as ev
-from luca_gym import report, report_html
-from luca_gym.tools.loop import AgentTurn
-from luca_gym.tools.mock_provider import MockClient, scripted_strategy
-from luca_gym.tools.providers import OpenAIChatAgent
+from luca_gym.results import report, html as report_html
+from luca_gym.llm.loop import AgentTurn
+from luca_gym.llm.mock import MockClient, scripted_strategy
+from luca_gym.llm.providers import OpenAIChatAgent
 
 pytestmark = pytest.mark.xdist_group("report_html")
 

@@ -1,5 +1,5 @@
 """The code sandbox: the generic ``python`` tool
-(:mod:`luca_gym.tools.sandbox`) as the biobank world offers it. Agent code
+(:mod:`luca_gym.sandbox`) as the biobank world offers it. Agent code
 that tries to read a file outside its directory, import ``luca_gym``, open a
 socket to a local port, write outside its directory, fork without bound,
 allocate 4 GB against the session's 2 GB or run for ever is stopped with a
@@ -35,10 +35,10 @@ from luca_gym import harness
 from luca_gym.cli import main
 from luca_gym.envs.tools import ToolsEnv
 from luca_gym.seal import SECRET_ENV, make_seal
-from luca_gym.tools.loop import ScriptedAgent
+from luca_gym.llm.loop import ScriptedAgent
 from luca_gym.tools.session import PYTHON_TURNS, tool_options
-from luca_gym.tools import sandbox as sandbox_mod
-from luca_gym.tools.sandbox import Limits, Sandbox, SandboxUnavailable
+from luca_gym import sandbox as sandbox_mod
+from luca_gym.sandbox import Limits, Sandbox, SandboxUnavailable
 from luca_gym.worlds.biobank.release import TRUTH_WORDS
 from luca_gym.worlds.biobank.tools import BiobankToolSession
 
@@ -362,7 +362,7 @@ def test_the_command_line_passes_python_on(tmp_path, monkeypatch, capsys):
                  "--out", str(tmp_path / "dag")]) == 2
     assert "world 'dag' does not offer the python tool" in capsys.readouterr().err
     served = {}
-    monkeypatch.setattr("luca_gym.tools.mcp_server.serve", lambda session, **kw: served.update(session=session, **kw))
+    monkeypatch.setattr("luca_gym.mcp.server.serve", lambda session, **kw: served.update(session=session, **kw))
     assert main(["mcp", "--world", "biobank", "--seed", str(SEED), "--set", "profile=tiny", "--python", "--sealed"]) == 0
     session = served["session"]
     try:
@@ -379,7 +379,7 @@ def test_the_mcp_server_serves_python_within_the_limits_and_records_it(tmp_path)
     import anyio
     from mcp import Client
 
-    from luca_gym.tools import mcp_server
+    from luca_gym.mcp import server as mcp_server
 
     session = BiobankToolSession(SEED, sealed=SEAL, python=True, limits=LIMITS, turns=3, profile="tiny")
     recorder = mcp_server.SessionRecorder(session, str(tmp_path), agent="mcp:test")
@@ -653,7 +653,7 @@ def test_bad_sandbox_flags_get_one_line_naming_the_flag(argv, flag, words, tmp_p
 def test_the_sandbox_flags_reach_the_sandbox(tmp_path, monkeypatch):
     monkeypatch.setenv(SECRET_ENV, "a secret of the sandbox tests, from the environment")
     served = {}
-    monkeypatch.setattr("luca_gym.tools.mcp_server.serve", lambda session, **kw: served.update(session=session, **kw))
+    monkeypatch.setattr("luca_gym.mcp.server.serve", lambda session, **kw: served.update(session=session, **kw))
     assert main(["mcp", "--world", "biobank", "--seed", str(SEED), "--set", "profile=tiny", "--python", "--sealed",
                  "--sandbox-memory", "3G", "--sandbox-time", "45"]) == 0
     session = served["session"]

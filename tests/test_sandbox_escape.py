@@ -1,5 +1,5 @@
 """The code sandbox against the attacks that once broke it
-(:mod:`luca_gym.tools.sandbox`, :mod:`luca_gym.tools.sandbox_seccomp`).
+(:mod:`luca_gym.sandbox`, :mod:`luca_gym.sandbox.seccomp`).
 
 A block that tried ``PTRACE_ATTACH`` on bubblewrap's own process inside
 the sandbox could clear its parent-death signal and outlive its time limit;
@@ -26,9 +26,9 @@ import time
 
 import pytest
 
-from luca_gym.tools import sandbox as sandbox_mod
-from luca_gym.tools import sandbox_seccomp
-from luca_gym.tools.sandbox import Limits, Sandbox, SandboxUnavailable
+from luca_gym import sandbox as sandbox_mod
+from luca_gym.sandbox import seccomp as sandbox_seccomp
+from luca_gym.sandbox import Limits, Sandbox, SandboxUnavailable
 
 LIMITS = Limits(timeout_s=4.0, cpu_s=4)
 REQUIRE_BWRAP = os.environ.get("LUCA_GYM_REQUIRE_BWRAP") == "1"
@@ -223,7 +223,7 @@ def test_a_process_holding_the_output_after_its_block_exits_does_not_hang_the_ca
 # A host that opens a sandbox, starts a block that runs for ever and says where its things are.
 HOST = """import faulthandler, json, signal, sys, threading, time
 faulthandler.register(signal.SIGUSR1)  # where it is stuck, should it not die
-from luca_gym.tools.sandbox import Limits, Sandbox
+from luca_gym.sandbox import Limits, Sandbox
 s = Sandbox(Limits(timeout_s=600.0), sys.argv[1])
 threading.Thread(target=s.run, args=("import os\\nos.execv('/usr/bin/sleep', ['sleep', '{marker}'])",), daemon=True).start()
 print(json.dumps({{"home": s._dir, "cgroups": s._cgroup.folders, "mount": s._held.mount, "image": s._held.image}}), flush=True)

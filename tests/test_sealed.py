@@ -24,7 +24,7 @@ from luca_gym.worlds.luca import generator as world
 from luca_gym.cli import main
 from luca_gym.worlds.luca.envs import LucaEnv, LucaVectorEnv
 from luca_gym.worlds.luca.functional import organism_batch
-from luca_gym.tools.loop import ScriptedAgent
+from luca_gym.llm.loop import ScriptedAgent
 from luca_gym.worlds.luca.tools import ToolSession
 from luca_gym.worlds.luca.evaluation import luca_spec
 

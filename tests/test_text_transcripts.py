@@ -1,5 +1,5 @@
 """Transcripts beyond the harness's loop, in the one format of a results
-line's ``messages`` (built by :mod:`luca_gym.tools.loop`'s helpers): every
+line's ``messages`` (built by :mod:`luca_gym.llm.loop`'s helpers): every
 world's text env (``env.unwrapped.transcript``, and ``info["transcript"]``
 at the step that ends the session) and ``luca-gym play``'s shell
 (``PlayShell.messages``). Only what the agent was shown and what it sent."""
@@ -14,8 +14,8 @@ import pytest
 
 from luca_gym import worlds
 from luca_gym.protocol import load
-from luca_gym.tools.loop import ScriptedAgent, run_agent
-from luca_gym.transcripts import transcript_text
+from luca_gym.llm.loop import ScriptedAgent, run_agent
+from luca_gym.results.transcripts import transcript_text
 
 ENV_IDS = {"dag": "luca_gym/DagDiscoveryTools-v0", "equation": "luca_gym/EquationDiscoveryTools-v0",
            "tracking": "luca_gym/StateTrackingTools-v0"}

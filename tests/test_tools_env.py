@@ -14,7 +14,7 @@ from luca_gym import harness as ev
 from luca_gym.worlds.luca.baselines import make_policy
 from luca_gym.envs.tools import parse_tool_call
 from luca_gym.worlds.luca.envs.tools import LucaToolsEnv
-from luca_gym.tools.loop import ReplayAgent, ScriptedAgent, run_agent
+from luca_gym.llm.loop import ReplayAgent, ScriptedAgent, run_agent
 from luca_gym.worlds.luca.tools import ToolSession
 from luca_gym.worlds.luca.evaluation import luca_spec
 
@@ -172,7 +172,7 @@ def test_gymnasium_env_checker_passes():
     assert not [str(w.message) for w in caught]
 
 
-@pytest.mark.parametrize("first", ["luca_gym.worlds.luca.tools", "luca_gym.tools.mcp_server", "luca_gym.envs.tools", "luca_gym.envs",
+@pytest.mark.parametrize("first", ["luca_gym.worlds.luca.tools", "luca_gym.mcp.server", "luca_gym.envs.tools", "luca_gym.envs",
                                    "luca_gym.worlds.luca.calls"])
 def test_every_import_order_works(first):
     """The text env sits on the tools, which sit on the world: no cycle, whatever is imported first."""

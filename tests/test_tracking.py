@@ -235,7 +235,7 @@ def test_the_baselines_score_as_designed(swept):
 
 
 def test_the_report_writes_table_2_and_figure_5(swept):
-    from luca_gym.report import write_report
+    from luca_gym.results.report import write_report
 
     out, records = swept
     text = write_report(out)

@@ -184,7 +184,7 @@ def test_ablations_are_a_worlds_contrasts():
     the main tables keep the default arm. No generic file names the toy."""
     import dataclasses
 
-    from luca_gym import paired
+    from luca_gym.results import paired
     from luca_gym.cli import UsageError, ablation_arms, build_parser
     from luca_gym.protocol import Contrast
 

@@ -17,7 +17,7 @@ import numpy as np
 from luca_gym import register_world
 from luca_gym import seal as seal_mod
 from luca_gym.protocol import World
-from luca_gym.tools.loop import AgentTurn, ToolCall
+from luca_gym.llm.loop import AgentTurn, ToolCall
 from luca_gym.tools.session import ToolSessionBase
 from luca_gym.validate import check_positive_int, check_seed
 

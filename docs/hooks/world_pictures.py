@@ -48,7 +48,7 @@ def graph(world: str, path: pathlib.Path) -> None:
 def equation(path: pathlib.Path) -> None:
     """``systematic`` and ``random`` on one medium instance (3 variables and a
     distractor, seed 0), through the tool session."""
-    from luca_gym.tools.loop import run_agent
+    from luca_gym.llm.loop import run_agent
     from luca_gym.worlds.equation.baselines import BASELINES
     from luca_gym.worlds.equation.report import figure_sessions, session_of
     from luca_gym.worlds.equation.tools import EquationToolSession

@@ -757,7 +757,7 @@ def plot_curve(rows: list[dict], path: str, title: str = "PPO", baselines: dict 
         (k for k in (rows[0] if rows else {}) if k.startswith("mean_") and k not in ("mean_return", "mean_length")), "mean_score")
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     ax.plot(steps, [r[column] for r in rows], color="black", label="PPO, training (sampled actions)")  # no baseline's colour
-    from luca_gym.figures import agent_color, short_name
+    from luca_gym.results.figures import agent_color, short_name
 
     for name, value in (baselines or {}).items():  # each baseline in its colour of every other figure
         ax.axhline(value, color=agent_color(name), linestyle=":", linewidth=1.2)

@@ -28,8 +28,8 @@ them at any time). Their text is exactly the string observation's, in other
 wrapping: nothing more is shown.
 
 The episode's transcript, in the format of a results line's ``messages``
-(:func:`luca_gym.tools.loop.run_agent`; ``luca-gym show --transcript`` and
-:func:`luca_gym.transcripts.transcript_text` read it), is
+(:func:`luca_gym.llm.loop.run_agent`; ``luca-gym show --transcript`` and
+:func:`luca_gym.results.transcripts.transcript_text` read it), is
 ``env.unwrapped.transcript`` at any time and ``info["transcript"]`` at the
 step that ends the session: the system prompt and opening, then per step
 the agent's action text verbatim as an assistant message (``tool_calls``:
@@ -50,7 +50,7 @@ from gymnasium import spaces
 from luca_gym import worlds
 from luca_gym.boundary import reset_options
 from luca_gym.protocol import load
-from luca_gym.tools.loop import ToolCall, assistant_message, opening_messages, tool_message
+from luca_gym.llm.loop import ToolCall, assistant_message, opening_messages, tool_message
 from luca_gym.tools.session import MAX_PAYLOAD, ToolSessionBase, python_with_limits, tool_options
 from luca_gym.validate import DRAWN_SEED_LIMIT, check_render_mode, check_seed
 
@@ -91,7 +91,7 @@ class ToolsEnv(gym.Env):
             (ValueError without python, or for a world that has none:
             :func:`~luca_gym.tools.session.check_analysis_tools`).
         limits, sandbox_memory, sandbox_time: with ``python``, its sandbox's
-            limits (a :class:`~luca_gym.tools.sandbox.Limits`), the session's
+            limits (a :class:`~luca_gym.sandbox.Limits`), the session's
             memory (``"8G"``) and each block's wall clock (seconds) in them
             (:func:`~luca_gym.tools.session.python_with_limits`).
         **settings: the world's settings (its config's fields, checked here)
@@ -218,7 +218,7 @@ class ToolsEnv(gym.Env):
         "name", "content", "is_error"}`` (the result as JSON text, as the
         observation shows it), or ``{"role": "user", "content"}`` for the
         refusal of text that is not a call. Empty before reset; built by the
-        same helpers as :func:`luca_gym.tools.loop.run_agent`'s."""
+        same helpers as :func:`luca_gym.llm.loop.run_agent`'s."""
         return copy.deepcopy(self._transcript)
 
     def chat_tools(self) -> list[dict]:

@@ -46,7 +46,7 @@ MOCK_AGENT = "mock"
 def is_llm_agent(name: str) -> bool:
     """Whether an agent spec names a language model (``openai:`` or
     ``anthropic:``, or ``mock``: a scripted model behind the same provider
-    path, :func:`luca_gym.tools.mock_provider.mock_agent`)."""
+    path, :func:`luca_gym.llm.mock.mock_agent`)."""
     return str(name).startswith(("openai:", "anthropic:")) or name == MOCK_AGENT
 
 
@@ -142,7 +142,7 @@ def check_agent(name, world=DEFAULT_WORLD) -> str:
 def make_runner(name: str, base_url: str | None = None, world=DEFAULT_WORLD, request: dict | None = None):
     """A baseline (a policy or a tool agent, new for each session); an LLM
     agent callable for ``openai:MODEL`` / ``anthropic:MODEL`` / ``mock``
-    (sending ``request`` settings, :func:`luca_gym.tools.providers.check_request`);
+    (sending ``request`` settings, :func:`luca_gym.llm.providers.check_request`);
     a user's agent from its ``module:attribute`` factory (called with
     ``base_url=`` where one is given: ValueError if it takes none, rather than
     drop it); or a learned agent's :class:`~luca_gym.agents.FlatPolicy`
@@ -158,7 +158,7 @@ def make_runner(name: str, base_url: str | None = None, world=DEFAULT_WORLD, req
                              "((messages, tool_specs) -> AgentTurn)")
         return agent
     if is_llm_agent(name):
-        from luca_gym.tools.providers import make_agent
+        from luca_gym.llm.providers import make_agent
 
         return make_agent(name, base_url, request=request)
     if is_learned_agent(name):

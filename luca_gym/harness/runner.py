@@ -45,7 +45,7 @@ def run_tool_session(
     tool-agent baseline) through the world's tool session (``World.tools``);
     same record format, plus
     ``usage`` (tokens, provider calls, retries and the failed calls, see
-    :func:`~luca_gym.tools.loop.run_agent`), ``price_usd_per_mtok`` and
+    :func:`~luca_gym.llm.loop.run_agent`), ``price_usd_per_mtok`` and
     ``cost_usd`` (None without a ``price``, (input, output) USD per million
     tokens). A failed provider call is retried ``retries`` times, waiting
     ``backoff`` seconds and more (run_agent's defaults when None); if it still
@@ -63,7 +63,7 @@ def run_tool_session(
     as ``request`` (None without any); its ``max_turns`` caps the agent's
     turns (below the session's own limit, where it has one)."""
     from luca_gym.harness.agents import is_llm_agent
-    from luca_gym.tools.loop import run_agent
+    from luca_gym.llm.loop import run_agent
 
     price = check_price(price)
     retry = {k: v for k, v in (("retries", retries), ("backoff", backoff)) if v is not None}

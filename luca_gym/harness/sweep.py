@@ -58,7 +58,7 @@ def sweep(
     and line, never mixed in or counted as done.
 
     Tool-calling (LLM) agents: a failed provider call is retried ``retries``
-    times with exponential ``backoff`` (:func:`~luca_gym.tools.loop.run_agent`),
+    times with exponential ``backoff`` (:func:`~luca_gym.llm.loop.run_agent`),
     and ``price`` ((input, output) USD per million tokens) gives each record its
     ``cost_usd``. ``concurrency`` K > 1 runs up to K of their sessions at once
     (:func:`_run_concurrently`); baseline and learned policies run one at a
@@ -92,7 +92,7 @@ def sweep(
     its lines say ``python: true`` and a folder holds one kind or the other.
     ``analysis_tools=True`` keeps the world's structured analysis tools
     beside it (its lines say ``analysis_tools: true``)."""
-    from luca_gym.tools.loop import check_retry
+    from luca_gym.llm.loop import check_retry
 
     specs = list(dict.fromkeys(specs))
     seal = seal_mod.make_seal(sealed)
@@ -273,7 +273,7 @@ def _run_concurrently(jobs, concurrency: int, write, started) -> tuple[list, int
     session starts and those in flight end, unrecorded, at their next provider
     call or backoff wait: this returns once their calls in flight come back
     (a thread cut off inside the simulator at exit can abort the process)."""
-    from luca_gym.tools.loop import ProviderError
+    from luca_gym.llm.loop import ProviderError
 
     stop, threads = threading.Event(), []
 
@@ -364,7 +364,7 @@ def _raise_unrecorded(gave_up: list, not_started: int, concurrency: int) -> None
     """A ProviderError counting the sessions a concurrent sweep left unrecorded, if any."""
     if not gave_up:
         return
-    from luca_gym.tools.loop import ProviderError
+    from luca_gym.llm.loop import ProviderError
 
     spec, first = gave_up[0]
     stopped = (f"; the sweep stopped after {concurrency} in a row gave up, {not_started} not started" if not_started else "")

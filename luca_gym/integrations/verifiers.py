@@ -10,7 +10,7 @@ harness, the MCP server and the text env; a malformed call comes back as the
 session's clear error, costs nothing and changes nothing), and the rubric's
 reward is the session's return, our scorer's headline score. A rollout that
 stops without ending the session (a turn with no tool call, or the turn
-limit) is ended for it as the harness does (:func:`luca_gym.tools.loop.run_agent`),
+limit) is ended for it as the harness does (:func:`luca_gym.llm.loop.run_agent`),
 so the same calls score exactly the same through either (tested).
 
 Which release: verifiers 0.4 pins ``mcp==2.0.0`` and 0.3 and 0.2.1 pin
@@ -52,7 +52,7 @@ import json
 from luca_gym import worlds
 from luca_gym.protocol import load
 from luca_gym.seal import make_seal
-from luca_gym.tools.loop import opening_messages
+from luca_gym.llm.loop import opening_messages
 from luca_gym.validate import DRAWN_SEED_LIMIT, check_seed
 
 INSTALL_HINT = 'verifiers is not installed; pip install "luca-gym[verifiers]"'

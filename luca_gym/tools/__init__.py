@@ -3,13 +3,13 @@
 * :mod:`~luca_gym.tools.session` -- :class:`~luca_gym.tools.session.ToolSessionBase`,
   the one dispatcher over a world's tool specs (parsing, schema checks,
   refusals that never raise, the transcript; OpenAI, Anthropic and MCP formats).
-* :mod:`~luca_gym.tools.loop` -- :func:`~luca_gym.tools.loop.run_agent` with
+* :mod:`~luca_gym.llm.loop` -- :func:`~luca_gym.llm.loop.run_agent` with
   retries and token accounting; scripted and replay agents.
-* :mod:`~luca_gym.tools.providers` -- OpenAI-compatible and Anthropic models
+* :mod:`~luca_gym.llm.providers` -- OpenAI-compatible and Anthropic models
   (the ``llm`` extra).
-* :mod:`~luca_gym.tools.mock_provider` -- an OpenAI-shaped fake for runs
+* :mod:`~luca_gym.llm.mock` -- an OpenAI-shaped fake for runs
   without a network.
-* :mod:`~luca_gym.tools.mcp_server` -- any world's tools over MCP (stdio).
+* :mod:`~luca_gym.mcp.server` -- any world's tools over MCP (stdio).
 * :mod:`~luca_gym.tools.schema` -- the JSON Schema subset the tools publish,
   checked without a dependency.
 

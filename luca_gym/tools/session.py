@@ -18,7 +18,7 @@ here, once, for every world:
 - the specs in the OpenAI, Anthropic and MCP formats are copies: editing one
   cannot change what the session accepts.
 
-The ``python`` tool (:mod:`luca_gym.tools.sandbox`) is generic too: a world
+The ``python`` tool (:mod:`luca_gym.sandbox`) is generic too: a world
 whose session sets ``offers_python`` takes ``python=True`` and calls
 :meth:`ToolSessionBase.open_sandbox`, which adds the tool, runs its blocks
 (this class dispatches them, never the world) and bounds the session to
@@ -50,13 +50,13 @@ def tool_options(tools, *, python=False, sealed=None, analysis_tools=False) -> d
     world's tool session (``tools``: the session's class, a world's
     ``World.tools`` loaded): ``{"python": True}`` where asked (with
     ``"analysis_tools": True`` where asked too, and ``"limits"`` where
-    ``python`` is a :class:`~luca_gym.tools.sandbox.Limits`: the python tool
+    ``python`` is a :class:`~luca_gym.sandbox.Limits`: the python tool
     under those limits, :func:`python_with_limits`), else nothing. ValueError
     names a ``python`` that is not a bool or Limits, a world whose session does not
     offer the python tool (``offers_python``), python without a seal
     (``sealed``: what the session will be given), or an ``analysis_tools``
     :func:`check_analysis_tools` refuses."""
-    from luca_gym.tools.sandbox import Limits
+    from luca_gym.sandbox import Limits
 
     limits = {"limits": python} if isinstance(python, Limits) else {}
     if not isinstance(python, bool) and not limits:
@@ -73,13 +73,13 @@ def tool_options(tools, *, python=False, sealed=None, analysis_tools=False) -> d
 
 def python_with_limits(python, limits=None, *, sandbox_memory=None, sandbox_time=None):
     """``python`` (True or False) with its sandbox's limits where any is given:
-    ``limits`` (a :class:`~luca_gym.tools.sandbox.Limits`) with the session's
+    ``limits`` (a :class:`~luca_gym.sandbox.Limits`) with the session's
     memory ``sandbox_memory`` (a size: ``8G``, ``512M`` or bytes) and each
     block's wall clock ``sandbox_time`` (seconds) set
-    (:func:`~luca_gym.tools.sandbox.sandbox_limits`), which :func:`tool_options`
+    (:func:`~luca_gym.sandbox.sandbox_limits`), which :func:`tool_options`
     takes as ``python``; else ``python`` itself. ValueError names a bad value,
     or one given without python."""
-    from luca_gym.tools.sandbox import sandbox_limits
+    from luca_gym.sandbox import sandbox_limits
 
     given = {"limits": limits, "sandbox_memory": sandbox_memory, "sandbox_time": sandbox_time}
     resolved = sandbox_limits(limits, sandbox_memory=sandbox_memory, sandbox_time=sandbox_time)
@@ -219,7 +219,7 @@ class ToolSessionBase:
     # -- the python tool ----------------------------------------------------------------
     def open_sandbox(self, data: str, limits=None, isolation: str = "auto", turns: int | None = PYTHON_TURNS,
                      analysis_tools: bool = False):
-        """Offer the ``python`` tool: start a :class:`~luca_gym.tools.sandbox.Sandbox`
+        """Offer the ``python`` tool: start a :class:`~luca_gym.sandbox.Sandbox`
         (``limits``, ``isolation``: its own), add the tool to the specs (its
         description says ``data``, what the world puts in the read-only data
         folder, which it writes into ``self.sandbox.release_dir`` next), drop
@@ -228,7 +228,7 @@ class ToolSessionBase:
         sandbox. ValueError for an unsealed session (code that could reach the
         package would regenerate its world), a bad ``turns`` or
         ``analysis_tools``; SandboxUnavailable where no isolation works."""
-        from luca_gym.tools.sandbox import RELEASE, WORKDIR, Sandbox
+        from luca_gym.sandbox import RELEASE, WORKDIR, Sandbox
 
         check_sealed_for_code(self.seal)
         check_analysis_tools(type(self), True, analysis_tools)

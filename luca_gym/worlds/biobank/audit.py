@@ -74,7 +74,7 @@ def world_of(record: dict):
 @functools.lru_cache(maxsize=1)
 def _world(seed, config: BiobankConfig):
     # A world is a pure function of its seed and config, and the audit only reads it: the agents of one
-    # instance (adjacent in luca_gym.audit's order) share one generation; one world held (a paper one is GiBs).
+    # instance (adjacent in luca_gym.results.audit's order) share one generation; one world held (a paper one is GiBs).
     return make_world(seed, config)
 
 

@@ -39,7 +39,7 @@ import json
 
 import numpy as np
 
-from luca_gym.tools.loop import AgentTurn, ToolCall, tool_results
+from luca_gym.llm.loop import AgentTurn, ToolCall, tool_results
 
 Q = 0.05  # the false-discovery rate of a nomination
 MIN_F = 10.0  # the weakest instrument cis-mr trusts

@@ -53,14 +53,14 @@ _VALUE_TYPES = ("INT32", "INT64", "FLOAT", "DOUBLE")
 def read_phenotype_file(sandbox, path: str, max_rows: int, max_id_chars: int) -> tuple[list[str], np.ndarray]:
     """The participant ids and values (float64; NaN: missing) of the
     phenotype file at ``path``, relative to the sandbox's working folder,
-    read inside ``sandbox`` (a :class:`~luca_gym.tools.sandbox.Sandbox`) by
+    read inside ``sandbox`` (a :class:`~luca_gym.sandbox.Sandbox`) by
     :func:`read_rows`: a ``.parquet`` or ``.csv`` file with the columns
     ``participant_id`` (text, at most ``max_id_chars`` characters: the
     release's longest id) and ``value`` (numbers; empty or NaN: missing), at
     most ``max_rows`` rows and :data:`MAX_PHENOTYPE_FILE` bytes.
     ValueError (``phenotype_file: ...``) says what is wrong and what is
     allowed; it changes nothing (the sandbox runs no code of the agent's)."""
-    from luca_gym.tools.sandbox import WORKDIR
+    from luca_gym.sandbox import WORKDIR
 
     shown = path[:MAX_PATH]
     relative_parts(path, WORKDIR)  # refused here at once: nothing to run

@@ -7,16 +7,16 @@ that received an experiment, deliveries by kind, refused requests, dollars
 spent) and paired statistics across worlds, as for LUCA's ablations: each
 pair of agents on the same worlds (seeds) at each budget, and each agent's
 budget regimes against none on the same worlds. Mean ± population std
-(sessions), as :mod:`luca_gym.summaries` gives them; Δ, its percentile
+(sessions), as :mod:`luca_gym.results.summaries` gives them; Δ, its percentile
 bootstrap 95% interval and the paired Wilcoxon signed-rank p from
-:func:`luca_gym.paired.difference`, the one source of the ablations' statistics."""
+:func:`luca_gym.results.paired.difference`, the one source of the ablations' statistics."""
 
 from __future__ import annotations
 
 import collections
 
-from luca_gym.paired import RESAMPLES, difference, format_ci, format_p
-from luca_gym.summaries import agents_in, cell, group, stats
+from luca_gym.results.paired import RESAMPLES, difference, format_ci, format_p
+from luca_gym.results.summaries import agents_in, cell, group, stats
 from luca_gym.worlds.biobank.config import BUDGETS
 from luca_gym.worlds.biobank.design import MECHANISMS
 from luca_gym.worlds.biobank.oracle import EXPERIMENTS, PARTS
@@ -38,7 +38,7 @@ PAPER_BEST = ("Opus 5 (DrugTargetWorld 4.1, 20 worlds x 3 budgets)", 39.98, 2.87
 
 def _in_agent_order(records, *keys):
     """``(key, sessions)`` of the records grouped by agent and ``keys`` (budget as :func:`_with_budget` reads it), the
-    agents in :func:`~luca_gym.summaries.agents_in`'s order."""
+    agents in :func:`~luca_gym.results.summaries.agents_in`'s order."""
     cells = group([_with_budget(r) for r in records], "agent", *keys)
     return [(key, rs) for agent in agents_in(records) for key, rs in cells.items() if key[0] == agent]
 
@@ -150,9 +150,9 @@ def pairs_table(records) -> str:
 
 def agent_pairs(records, metric: str = "total") -> list[dict]:
     """Each pair of agents on the same worlds: per profile, tier and budget,
-    for agents A before B (:func:`~luca_gym.summaries.agents_in`'s order, the
+    for agents A before B (:func:`~luca_gym.results.summaries.agents_in`'s order, the
     baselines' own), over the seeds both have, Δ = B - A of ``metric`` with its
-    interval and p (:func:`luca_gym.paired.difference`). Rows: ``{"a", "b",
+    interval and p (:func:`luca_gym.results.paired.difference`). Rows: ``{"a", "b",
     "profile", "tier", "budget", "seeds", "difference"}``."""
     agents = agents_in(records)
     out = []
@@ -170,7 +170,7 @@ def agent_pairs(records, metric: str = "total") -> list[dict]:
 def budget_pairs(records, metric: str = "total") -> list[dict]:
     """Each agent's budget regimes against ``none`` on the same worlds: per
     agent, profile and tier, for each other regime present, over the seeds
-    both have, Δ = regime - none of ``metric`` (:func:`luca_gym.paired.difference`).
+    both have, Δ = regime - none of ``metric`` (:func:`luca_gym.results.paired.difference`).
     Rows: ``{"agent", "profile", "tier", "budget", "seeds", "difference"}``."""
     out = []
     for (agent, profile, tier), rs in group([_with_budget(r) for r in records], "agent", "profile", "tier").items():

@@ -42,7 +42,7 @@ Tools (all free but ``experiment``):
   inside the session's sandbox, never decoding it on the host); ``end``: leave without claims (every score 0);
 * ``python`` (a session made with ``python=True``, sealed only): a block of
   the agent's own code, run in the generic sandbox
-  (:class:`luca_gym.tools.sandbox.Sandbox`) in a working directory that
+  (:class:`luca_gym.sandbox.Sandbox`) in a working directory that
   keeps its files between blocks and holds the release as Parquet files
   (``release/``, read-only), as the DrugTargetWorld harness does. Free;
   experiments and ``submit`` stay tools outside the sandbox, and the truth
@@ -77,7 +77,7 @@ import re
 import numpy as np
 
 from luca_gym import seal as seal_mod
-from luca_gym.tools.sandbox import RELEASE, WORKDIR, Limits
+from luca_gym.sandbox import RELEASE, WORKDIR, Limits
 from luca_gym.tools.session import PYTHON_TURNS, ToolSessionBase, check_analysis_tools, check_sealed_for_code
 from luca_gym.validate import check_keys, check_seed
 from luca_gym.worlds.biobank import analysis
@@ -140,7 +140,7 @@ class BiobankToolSession(ToolSessionBase):
     """One biobank session: world ``seed`` (sealed: of its sealed seed) under
     :class:`~.config.BiobankConfig` settings (``profile``, ``tier``, ``budget``).
     ``python=True`` offers the ``python`` tool (sealed sessions only; ``limits``
-    a :class:`~luca_gym.tools.sandbox.Limits`, ``isolation`` the sandbox's,
+    a :class:`~luca_gym.sandbox.Limits`, ``isolation`` the sandbox's,
     ``turns`` the session's bound, the paper harness's 30 by default:
     :meth:`~luca_gym.tools.session.ToolSessionBase.open_sandbox`) and
     ``submit``'s ``phenotype_file``, and drops the structured analysis tools

@@ -64,7 +64,7 @@ from math import comb
 
 import numpy as np
 
-from luca_gym.tools.loop import AgentTurn, ToolCall, tool_results, tool_results_with_ids
+from luca_gym.llm.loop import AgentTurn, ToolCall, tool_results, tool_results_with_ids
 from luca_gym.worlds.equation import grammar
 from luca_gym.worlds.equation.config import (
     CONSTANTS, EXPONENTS, FUNCTIONS, INNER_EXPONENTS, MAX_INNER, EquationConfig,

@@ -16,11 +16,11 @@ from functools import lru_cache
 
 import numpy as np
 
-from luca_gym.figures import agent_color, legend_right, panel_letters, pyplot, save
-from luca_gym.summaries import agents_in, group
+from luca_gym.results.figures import agent_color, legend_right, panel_letters, pyplot, save
+from luca_gym.results.summaries import agents_in, group
 
 KEYS = ("complexity", "n_variables", "n_distractors")
-log = logging.getLogger("luca_gym.report")  # what the report is computing (luca-gym report prints it)
+log = logging.getLogger("luca_gym.results.report")  # what the report is computing (luca-gym report prints it)
 PAPERS_PROTOCOL = "every"
 PROTOCOLS = {
     "every": "the paper's loop: a formula stated with every query, the session ended the first time it is right",

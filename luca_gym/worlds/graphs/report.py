@@ -18,8 +18,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from luca_gym.figures import agent_color, panel_letters, pyplot, save
-from luca_gym.summaries import agents_in, group
+from luca_gym.results.figures import agent_color, panel_letters, pyplot, save
+from luca_gym.results.summaries import agents_in, group
 
 # The paper's best model per setting, as its text quotes it (Auto-Discovery-Bench, Table 1):
 # (success, mean iterations, model).
@@ -42,7 +42,7 @@ PROTOCOLS = {
     "every": "the paper's loop: a matrix proposed every cycle, the session ended the first time it is right",
     "final": "one submitted matrix, not the paper's protocol (no paper figure beside it)",
 }
-log = logging.getLogger("luca_gym.report")  # what the report is computing (luca-gym report prints it)
+log = logging.getLogger("luca_gym.results.report")  # what the report is computing (luca-gym report prints it)
 # The floors, computed for the folder's seeds (floor_scores): (key, the row's name).
 FLOORS = (("empty", "floor: empty matrix at once"), ("random", "floor: random (computed)"))
 

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from luca_gym import paired as generic
-from luca_gym.paired import (  # noqa: F401 -- the statistics are the generic ones, re-exported
+from luca_gym.results import paired as generic
+from luca_gym.results.paired import (  # noqa: F401 -- the statistics are the generic ones, re-exported
     BOOTSTRAP_SEED,
     LEVEL,
     RESAMPLES,
@@ -40,7 +40,7 @@ from luca_gym.paired import (  # noqa: F401 -- the statistics are the generic on
     wilcoxon_p,
 )
 from luca_gym.protocol import Contrast  # noqa: F401
-from luca_gym.summaries import agents_in
+from luca_gym.results.summaries import agents_in
 from luca_gym.worlds.luca import WORLD
 from luca_gym.worlds.luca.evaluation import SCORE_FIELDS
 from luca_gym.worlds.luca.spec import MODES, TIER_NAMES
@@ -65,7 +65,7 @@ def fixed(p: Paired) -> tuple:
 def paired(records, contrast: str, metric: str = "composite", resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED) -> list[Paired]:
     """Every paired comparison of ``contrast`` (a key of :data:`CONTRASTS`)
     that ``records`` hold both arms of, with at least one seed in common
-    (:func:`luca_gym.paired.paired`), in the paper's order: N,
+    (:func:`luca_gym.results.paired.paired`), in the paper's order: N,
     mode, tier, default arms first, agents in the baselines' order."""
     if contrast not in CONTRASTS:
         raise ValueError(f"contrast: {contrast!r} unknown; allowed {', '.join(CONTRASTS)}")

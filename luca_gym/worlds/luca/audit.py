@@ -151,7 +151,7 @@ def opening_baseline(record: dict) -> np.ndarray:
 
 
 # What the report says under the audit's table of an agent whose row needs
-# reading (luca_gym.audit.section): the paper's baselines diagnose by a rule
+# reading (luca_gym.results.audit.section): the paper's baselines diagnose by a rule
 # that does not hold a candidate against the measurements.
 NOTES = {
     "causal-sweep": (

@@ -18,7 +18,7 @@ that makes no call gives ``{"error": ..., "budget_remaining": ...}``), with no
 banner and no prompt, for scripts.
 
 The shell keeps the session's transcript as :attr:`PlayShell.messages`, in
-the format of a results line's ``messages`` (:func:`luca_gym.tools.loop.run_agent`,
+the format of a results line's ``messages`` (:func:`luca_gym.llm.loop.run_agent`,
 built by the same helpers): the banner shown (``user``), then per typed line
 the line as an assistant message (``tool_calls``: the call it made, none for
 a line that makes no call) and what answered it: the call's result as an
@@ -37,7 +37,7 @@ import sys
 
 import numpy as np
 
-from luca_gym.tools.loop import ToolCall, assistant_message, tool_message
+from luca_gym.llm.loop import ToolCall, assistant_message, tool_message
 from luca_gym.worlds.luca import calls
 from luca_gym.worlds.luca.spec import GENE_TYPES, MALFUNCTION_TYPES, SIGNAL_TYPE
 from luca_gym.worlds.luca.types import OrganismMeta

@@ -15,9 +15,9 @@ import os
 
 import numpy as np
 
-from luca_gym.figures import (agent_colors, bars, clip_to_score, legend_right, paper_marks, pyplot, save, score_axis,
+from luca_gym.results.figures import (agent_colors, bars, clip_to_score, legend_right, paper_marks, pyplot, save, score_axis,
                               seed_counts, short_name)
-from luca_gym.summaries import agents_in, group
+from luca_gym.results.summaries import agents_in, group
 from luca_gym.worlds.luca import ablation, process, tables
 from luca_gym.worlds.luca.core import make_params
 from luca_gym.worlds.luca.fidelity import PAPER_TABLE8

@@ -5,7 +5,7 @@ metrics)."""
 
 from __future__ import annotations
 
-from luca_gym.summaries import agents_in, cell as _cell, group, stats as _stats
+from luca_gym.results.summaries import agents_in, cell as _cell, group, stats as _stats
 from luca_gym.worlds.luca import generator as world
 from luca_gym.worlds.luca.evaluation import SCORE_FIELDS, STRATEGY_FIELDS
 from luca_gym.worlds.luca.spec import MODES, TIER_NAMES

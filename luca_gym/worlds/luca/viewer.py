@@ -13,7 +13,7 @@ import re
 import numpy as np
 
 from luca_gym import __version__
-from luca_gym.figures import pyplot, save
+from luca_gym.results.figures import pyplot, save
 from luca_gym.worlds.luca import WORLD, calls
 from luca_gym.worlds.luca import generator as world
 from luca_gym.worlds.luca.spec import (

@@ -21,7 +21,7 @@ import json
 
 import numpy as np
 
-from luca_gym.tools.loop import AgentTurn, ToolCall
+from luca_gym.llm.loop import AgentTurn, ToolCall
 
 FORGETFUL_ROWS = 4  # K: the transitions the forgetful baseline tracks
 

@@ -24,8 +24,8 @@ import os
 
 import numpy as np
 
-from luca_gym.figures import agent_color, agent_colors, legend_right, panel_letters, pyplot, save, score_axis
-from luca_gym.summaries import agents_in, group
+from luca_gym.results.figures import agent_color, agent_colors, legend_right, panel_letters, pyplot, save, score_axis
+from luca_gym.results.summaries import agents_in, group
 
 CONDITION = ("n_nodes", "n_colors", "change_prob")  # what Table 2 holds fixed (one table each)
 FIGURE = "tracking_positions.png"

@@ -7,13 +7,13 @@ with ``content`` and ``tool_calls``, ``usage.prompt_tokens`` and
 ``usage.completion_tokens``). Its "model" is a deterministic strategy over the
 conversation (:func:`scripted_strategy` by default). It can fail a share of its
 calls with a :class:`RateLimitError` (HTTP 429, recognised as retryable by its
-``status_code`` alone, :func:`luca_gym.tools.providers.is_retryable`) and answer a
+``status_code`` alone, :func:`luca_gym.llm.providers.is_retryable`) and answer a
 share in a malformed shape (:data:`MALFORMED`)::
 
-    from luca_gym.tools.providers import OpenAIChatAgent
+    from luca_gym.llm.providers import OpenAIChatAgent
     from luca_gym.worlds.luca.tools import ToolSession
-    from luca_gym.tools.loop import run_agent
-    from luca_gym.tools.mock_provider import MockClient
+    from luca_gym.llm.loop import run_agent
+    from luca_gym.llm.mock import MockClient
 
     agent = OpenAIChatAgent("mock", client=MockClient(fail_rate=0.1, malformed_rate=0.05, seed=0))
     record = run_agent(agent, ToolSession(0, tier="easy"), backoff=0)
@@ -185,7 +185,7 @@ def mock_agent(cassette=None, **request):
     agent (per session); ``cassette`` records or replays its responses and
     ``request`` (e.g. ``max_tokens``) goes with every call, as a real model's
     settings do. Needs neither the ``openai`` package nor a key."""
-    from luca_gym.tools.providers import OpenAIChatAgent
+    from luca_gym.llm.providers import OpenAIChatAgent
 
     return OpenAIChatAgent("mock", client=None if cassette is not None and cassette.replaying else MockClient(mock_strategy),
                            cassette=cassette, **request)

@@ -1,5 +1,5 @@
 """A recorded session's transcript as text (``luca-gym show --transcript``):
-the ``messages`` a results line keeps (:func:`luca_gym.tools.loop.run_agent`),
+the ``messages`` a results line keeps (:func:`luca_gym.llm.loop.run_agent`),
 one block per message, for any world."""
 
 from __future__ import annotations

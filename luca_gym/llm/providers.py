@@ -1,7 +1,7 @@
 """Provider adapters (optional extra: ``pip install "luca-gym[llm]"``):
 OpenAI-compatible chat models (local servers too) and Anthropic models as
-agents of :func:`luca_gym.tools.loop.run_agent`, and the one place a
-provider's exception becomes a :class:`~luca_gym.tools.loop.ProviderError`.
+agents of :func:`luca_gym.llm.loop.run_agent`, and the one place a
+provider's exception becomes a :class:`~luca_gym.llm.loop.ProviderError`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import importlib
 import json
 import re
 
-from luca_gym.tools.loop import Agent, AgentTurn, ProviderError, ToolCall, is_count
+from luca_gym.llm.loop import Agent, AgentTurn, ProviderError, ToolCall, is_count
 from luca_gym.tools.session import to_anthropic_tools, to_openai_tools
 
 # What goes back to a provider is what it accepts even when the model's own
@@ -235,7 +235,7 @@ def _anthropic_parse(response, turn: int) -> tuple:
 class _ModelAgent:
     """What the providers' agents share: their client, the SDK's made when
     first needed (``_sdk_client``) unless one was given, seen through a
-    ``cassette`` (:class:`luca_gym.tools.recording.Cassette`) where there is
+    ``cassette`` (:class:`luca_gym.llm.recording.Cassette`) where there is
     one: recording wraps the client; replaying replaces it, so no SDK, key or
     network is needed."""
 
@@ -258,8 +258,8 @@ class OpenAIChatAgent(_ModelAgent):
     servers). The API key is read from ``api_key_env`` when the client is made
     and is never stored on this object or written to a transcript. ``client``:
     an OpenAI client to use instead, e.g. a
-    :class:`~luca_gym.tools.mock_provider.MockClient`; ``cassette``: record
-    the responses, or replay them (:mod:`luca_gym.tools.recording`). A
+    :class:`~luca_gym.llm.mock.MockClient`; ``cassette``: record
+    the responses, or replay them (:mod:`luca_gym.llm.recording`). A
     reasoning model's thinking, where the server returns it
     (``reasoning_content`` or ``reasoning`` on the message), is the turn's
     ``reasoning`` (the transcript keeps it); it is not sent back in later
@@ -443,15 +443,15 @@ def _request_kwargs(settings: dict, provider: str) -> dict:
 
 def make_agent(spec: str, base_url: str | None = None, cassette=None, request: dict | None = None) -> Agent:
     """``openai:MODEL``, ``anthropic:MODEL`` or ``mock`` (the offline scripted
-    model, :func:`~luca_gym.tools.mock_provider.mock_agent`) -> an agent
+    model, :func:`~luca_gym.llm.mock.mock_agent`) -> an agent
     callable, recording or replaying its responses with ``cassette`` (a
-    :class:`~luca_gym.tools.recording.Cassette`; a replaying agent needs no
+    :class:`~luca_gym.llm.recording.Cassette`; a replaying agent needs no
     SDK), sending ``request`` settings (:func:`check_request`) with every
     call. ValueError for an unknown spec, a bad setting or a missing SDK (with
     the install line)."""
     settings = check_request(request, spec)
     if spec == MOCK_AGENT:
-        from luca_gym.tools.mock_provider import mock_agent
+        from luca_gym.llm.mock import mock_agent
 
         return mock_agent(cassette=cassette, **_request_kwargs(settings, "openai"))
     provider, _, model = spec.partition(":")

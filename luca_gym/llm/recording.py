@@ -8,14 +8,14 @@ the agent passed), ``key`` the SHA-256 of its canonical JSON
 (:func:`request_key`), ``session`` a name for the session that made the
 call (sessions that open alike are told apart by it, :meth:`Cassette.take`).
 :class:`RecordingClient` wraps a real client (the ``openai`` or
-``anthropic`` SDK's, or a :class:`~luca_gym.tools.mock_provider.MockClient`)
+``anthropic`` SDK's, or a :class:`~luca_gym.llm.mock.MockClient`)
 and appends each call; :class:`ReplayClient` answers each request with the
 response recorded for it and never opens a connection. Both have the methods the agents of
-:mod:`luca_gym.tools.providers` call (``chat.completions.create`` and
+:mod:`luca_gym.llm.providers` call (``chat.completions.create`` and
 ``messages.create``)::
 
-    from luca_gym.tools.providers import OpenAIChatAgent
-    from luca_gym.tools.recording import Cassette
+    from luca_gym.llm.providers import OpenAIChatAgent
+    from luca_gym.llm.recording import Cassette
 
     agent = OpenAIChatAgent("gpt-4o", cassette=Cassette("run.jsonl", "record"))   # calls the API, keeps each answer
     agent = OpenAIChatAgent("gpt-4o", cassette=Cassette("run.jsonl", "replay"))   # no network, no key
@@ -51,7 +51,7 @@ import threading
 import uuid
 from types import SimpleNamespace
 
-from luca_gym.tools.loop import ProviderError
+from luca_gym.llm.loop import ProviderError
 
 __all__ = ["Cassette", "CassetteMiss", "RecordingClient", "ReplayClient", "canonical_request", "request_key"]
 

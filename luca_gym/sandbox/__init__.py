@@ -14,7 +14,7 @@ process limit and file modes, and could read the host's memory):
 * ``bwrap`` (bubblewrap): the code runs as uid/gid 65534 in new user, mount,
   pid, network, IPC and UTS namespaces (``--unshare-all``, ``--die-with-parent``,
   ``--new-session``), under the seccomp filter of
-  :mod:`~luca_gym.tools.sandbox_seccomp` (``--seccomp``: ``ptrace`` and the
+  :mod:`~luca_gym.sandbox.seccomp` (``--seccomp``: ``ptrace`` and the
   other calls of its policy get EPERM), with no nested user namespace
   (``--disable-userns``). Launched by root, bubblewrap itself runs as the host's
   uid 65534 (``setpriv``), so the per-user process limit binds where no
@@ -99,7 +99,7 @@ import time
 import weakref
 from dataclasses import dataclass, replace
 
-from luca_gym.tools import sandbox_seccomp
+from luca_gym.sandbox import seccomp as sandbox_seccomp
 
 UNPRIVILEGED = 65534  # nobody / nogroup
 WORKDIR = "/analysis"  # the working directory, as the code sees it

@@ -1,6 +1,6 @@
 """Process analyses of language-model sessions, computed from their
 transcripts (the ``messages`` a results line keeps,
-:func:`luca_gym.tools.loop.run_agent`) and their ``calls``, after the
+:func:`luca_gym.llm.loop.run_agent`) and their ``calls``, after the
 Auto-Discovery-Bench paper's: how often an agent's words speak of
 relationships, uncertainty and evidence (:func:`keyword_rates`), the tokens
 it spends per round (:func:`token_rounds`) and, in the graph worlds, how

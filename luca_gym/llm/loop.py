@@ -1,7 +1,7 @@
 """The agent loop over any world's tool session: :func:`run_agent` with
 retries and backoff on provider errors, token accounting, and the scripted
 agents (:class:`ScriptedAgent`, :class:`ReplayAgent`) that drive a session
-without a network. The provider adapters are in :mod:`luca_gym.tools.providers`.
+without a network. The provider adapters are in :mod:`luca_gym.llm.providers`.
 """
 
 from __future__ import annotations

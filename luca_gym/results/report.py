@@ -5,8 +5,8 @@ It names no world: each world's lines get the world's own sections where it
 has a report hook (``World.report``: LUCA's paper-format tables, figures and
 ablations, :mod:`luca_gym.worlds.luca.report`), else a table of its headline
 score by agent and settings; sessions that keep a transcript add the
-process analyses (:mod:`luca_gym.process`); ``report.html`` is the same
-report as one static page with the transcripts (:mod:`luca_gym.report_html`).
+process analyses (:mod:`luca_gym.results.process`); ``report.html`` is the same
+report as one static page with the transcripts (:mod:`luca_gym.results.html`).
 A session is drawn by its world's viewer (``World.viewer``: LUCA's,
 :mod:`luca_gym.worlds.luca.viewer`).
 """
@@ -18,14 +18,14 @@ import os
 import warnings
 
 from luca_gym import harness as ev
-from luca_gym import paired as ablation
-from luca_gym import audit, process, report_html
+from luca_gym.results import paired as ablation
+from luca_gym.results import audit, process, html as report_html
 from luca_gym import worlds
 from luca_gym.protocol import load
 
 # What the report is computing, step by step (``luca-gym report`` prints it on
 # stderr; a world's report hook logs its own slow steps here, e.g. the floors).
-log = logging.getLogger("luca_gym.report")
+log = logging.getLogger("luca_gym.results.report")
 
 
 def results_folder(results: str) -> str:
@@ -39,9 +39,9 @@ def write_report(results: str, out_dir: str | None = None) -> str:
     (LUCA: composite, disease and scaling figures, the paper-format tables
     and, for records holding both arms of an ablation, the paired tests),
     else its headline score by agent and settings; then, for sessions that
-    keep a transcript, the process analyses (:func:`luca_gym.process.sections`)
-    and the evidence audit's section (:func:`luca_gym.audit.section`).
-    Also writes ``report.html`` (:mod:`luca_gym.report_html`): the same
+    keep a transcript, the process analyses (:func:`luca_gym.results.process.sections`)
+    and the evidence audit's section (:func:`luca_gym.results.audit.section`).
+    Also writes ``report.html`` (:mod:`luca_gym.results.html`): the same
     report as one static page, figures embedded, with each transcript
     folded. Returns the markdown text. Each step is logged (``log``, before
     it starts), so a slow first run says what it is computing."""
@@ -84,7 +84,7 @@ def write_report(results: str, out_dir: str | None = None) -> str:
 
 
 def _audit_section(records) -> str | None:
-    """The evidence audit's section (:func:`luca_gym.audit.section`), or None where no session could be audited."""
+    """The evidence audit's section (:func:`luca_gym.results.audit.section`), or None where no session could be audited."""
     return audit.section(records)
 
 
