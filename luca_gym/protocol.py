@@ -122,6 +122,56 @@ class FlatCodec(Protocol):
         """The headline score of the session so far, float32 (); pure."""
 
 
+@runtime_checkable
+class Core(Protocol):
+    """A world's pure core (``World.core``): the one place its rules and
+    scorer live; every front end (the Gymnasium env, the tool session, the
+    harness) is an adapter over it. Settings come as the world's config (a
+    :class:`luca_gym.config.ConfigBase`): those that fix shapes are static,
+    the rest traced, so one compiled ``step`` serves every instance and
+    every value of a traced setting (gymnax's environment parameters).
+
+    Attributes:
+        ERRORS: error code -> message (code 0: "", no error).
+        Action: the typed action pytree (a registered frozen dataclass).
+
+    Functions (``reset``, ``step``, ``public_view`` pure: jit and vmap apply):
+        instance(seed, config, seal=None) -> pytree: the instance of ``seed``
+            (sealed, :mod:`luca_gym.seal`: of its sealed seed).
+        reset(instance, config) -> state: a fresh session.
+        step(state, action, config) -> (state, reward float32 (), error
+            int32 ()): a refused action (error != 0) costs nothing and
+            changes nothing; a session's return equals its headline score.
+        scores(state) -> dict: the scores as JSON-ready Python values.
+        public_view(state, config) -> array or dict of arrays: what an agent may see.
+        ended(state) -> bool (): whether the session has ended.
+        action_space(config), observation_space(config): Gymnasium spaces.
+        to_action(sample, config) -> Action: an element of the action space
+            as the core's action (ValueError for one outside it).
+        render(state, config) -> str (optional): a text picture (ansi).
+    """
+
+    ERRORS: tuple
+
+    def instance(self, seed, config, seal=None): ...
+
+    def reset(self, instance, config): ...
+
+    def step(self, state, action, config): ...
+
+    def scores(self, state) -> dict: ...
+
+    def public_view(self, state, config): ...
+
+    def ended(self, state): ...
+
+    def action_space(self, config): ...
+
+    def observation_space(self, config): ...
+
+    def to_action(self, sample, config): ...
+
+
 @dataclass(frozen=True)
 class Contrast:
     """An ablation: two arms of one key setting, everything else fixed, paired
@@ -260,6 +310,15 @@ class World:
             (default: the headline).
         contrasts: the world's ablations (:class:`Contrast`), each over a key
             setting other than the seed.
+        core: entry point of the world's pure core (:class:`Core`: a module
+            or namespace with ``instance``, ``reset``, ``step``, ``scores``,
+            ``public_view``, the spaces and ``ERRORS``), or None: a world
+            that declares one and no ``env`` of its own gets
+            ``luca_gym/<Stem>-v0`` from the generic
+            :class:`luca_gym.envs.core.CoreEnv`.
+        audit: entry point of the world's evidence audit module (its
+            ``audit(record)`` and ``NOTES``, :mod:`luca_gym.results.audit`),
+            or None where the world has none.
     """
 
     name: str
@@ -289,6 +348,8 @@ class World:
     key_defaults: tuple[tuple[str, object], ...] = ()
     required_scores: tuple[str, ...] = ()
     contrasts: tuple[Contrast, ...] = ()
+    core: str | None = None
+    audit: str | None = None
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
@@ -314,7 +375,7 @@ class World:
             raise ValueError("World.contrasts: two contrasts share a name")
         for f in fields(self):
             if f.name in ("config", "tools", "env", "vector_env", "flat_env", "flat", "tools_env", "baselines", "play",
-                           "flat_baselines", "expected_fields", "check_settings", "report", "viewer", "cli"):
+                           "flat_baselines", "expected_fields", "check_settings", "report", "viewer", "cli", "core", "audit"):
                 value = getattr(self, f.name)
                 if value is None and f.name != "config":
                     continue
@@ -339,6 +400,8 @@ class World:
         ids = {}
         if self.env is not None:
             ids[f"luca_gym/{self.gym_stem}-v0"] = (self.env, {})
+        elif self.core is not None:
+            ids[f"luca_gym/{self.gym_stem}-v0"] = ("luca_gym.envs.core:CoreEnv", {"world": self.name})
         if self.flat_env is not None:
             ids[f"luca_gym/{self.gym_stem}Flat-v0"] = (self.flat_env, {})
         if self.tools_env is not None:
