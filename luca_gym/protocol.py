@@ -20,15 +20,17 @@ from luca_gym.validate import short_repr
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
 _STEM = re.compile(r"[A-Z][A-Za-z0-9]{0,31}")
 _ENTRY = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+_MODULE_ENTRY = re.compile(r"[A-Za-z_][\w.]*(:[A-Za-z_][\w.]*)?")  # a module may be the entry (World.core, World.audit)
 # What a world may mark as host-side (World.host_side).
 HOST_SIDE_PARTS = ("tools", "flat")
 
 
 def load(entry_point: str) -> Any:
-    """``"package.module:attribute"`` -> the attribute (imported on demand)."""
+    """``"package.module:attribute"`` -> the attribute (imported on demand);
+    ``"package.module"`` -> the module."""
     module, _, attribute = entry_point.partition(":")
     value: Any = importlib.import_module(module)
-    for part in attribute.split("."):
+    for part in attribute.split(".") if attribute else ():
         value = getattr(value, part)
     return value
 
@@ -311,12 +313,12 @@ class World:
         contrasts: the world's ablations (:class:`Contrast`), each over a key
             setting other than the seed.
         core: entry point of the world's pure core (:class:`Core`: a module
-            or namespace with ``instance``, ``reset``, ``step``, ``scores``,
+            (``"package.module"``) or namespace with ``instance``, ``reset``, ``step``, ``scores``,
             ``public_view``, the spaces and ``ERRORS``), or None: a world
             that declares one and no ``env`` of its own gets
             ``luca_gym/<Stem>-v0`` from the generic
             :class:`luca_gym.envs.core.CoreEnv`.
-        audit: entry point of the world's evidence audit module (its
+        audit: the world's evidence audit module, ``"package.module"`` (its
             ``audit(record)`` and ``NOTES``, :mod:`luca_gym.results.audit`),
             or None where the world has none.
     """
@@ -379,7 +381,8 @@ class World:
                 value = getattr(self, f.name)
                 if value is None and f.name != "config":
                     continue
-                if not isinstance(value, str) or not _ENTRY.fullmatch(value):
+                pattern = _MODULE_ENTRY if f.name in ("core", "audit") else _ENTRY
+                if not isinstance(value, str) or not pattern.fullmatch(value):
                     raise ValueError(f"World.{f.name}: {short_repr(value)} not allowed; an entry point "
                                      "'package.module:attribute'")
 

@@ -8,8 +8,9 @@ fraction of rows right (AT-Acc) and by correctness per position (Figure 5).
 
 Its parts: :mod:`~luca_gym.worlds.tracking.config` (:class:`TrackingConfig`),
 :mod:`~luca_gym.worlds.tracking.core` (instances, pure ``reset``/``step``,
-the scorer), :mod:`~luca_gym.worlds.tracking.tools` (the tool session),
-:mod:`~luca_gym.worlds.tracking.envs` (``luca_gym/StateTracking-v0``),
+the scorer, what an agent sees, the spaces: ``luca_gym/StateTracking-v0`` is
+the generic :class:`~luca_gym.envs.core.CoreEnv` over it),
+:mod:`~luca_gym.worlds.tracking.tools` (the tool table),
 :mod:`~luca_gym.worlds.tracking.baselines` (tool agents) and
 :mod:`~luca_gym.worlds.tracking.report` (Table 2 and Figure 5).
 
@@ -27,7 +28,7 @@ WORLD = World(
     config="luca_gym.worlds.tracking.config:TrackingConfig",
     headline="exact",
     tools="luca_gym.worlds.tracking.tools:TrackingToolSession",
-    env="luca_gym.worlds.tracking.envs:TrackingEnv",
+    core="luca_gym.worlds.tracking.core",
     baselines="luca_gym.worlds.tracking.baselines:BASELINES",
     report="luca_gym.worlds.tracking.report:sections",
     reference="Auto-Discovery-Bench: Diagnosing Structured State Tracking in Oracle-Guided Discovery, long trajectory",

@@ -2,33 +2,17 @@
 
 from __future__ import annotations
 
-import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
-import numpy as np
-
-from luca_gym.validate import check_bool, is_integer, short_repr
+from luca_gym.config import ConfigBase, boolean, int_in, probability, setting
 
 MAX_LENGTH = 64  # M: rows of X (the paper: 3 to 30)
 MAX_NODES = 64  # N: columns of X
 MAX_COLORS = 16  # C: colour states 0..C-1
 
 
-def _int_in(value, name: str, low: int, high: int) -> int:
-    if not is_integer(value) or not low <= value <= high:
-        raise ValueError(f"{name}: {short_repr(value)} not allowed; an integer in {low}..{high}")
-    return int(value)
-
-
-def _probability(value, name: str) -> float:
-    number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
-    if not number or not math.isfinite(value) or not 0 <= value <= 1:
-        raise ValueError(f"{name}: {short_repr(value)} not allowed; a number in [0, 1]")
-    return float(value)
-
-
 @dataclass(frozen=True)
-class TrackingConfig:
+class TrackingConfig(ConfigBase):
     """The settings that, with a seed, name a tracking instance.
 
     Attributes:
@@ -49,26 +33,17 @@ class TrackingConfig:
 
     Checked and normalised on construction (ValueError naming the field, the
     value and what is allowed), so a config that exists is a valid one.
+    ``length`` and ``n_nodes`` fix the shapes (static); the others are
+    traced: one compiled step serves them all.
     """
 
-    length: int = 10
-    n_nodes: int = 5
-    n_colors: int = 3
-    change_prob: float = 0.3
-    cot: bool = False
-
-    def __post_init__(self):
-        object.__setattr__(self, "length", _int_in(self.length, "length", 2, MAX_LENGTH))
-        object.__setattr__(self, "n_nodes", _int_in(self.n_nodes, "n_nodes", 1, MAX_NODES))
-        object.__setattr__(self, "n_colors", _int_in(self.n_colors, "n_colors", 2, MAX_COLORS))
-        object.__setattr__(self, "change_prob", _probability(self.change_prob, "change_prob"))
-        object.__setattr__(self, "cot", check_bool(self.cot, "cot"))
+    length: int = setting(10, int_in(2, MAX_LENGTH), static=True)
+    n_nodes: int = setting(5, int_in(1, MAX_NODES), static=True)
+    n_colors: int = setting(3, int_in(2, MAX_COLORS))
+    change_prob: float = setting(0.3, probability())
+    cot: bool = setting(False, boolean())
 
     @property
     def shape(self) -> tuple[int, int]:
         """(M - 1, N): the shape of Y."""
         return self.length - 1, self.n_nodes
-
-    def settings(self) -> dict:
-        """The fields as keyword settings (a session's key settings but the seed)."""
-        return asdict(self)

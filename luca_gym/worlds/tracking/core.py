@@ -1,12 +1,16 @@
-"""The tracking world's pure core: instances from seeds, the change rule, the
-scorer, and ``reset`` / a jitted ``step``.
+"""The tracking world's pure core (``World.core``, :class:`luca_gym.protocol.Core`):
+instances from seeds, the change rule, the scorer, ``reset`` / a jitted
+``step`` on a typed :class:`Action`, what an agent sees and the spaces.
 
 An instance is the observation matrix X, int32 (M, N): row 0 draws each
 node's colour uniformly from 0..C-1; each later row keeps a node's colour, or
 with probability ``change_prob`` changes it to one of the other C-1 colours
 (uniformly). The truth is Y = :func:`changes` (X), bool (M-1, N). Only the
 shapes (M, N) are static: one compiled ``step`` serves every instance, every
-colour count, change probability and prompt condition of a shape.
+colour count, change probability and prompt condition of a shape. The
+generic layers build the rest on it: the Gymnasium env
+(:class:`luca_gym.envs.core.CoreEnv`, whose one step submits Y) and the tool
+session (:mod:`luca_gym.tools.table`).
 """
 
 from __future__ import annotations
@@ -17,12 +21,33 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 import numpy as np
+from gymnasium import spaces
 
 from luca_gym.validate import check_seed
 
 ROOT_KEY = 0x7AC4  # the root of every instance key
 SUBMIT, END, OBSERVE = 0, 1, 2  # step kinds: submit Y (ends), end without an answer, read X (free)
 ERRORS = ("", "the session has ended")  # by error code
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class Action:
+    """One action.
+
+    Attributes:
+        kind: int32 (): SUBMIT, END or OBSERVE.
+        changes: bool (M-1, N): the Y submitted (read by SUBMIT only).
+    """
+
+    kind: jax.Array
+    changes: jax.Array
+
+    @classmethod
+    def make(cls, kind: int, config, changes=None) -> "Action":
+        """An action of ``kind`` under ``config``; ``changes`` (0/1, (M-1, N)) for SUBMIT, else none."""
+        changes = np.zeros(config.shape, bool) if changes is None else np.asarray(changes, bool)
+        return cls(np.int32(kind), changes)
 
 
 @jax.tree_util.register_dataclass
@@ -89,21 +114,26 @@ def score(observations: jax.Array, guess: jax.Array):
             rows.astype(jnp.float32))
 
 
-def reset(observations: jax.Array) -> TrackingState:
-    """A fresh session on X (int32 (M, N)): open, nothing submitted, every score 0."""
+def reset(observations: jax.Array, config=None) -> TrackingState:
+    """A fresh session on X (int32 (M, N)): open, nothing submitted, every
+    score 0 (``config`` is not read: X holds the shape)."""
     zero = jnp.float32(0.0)
     return TrackingState(jnp.asarray(observations, jnp.int32), jnp.bool_(False), zero, zero, zero,
                          jnp.zeros(observations.shape[0] - 1, jnp.float32))
 
 
-@jax.jit
-def step(state: TrackingState, kind, guess):
-    """One action: ``kind`` int32 () (SUBMIT, END or OBSERVE) with ``guess``
-    bool (M-1, N) (read by SUBMIT only). Returns (state, reward float32 (),
-    error int32 ()). SUBMIT scores the guess and ends the session, its reward
+def step(state: TrackingState, action: Action, config=None):
+    """One :class:`Action`. Returns (state, reward float32 (), error int32
+    ()). SUBMIT scores ``action.changes`` and ends the session, its reward
     the exact score, so a session's return is its headline; END ends it with
     every score 0; OBSERVE changes nothing. Any action on an ended session is
-    refused (error 1): it changes nothing and its reward is 0."""
+    refused (error 1): it changes nothing and its reward is 0. ``config`` is
+    not read (the state holds the shape; no other setting acts here)."""
+    return _step(state, action.kind, action.changes)
+
+
+@jax.jit
+def _step(state: TrackingState, kind, guess):
     error = jnp.where(state.ended, 1, 0).astype(jnp.int32)
     ok = error == 0
     submitted = ok & (kind == SUBMIT)
@@ -129,3 +159,33 @@ def scores(state: TrackingState) -> dict:
         "cell_accuracy": float(state.cell_accuracy),
         "position_correct": [float(v) for v in np.asarray(state.position_correct)],
     }
+
+
+def ended(state: TrackingState) -> jax.Array:
+    """Whether the session has ended, bool ()."""
+    return state.ended
+
+
+def public_view(state: TrackingState, config=None) -> jax.Array:
+    """What an agent sees: X, int32 (M, N)."""
+    return state.observations
+
+
+def observation_space(config) -> spaces.Box:
+    """X: int32 (M, N) in 0..C-1."""
+    return spaces.Box(0, config.n_colors - 1, (config.length, config.n_nodes), np.int32)
+
+
+def action_space(config) -> spaces.MultiBinary:
+    """Y to submit: 0/1 of shape (M - 1, N)."""
+    return spaces.MultiBinary(config.shape)
+
+
+def to_action(sample, config) -> Action:
+    """An element of :func:`action_space` as the core's SUBMIT action."""
+    return Action.make(SUBMIT, config, sample)
+
+
+def render(state: TrackingState, config=None) -> str:
+    """X as text, one row per step."""
+    return "\n".join(" ".join(map(str, row)) for row in np.asarray(state.observations))

@@ -1,73 +1,71 @@
-"""The tracking world's tools for language-model agents, on
-:class:`~luca_gym.tools.session.ToolSessionBase`: ``get_observations``
+"""The tracking world's tools for language-model agents, a tool table on
+:class:`~luca_gym.tools.table.TableToolSession`: ``get_observations``
 (free: X again), ``submit_changes`` (Y, once: scores and ends the session)
-and ``end`` (ends it unanswered, every score 0). The schemas fix Y's shape
-(minItems = maxItems) and its values (integers 0 or 1), so a malformed answer
-is refused before it reaches the core, costs nothing and changes nothing.
-Every rule and the scorer are the core's (:mod:`~luca_gym.worlds.tracking.core`).
+and ``end`` (ends it unanswered, every score 0). The schemas, built from the
+handlers' signatures, fix Y's shape (minItems = maxItems) and its values
+(integers 0 or 1), so a malformed answer is refused before it reaches the
+core, costs nothing and changes nothing. Every rule and the scorer are the
+core's (:mod:`~luca_gym.worlds.tracking.core`).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import fields
+from typing import Annotated
 
 import numpy as np
 
-from luca_gym import seal as seal_mod
-from luca_gym.tools.session import ToolSessionBase
-from luca_gym.validate import check_keys
+from luca_gym.tools.table import Field, TableToolSession, tool, tool_table
 from luca_gym.worlds.tracking import core
 from luca_gym.worlds.tracking.config import TrackingConfig
 
 COT_INSTRUCTION = "Please also include the reason for your answer"  # the paper's chain-of-thought condition
 MAX_REASON = 8000  # characters of the reason given with an answer (cot)
-KINDS = {"submit_changes": core.SUBMIT, "end": core.END, "get_observations": core.OBSERVE}
-ANNOTATIONS = {  # the MCP server publishes these
-    "get_observations": {"title": "The observation matrix X (free)", "readOnlyHint": True, "idempotentHint": True},
-    "submit_changes": {"title": "Submit the change-indicator matrix Y (once; ends the session)", "readOnlyHint": False,
-                       "destructiveHint": True, "idempotentHint": False},
-    "end": {"title": "End without an answer (every score 0)", "readOnlyHint": False, "destructiveHint": True,
-            "idempotentHint": True},
-}
-NO_ARGUMENTS = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
+
+Bit = Annotated[int, Field(minimum=0, maximum=1)]
+Row = Annotated[list[Bit], Field(items=lambda c: c.n_nodes)]
+Changes = Annotated[list[Row], Field(
+    items=lambda c: c.length - 1,
+    description=lambda c: f"Y: {c.length - 1} rows (steps 0->1 ... {c.length - 2}->{c.length - 1}) of {c.n_nodes} values; "
+                          "1 where the node changes colour.")]
+# Under cot the reason comes first, as the paper asks for it before the prediction: a model that
+# writes its arguments in the schema's order reasons before it answers.
+Reason = Annotated[str, Field(max_length=MAX_REASON, description="the reason for your answer", when=lambda c: c.cot)]
 
 
-class TrackingToolSession(ToolSessionBase):
+class TrackingToolSession(TableToolSession):
     """One tracking session: instance ``seed`` (sealed: of its sealed seed)
     under the settings of :class:`~luca_gym.worlds.tracking.config.TrackingConfig`
     (``length``, ``n_nodes``, ``n_colors``, ``change_prob``, ``cot``)."""
 
     world = "tracking"
+    core = core
+    config_class = TrackingConfig
     opening = "The trajectory is in the instructions above. Submit its change-indicator matrix with submit_changes."
     status_keys = ("submissions_left",)
     title = "State tracking"
 
-    def __init__(self, seed: int = 0, *, sealed=None, **settings):
-        super().__init__()
-        check_keys(settings, "settings", [f.name for f in fields(TrackingConfig)])
-        self.config, self.seed = TrackingConfig(**settings), seed
-        self.seal = seal_mod.make_seal(sealed)
-        self.state = core.reset(core.instance(seed, self.config, self.seal))
-        self.instance_id = seal_mod.instance_id(seed, self.seal, prefix="tracking")
-        self._no_guess = np.zeros(self.config.shape, bool)
-        rows, n = self.config.shape
-        row = {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 1}, "minItems": n, "maxItems": n}
-        changes = {"type": "array", "items": row, "minItems": rows, "maxItems": rows,
-                   "description": f"Y: {rows} rows (steps 0->1 ... {rows - 1}->{rows}) of {n} values; 1 where the node changes colour."}
-        # Under cot the reason comes first, as the paper asks for it before the prediction: a model that
-        # writes its arguments in the schema's order reasons before it answers.
-        reason = {"type": "string", "maxLength": MAX_REASON, "description": "the reason for your answer"}
-        submit = {"reason": reason, "changes": changes} if self.config.cot else {"changes": changes}
-        self.set_specs([
-            {"name": "get_observations", "description": "Free. The observation matrix X: one row per step, one colour per node.",
-             "input_schema": NO_ARGUMENTS},
-            {"name": "submit_changes",
-             "description": f"Submit the change-indicator matrix Y ({rows} x {n}, values 0 or 1) once; it is scored and "
-                            "the session ends.",
-             "input_schema": {"type": "object", "properties": submit, "required": ["changes"], "additionalProperties": False}},
-            {"name": "end", "description": "End the session without an answer (every score 0).", "input_schema": NO_ARGUMENTS},
-        ])
+    @tool(title="The observation matrix X (free)", readOnlyHint=True, idempotentHint=True)
+    def get_observations(self):
+        """Free. The observation matrix X: one row per step, one colour per node."""
+        return core.Action.make(core.OBSERVE, self.config)
+
+    @tool(title="Submit the change-indicator matrix Y (once; ends the session)", readOnlyHint=False, destructiveHint=True,
+          idempotentHint=False)
+    def submit_changes(self, reason: Reason = "", *, changes: Changes):
+        """Submit the change-indicator matrix Y ({c.shape[0]} x {c.shape[1]}, values 0 or 1) once; it is scored and the
+        session ends."""
+        return core.Action.make(core.SUBMIT, self.config, changes)
+
+    @tool(title="End without an answer (every score 0)", readOnlyHint=False, destructiveHint=True, idempotentHint=True)
+    def end(self):
+        """End the session without an answer (every score 0)."""
+        return core.Action.make(core.END, self.config)
+
+    tools = tool_table(get_observations, submit_changes, end)
+
+    def answer(self, name: str, args: dict) -> dict:
+        return {"observations": self.observations()} if name == "get_observations" else {}
 
     def observations(self) -> list[list[int]]:
         """X as a list of M lists of N ints."""
@@ -93,28 +91,6 @@ class TrackingToolSession(ToolSessionBase):
 
     def status(self) -> dict:
         return {"submissions_left": int(not bool(self.state.ended))}
-
-    def dispatch(self, name: str, args: dict) -> dict:
-        guess = np.asarray(args["changes"], bool) if name == "submit_changes" else self._no_guess
-        self.state, reward, error = core.step(self.state, KINDS[name], guess)
-        if int(error):
-            return self.error(core.ERRORS[int(error)])
-        self.total_reward += float(reward)
-        result = {"observations": self.observations()} if name == "get_observations" else {}
-        if bool(self.state.ended):
-            self.ended, self.end_reason = True, "end"
-            self.scores = core.scores(self.state)
-            result.update(ended=True, end_reason="end", scores=self.scores)
-        return {**result, **self.status()}
-
-    def key_settings(self) -> dict:
-        return self.config.settings()
-
-    def annotations(self, name: str) -> dict | None:
-        return ANNOTATIONS.get(name)
-
-    def record(self) -> dict:
-        return {"instance_id": self.instance_id, **super().record()}
 
     def demo_calls(self) -> list[tuple[str, dict]]:
         """Read X, then submit "no change" everywhere (with a reason under cot)."""

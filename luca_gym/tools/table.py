@@ -1,0 +1,215 @@
+"""A world's tool session from its pure core and a tool table:
+:class:`TableToolSession`, :func:`tool` and :class:`Field`.
+
+A world supplies its core (:class:`luca_gym.protocol.Core`), its config
+class and its tools as methods with typed signatures; the JSON Schemas are
+built from the signatures (inspect_ai's way: written once, never beside the
+handler), and everything a session does around the core is done here once:
+the opening instance, a refusal of the core (error code -> ``self.error``,
+nothing changed, nothing paid), the reward paid into ``total_reward``, the
+ending (``ended``, ``end_reason``, ``scores``) and the record. Parsing and
+the schema check stay in :class:`~luca_gym.tools.session.ToolSessionBase`.
+
+A handler is a method whose parameters are annotated with ``int``,
+``float``, ``str``, ``bool``, ``list[...]``, ``Literal[...]`` or
+``Annotated[T, Field(...)]`` (bounds and a description; any value of a
+Field may be a function of the session's config, as a shape is). Its
+docstring's first paragraph is the tool's description, formatted with the
+config as ``c`` (``"Y ({c.length} rows)"``; write braces as ``{{ }}``). It
+returns the core's action (stepped by the session, refused or not by the
+core) or a dict (an answer that touches no core state). A parameter with a
+default is optional. ``@tool(title=..., readOnlyHint=...)`` adds MCP
+annotations::
+
+    class CoinToolSession(TableToolSession):
+        core, config_class, world = coin_core, CoinConfig, "coin"
+
+        @tool(readOnlyHint=False)
+        def guess(self, coin: Annotated[int, Field(minimum=0, maximum=lambda c: c.n_coins - 1)]):
+            \"\"\"Name the counterfeit coin; ends the session.\"\"\"
+            return coin_core.Action.guess(coin)
+
+        tools = tool_table(guess, ...)
+"""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+import types
+import typing
+from dataclasses import dataclass, fields
+from typing import Annotated, Any, Literal
+
+from luca_gym import seal as seal_mod
+from luca_gym.tools.session import ToolSessionBase
+from luca_gym.validate import check_keys
+
+_SCALARS = {int: "integer", float: "number", str: "string", bool: "boolean"}
+
+
+@dataclass(frozen=True)
+class Field:
+    """What an ``Annotated`` parameter (or list item) adds to its schema.
+    Each value may be a function of the session's config.
+
+    Attributes:
+        description: words for the agent.
+        minimum, maximum: a number's bounds.
+        min_items, max_items: a list's length; ``items`` sets both.
+        max_length: a string's length.
+        when: a function of the config: the parameter is offered only where
+            it is true (a setting that adds an argument).
+    """
+
+    description: Any = None
+    minimum: Any = None
+    maximum: Any = None
+    items: Any = None
+    min_items: Any = None
+    max_items: Any = None
+    max_length: Any = None
+    when: Any = None
+
+
+_KEYWORDS = (("minimum", "minimum"), ("maximum", "maximum"), ("min_items", "minItems"), ("max_items", "maxItems"),
+             ("max_length", "maxLength"))
+
+
+def tool(**annotations):
+    """Mark a handler with its MCP annotations (``title``, ``readOnlyHint``, ...)."""
+
+    def mark(handler):
+        handler.annotations = dict(annotations)
+        return handler
+
+    return mark
+
+
+def tool_table(*handlers) -> dict:
+    """``{name: handler}`` in the order given (the tools' order in the specs)."""
+    return {h.__name__: h for h in handlers}
+
+
+def _value(value, config):
+    return value(config) if callable(value) else value
+
+
+def schema_of(annotation, config) -> dict:
+    """The JSON Schema of one annotated type under ``config``."""
+    extra = ()
+    if typing.get_origin(annotation) is Annotated:
+        annotation, *extra = typing.get_args(annotation)
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType):
+        kept = [a for a in args if a is not type(None)]
+        if len(kept) != 1:
+            raise TypeError(f"tool parameter: {annotation!r} not supported; one type, or one type | None")
+        schema = schema_of(kept[0], config)
+    elif annotation in _SCALARS:
+        schema = {"type": _SCALARS[annotation]}
+    elif origin is list:
+        schema = {"type": "array", "items": schema_of(args[0], config)}
+    elif origin is Literal:
+        schema = {"enum": list(args)}
+    else:
+        raise TypeError(f"tool parameter: {annotation!r} not supported; int, float, str, bool, list[...], Literal[...], "
+                        "Annotated[..., Field(...)]")
+    for field in (e for e in extra if isinstance(e, Field)):
+        if field.items is not None:
+            schema["minItems"] = schema["maxItems"] = _value(field.items, config)
+        for name, keyword in _KEYWORDS:
+            if getattr(field, name) is not None:
+                schema[keyword] = _value(getattr(field, name), config)
+        if field.description is not None:
+            schema["description"] = _value(field.description, config)
+    return schema
+
+
+def _when(annotation, config) -> bool:
+    if typing.get_origin(annotation) is not Annotated:
+        return True
+    return all(_value(f.when, config) for f in typing.get_args(annotation)[1:] if isinstance(f, Field) and f.when is not None)
+
+
+def spec_of(handler, config) -> dict:
+    """A handler's spec ``{"name", "description", "input_schema"}`` under ``config``, from its signature and docstring."""
+    hints = typing.get_type_hints(handler, include_extras=True)
+    properties, required = {}, []
+    for name, parameter in list(inspect.signature(handler).parameters.items())[1:]:  # past self
+        if name not in hints:
+            raise TypeError(f"tool {handler.__name__}: parameter {name!r} has no type annotation")
+        if not _when(hints[name], config):
+            continue
+        properties[name] = schema_of(hints[name], config)
+        if parameter.default is inspect.Parameter.empty:
+            required.append(name)
+    doc = textwrap.dedent(handler.__doc__ or "").strip().split("\n\n")[0]
+    return {"name": handler.__name__, "description": " ".join(doc.split()).format(c=config),
+            "input_schema": {"type": "object", "properties": properties, "required": required, "additionalProperties": False}}
+
+
+class TableToolSession(ToolSessionBase):
+    """A tool session over a world's pure core, its tools a table of typed handlers.
+
+    Class attributes a world sets: ``core`` (its core: ``instance``,
+    ``reset``, ``step``, ``ended``, ``scores``, ``ERRORS``), ``config_class``
+    (its config), ``tools`` (:func:`tool_table` of its handlers), ``world``
+    (its name, the instance id's prefix); and as on any tool session
+    ``opening``, ``status_keys``, ``title``, :meth:`status`,
+    :meth:`system_prompt` and :meth:`demo_calls`. :meth:`answer` adds what a
+    stepped call reports beyond its ending (default nothing).
+
+    Args:
+        seed: the instance's seed (sealed: of its sealed seed).
+        sealed: a seal, a secret or None (:mod:`luca_gym.seal`).
+        settings: the config's fields (any other key refused by name).
+    """
+
+    core: Any = None
+    config_class: type | None = None
+    tools: dict = {}
+
+    def __init__(self, seed: int = 0, *, sealed=None, **settings):
+        super().__init__()
+        check_keys(settings, "settings", [f.name for f in fields(self.config_class)])
+        self.config, self.seed = self.config_class(**settings), seed
+        self.seal = seal_mod.make_seal(sealed)
+        self.state = self.core.reset(self.core.instance(seed, self.config, self.seal), self.config)
+        self.instance_id = seal_mod.instance_id(seed, self.seal, prefix=self.world)
+        self.set_specs([spec_of(handler, self.config) for handler in self.tools.values()])
+
+    def dispatch(self, name: str, args: dict) -> dict:
+        """Run handler ``name``; step the core with the action it returns:
+        a refusal (error != 0) is ``self.error`` of the core's message, a
+        step pays its reward into ``total_reward`` and, where it ended the
+        session, sets ``ended``, ``end_reason`` and ``scores``."""
+        action = self.tools[name](self, **args)
+        if isinstance(action, dict):
+            return {**action, **self.status()}
+        self.state, reward, error = self.core.step(self.state, action, self.config)
+        if int(error):
+            return self.error(self.core.ERRORS[int(error)])
+        self.total_reward += float(reward)
+        result = self.answer(name, args)
+        if bool(self.core.ended(self.state)):
+            self.ended, self.end_reason = True, "end"
+            self.scores = self.core.scores(self.state)
+            result.update(ended=True, end_reason="end", scores=self.scores)
+        return {**result, **self.status()}
+
+    def answer(self, name: str, args: dict) -> dict:
+        """What a call that the core took reports (read from ``self.state``, after the step)."""
+        return {}
+
+    def key_settings(self) -> dict:
+        return self.config.settings()
+
+    def annotations(self, name: str) -> dict | None:
+        return getattr(self.tools.get(name), "annotations", None)
+
+    def record(self) -> dict:
+        return {"instance_id": self.instance_id, **super().record()}
+
+
+__all__ = ["Field", "TableToolSession", "schema_of", "spec_of", "tool", "tool_table"]
