@@ -33,6 +33,8 @@ def _as_space(value, space):
     """A core's view as numpy values of ``space`` (a Dict: key by key)."""
     if isinstance(space, spaces.Dict):
         return {key: _as_space(value[key], sub) for key, sub in space.spaces.items()}
+    if isinstance(space, spaces.Discrete):  # a numpy scalar, as Gymnasium's checker asks
+        return space.dtype.type(value)
     return np.asarray(value, space.dtype)
 
 

@@ -1,0 +1,190 @@
+"""A world written as config + core + tool table only (``tests/coin_world.py``)
+gets every front end from the generic layers: the Gymnasium env
+(:class:`luca_gym.envs.core.CoreEnv`), the tool session
+(:class:`luca_gym.tools.table.TableToolSession`, its schemas built from the
+handlers' signatures), MCP, the text env, the harness and the report, and
+passes ``check_world``. Also the config base (:mod:`luca_gym.config`)."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+import gymnasium as gym
+import jax
+import numpy as np
+import pytest
+
+import coin_world
+from luca_gym import harness, worlds
+from luca_gym.config import ConfigBase, choice, int_in, number_in, probability, setting
+from luca_gym.results.report import write_report
+from luca_gym.testing import check_world, count_traces
+from luca_gym.tools.table import Field, schema_of, spec_of
+
+SMALL = {"n_coins": 5, "weighings": 2}
+ALL_CHECKS = ["registry", "return-equals-headline", "refusals", "schemas", "replay", "sealed", "no-retrace", "text-env", "mcp",
+              "check_env"]
+
+
+def test_the_world_is_config_core_and_tool_table_only():
+    source = inspect.getsource(coin_world)
+    assert len(source.splitlines()) < 250
+    world = worlds.get("coin")
+    assert world is coin_world.WORLD and world.env is None and world.tools_env is None
+    assert world.gym_ids() == {"luca_gym/CoinWeighing-v0": ("luca_gym.envs.core:CoreEnv", {"world": "coin"}),
+                               "luca_gym/CoinWeighingTools-v0": ("luca_gym.envs.tools:ToolsEnv", {"world": "coin"})}
+    # The session class names no rule: it has no dispatch, no refusal, no ending of its own.
+    assert {"dispatch", "error", "record", "key_settings"}.isdisjoint(vars(coin_world.CoinToolSession))
+
+
+@pytest.mark.parametrize("settings", [SMALL, {}])
+def test_check_world_passes(settings):
+    assert check_world("coin", settings=settings) == ALL_CHECKS
+
+
+def test_the_schemas_are_built_from_the_signatures():
+    session = coin_world.CoinToolSession(0, **SMALL)
+    coin = {"type": "integer", "minimum": 0, "maximum": 4}
+    pan = {"type": "array", "items": coin, "maxItems": 5, "description": "the coins on this pan, by number"}
+    assert session.tool_specs() == [
+        {"name": "weigh", "description": "Costs one weighing: put coins on the two pans; the balance says which side is heavier.",
+         "input_schema": {"type": "object", "properties": {"left": pan, "right": pan}, "required": ["left", "right"],
+                          "additionalProperties": False}},
+        {"name": "guess", "description": "Name the counterfeit coin (one of the 5); the session ends, scored 1 if right.",
+         "input_schema": {"type": "object", "properties": {"coin": {**coin, "description": "the coin's number"}},
+                          "required": ["coin"], "additionalProperties": False}},
+        {"name": "end", "description": "End the session without a guess (score 0).",
+         "input_schema": {"type": "object", "properties": {}, "required": [], "additionalProperties": False}},
+    ]
+    assert session.annotations("guess") == {"title": "Name the counterfeit (ends the session)", "readOnlyHint": False,
+                                            "destructiveHint": True}
+
+
+def test_the_schema_builder_reads_every_supported_annotation_and_refuses_others():
+    @dataclass(frozen=True)
+    class C:
+        k: int = 3
+        on: bool = False
+
+    assert schema_of(Annotated[list[float], Field(items=lambda c: c.k)], C()) == {
+        "type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 3}
+    assert schema_of(Literal["a", "b"], C()) == {"enum": ["a", "b"]}
+    assert schema_of(bool | None, C()) == {"type": "boolean"}
+    with pytest.raises(TypeError, match="not supported"):
+        schema_of(dict, C())
+
+    class Handlers:
+        def f(self, x: int, note: Annotated[str, Field(max_length=9, when=lambda c: c.on)] = ""):
+            """Uses {c.k} things.
+
+            Not in the description."""
+
+        def g(self, y):
+            """No annotation."""
+
+    assert spec_of(Handlers.f, C())["input_schema"]["properties"] == {"x": {"type": "integer"}}
+    assert spec_of(Handlers.f, C(on=True))["input_schema"]["properties"]["note"] == {"type": "string", "maxLength": 9}
+    assert spec_of(Handlers.f, C())["description"] == "Uses 3 things."
+    with pytest.raises(TypeError, match="parameter 'y' has no type annotation"):
+        spec_of(Handlers.g, C())
+
+
+def test_the_core_refuses_by_its_rules_and_a_refusal_changes_nothing():
+    session = coin_world.CoinToolSession(3, **SMALL)
+    twice = session.call("weigh", {"left": [1, 1], "right": [2]})
+    assert twice == {"error": "a coin is on the balance twice", "weighings_left": 2}
+    assert session.call("weigh", {"left": [1], "right": [1]})["error"] == "a coin is on the balance twice"
+    assert "reading" in session.call("weigh", {"left": [0], "right": [1]})
+    assert "reading" in session.call("weigh", {"left": [2], "right": [3]})
+    assert session.call("weigh", {"left": [0], "right": [1]}) == {"error": "no weighings left", "weighings_left": 0}
+    assert session.total_reward == 0 and not session.ended
+    counterfeit = int(coin_world.instance(3, session.config))
+    answer = session.call("guess", {"coin": counterfeit})
+    assert answer == {"ended": True, "end_reason": "end", "scores": {"found": 1.0, "weighings_left": 0}, "weighings_left": 0}
+    assert session.call("end", {}) == {"error": "the session has ended", "weighings_left": 0}
+    assert session.total_reward == 1.0 and session.record()["instance_id"] == "coin_00000003"
+    assert session.key_settings() == SMALL
+
+
+def test_the_balance_points_to_the_heavy_coin():
+    config = coin_world.CoinConfig(**SMALL)
+    for seed in range(6):
+        heavy = int(coin_world.instance(seed, config))
+        state = coin_world.reset(heavy, config)
+        other = (heavy + 1) % config.n_coins
+        for left, right, reading in (([heavy], [other], "left heavier"), ([other], [heavy], "right heavier"),
+                                     ([other], [], "left heavier"), ([], [], "balance")):
+            after, reward, error = coin_world.step(state, coin_world.Action.make(coin_world.WEIGH, config, left, right), config)
+            assert int(error) == 0 and float(reward) == 0 and coin_world.READINGS[int(after.reading)] == reading
+
+
+def test_one_compiled_step_serves_every_budget_and_instance():
+    """weighings is traced (a leaf of the config's pytree), n_coins static (its structure)."""
+    first = coin_world.CoinConfig(n_coins=7, weighings=2)
+    state = coin_world.reset(coin_world.instance(0, first), first)
+    coin_world.step(state, coin_world.Action.make(coin_world.WEIGH, first, [0], [1]), first)
+    with count_traces() as traced:
+        for seed, budget in ((1, 5), (2, 0), (3, 31)):
+            config = coin_world.CoinConfig(n_coins=7, weighings=budget)
+            state = coin_world.reset(coin_world.instance(seed, config), config)
+            jax.block_until_ready(coin_world.step(state, coin_world.Action.make(coin_world.GUESS, config, coin=2), config))
+    assert traced == []
+    assert jax.tree_util.tree_leaves(first) == [2] and coin_world.CoinConfig.static_fields() == ("n_coins",)
+
+
+def test_the_gymnasium_env_is_the_generic_one_over_the_core():
+    env = gym.make("luca_gym/CoinWeighing-v0", render_mode="ansi", **SMALL)
+    observation, info = env.reset(options={"instance_seed": 9})
+    heavy = int(coin_world.instance(9, coin_world.CoinConfig(**SMALL)))
+    assert observation == {"weighings_left": 2, "reading": 0} and info == {"instance_seed": 9}
+    empty = np.zeros(5, np.int8)
+    weigh = {"kind": 0, "left": np.eye(5, dtype=np.int8)[heavy], "right": empty, "coin": 0}
+    observation, reward, terminated, truncated, info = env.step(weigh)
+    assert observation["reading"] == 1 and (reward, terminated, truncated, info) == (0.0, False, False, {"error_code": 0})
+    assert env.render() == "weighings left 1; last reading: left heavier"
+    for bad in ({"kind": 0}, {**weigh, "kind": 3}, "weigh", {**weigh, "left": np.full(5, 2)}):
+        with pytest.raises(ValueError, match="not allowed; an element of Dict"):
+            env.step(bad)
+    assert env.unwrapped.state.weighings_left == 1  # the bad actions changed nothing
+    _, reward, terminated, _, info = env.step({**weigh, "kind": 1, "coin": heavy})
+    assert (reward, terminated, info["scores"]) == (1.0, True, {"found": 1.0, "weighings_left": 1})
+
+
+def test_the_harness_and_the_report_run_the_world(tmp_path):
+    world = worlds.get("coin")
+    specs = harness.plan_world(world, ["ternary-search"], range(6), n_coins=[9, 12], weighings=[1, 3])
+    path = harness.sweep(specs, str(tmp_path), policy_factory=lambda agent: harness.make_runner(agent, world="coin"))
+    lines = [json.loads(line) for line in open(path)]
+    found = {(r["n_coins"], r["weighings"]): [] for r in lines}
+    for r in lines:
+        assert r["world"] == "coin" and r["return"] == r["scores"]["found"]
+        found[(r["n_coins"], r["weighings"])].append(r["scores"]["found"])
+    # Three weighings find one coin of up to 27; one weighing finds it only where its third is a single coin.
+    assert found[(9, 3)] == found[(12, 3)] == [1.0] * 6 and sum(found[(12, 1)]) < 6
+    text = write_report(path)
+    assert "## coin" in text and "ternary-search" in text
+
+
+def test_the_config_base_checks_by_name_and_derives_its_settings():
+    @dataclass(frozen=True)
+    class Settings(ConfigBase):
+        size: int = setting(4, int_in(1, 8), static=True)
+        noise: float = setting(0.1, probability())
+        scale: float = setting(1.0, number_in(0.5, 2))
+        mode: str = setting("a", choice("a", "b"))
+
+    assert Settings().settings() == {"size": 4, "noise": 0.1, "scale": 1.0, "mode": "a"}
+    assert Settings(size=np.int64(3)).size == 3 and type(Settings(noise=1).noise) is float
+    assert (Settings.static_fields(), Settings.traced_fields()) == (("size",), ("noise", "scale", "mode"))
+    for bad, message in (({"size": 9}, "size: 9 not allowed; an integer in 1..8"),
+                         ({"size": True}, "size: True not allowed"),
+                         ({"noise": float("nan")}, r"noise: nan not allowed; a number in \[0, 1\]"),
+                         ({"scale": "1"}, r"scale: '1' not allowed; a number in \[0.5, 2\]"),
+                         ({"mode": "c"}, "mode: 'c' not allowed; one of 'a', 'b'")):
+        with pytest.raises(ValueError, match=message):
+            Settings(**bad)
+    with pytest.raises(ValueError, match="a default is needed"):
+        setting(__import__("dataclasses").MISSING, int_in(0, 1))
