@@ -3,9 +3,9 @@ an agent ran can be weighed after the session, and its final claims held
 against its own evidence (``docs/guides/evidence-audit.md``).
 
 :func:`audit_record` dispatches a results line to its world's audit, the
-function ``audit(record) -> dict | None`` of the module ``audit`` beside the
-world's config (``luca_gym/worlds/<name>/audit.py``; a plug-in world may ship
-one the same way); a world without one has no audit (None). Each world's
+function ``audit(record) -> dict | None`` of the module the world declares as
+its ``World.audit`` (``luca_gym/worlds/<name>/audit.py``; a plug-in world may
+declare one the same way); a world without one has no audit (None). Each world's
 audit uses the world's own core and scorer (it regenerates the instance from
 the line's seed and settings, as the scorer does, never shown to the agent)
 and returns at least:
@@ -28,16 +28,15 @@ world's note on an agent whose row needs reading (its audit module's
 
 from __future__ import annotations
 
-import importlib
-
 import numpy as np
 
 from luca_gym import worlds
+from luca_gym.protocol import load
 
 
 def audit_function(world_name: str):
-    """The ``audit`` function of world ``world_name`` (the ``audit`` module
-    beside its config), or None where the world has none or is not registered."""
+    """The ``audit`` function of world ``world_name`` (its ``World.audit``
+    module), or None where the world has none or is not registered."""
     module = _audit_module(world_name)
     return None if module is None else getattr(module, "audit", None)
 
@@ -50,19 +49,11 @@ def audit_notes(world_name: str) -> dict:
 
 
 def _audit_module(world_name: str):
-    """The ``audit`` module beside world ``world_name``'s config, or None."""
+    """World ``world_name``'s audit module (its ``World.audit``), or None."""
     if not isinstance(world_name, str) or world_name not in worlds.names():
         return None
-    package = worlds.get(world_name).config.partition(":")[0].rpartition(".")[0]
-    if not package:  # a config in a top-level module: no package to hold an audit
-        return None
-    try:
-        module = importlib.import_module(f"{package}.audit")
-    except ModuleNotFoundError as error:
-        if error.name != f"{package}.audit":
-            raise
-        return None
-    return module
+    audit = worlds.get(world_name).audit
+    return None if audit is None else load(audit)
 
 
 def audit_record(record: dict) -> dict | None:

@@ -79,6 +79,7 @@ WORLD = World(
     flat_env="luca_gym.worlds.biobank.flat:BiobankFlatEnv",
     baselines="luca_gym.worlds.biobank.pipeline:BASELINES",
     report="luca_gym.worlds.biobank.report:sections",
+    audit="luca_gym.worlds.biobank.audit",
     host_side=("tools",),
     reference="DrugTargetWorld: A Synthetic Biobank for Training and Benchmarking AI Scientists (arXiv:2610.09558)",
     session_keys=("profile", "tier", "budget", "seed"),

@@ -42,6 +42,7 @@ WORLD = World(
     expected_fields="luca_gym.worlds.luca.evaluation:expected_fields",
     check_settings="luca_gym.worlds.luca.evaluation:check_settings",
     report="luca_gym.worlds.luca.report:sections",
+    audit="luca_gym.worlds.luca.audit",
     viewer="luca_gym.worlds.luca.viewer:VIEWER",
     cli="luca_gym.worlds.luca.cli:CLI",
     sweep_order=("n_genes", "tier", "mode", "backwards", "vocabulary", "stance"),
