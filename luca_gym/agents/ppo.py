@@ -38,6 +38,13 @@ it created (:func:`remove_unfinished_run`); one stopped later keeps its curve.
 per-gene checkpoint plays sessions of any organism size (:func:`bind`).
 Training organisms come from seeds ``pool_start`` (10_000) up, disjoint from
 the evaluation seeds 0-19.
+
+One module, as purejaxrl writes PPO, because the algorithm is read top to
+bottom as one piece: its config, the actor-critic's apply, the jitted
+update (rollout, GAE, loss, minibatches) and the training loop around it,
+then saving and loading what it trained; the networks beyond the MLP
+(:mod:`~luca_gym.agents.pergene`, :mod:`~luca_gym.agents.recurrent`) and
+the flat env it runs on (:mod:`luca_gym.functional`) live apart.
 """
 
 from __future__ import annotations
