@@ -155,23 +155,32 @@ class Core(Protocol):
 
     ERRORS: tuple
 
-    def instance(self, seed, config, seal=None): ...
+    def instance(self, seed, config, seal=None):
+        """The instance of ``seed`` (host side)."""
 
-    def reset(self, instance, config): ...
+    def reset(self, instance, config):
+        """A fresh session on ``instance``; pure."""
 
-    def step(self, state, action, config): ...
+    def step(self, state, action, config):
+        """One typed action: (state, reward, error); pure."""
 
-    def scores(self, state) -> dict: ...
+    def scores(self, state) -> dict:
+        """The session's scores, JSON-ready."""
 
-    def public_view(self, state, config): ...
+    def public_view(self, state, config):
+        """What an agent may see of ``state``; pure."""
 
-    def ended(self, state): ...
+    def ended(self, state):
+        """Whether the session has ended, bool ()."""
 
-    def action_space(self, config): ...
+    def action_space(self, config):
+        """The Gymnasium action space."""
 
-    def observation_space(self, config): ...
+    def observation_space(self, config):
+        """The Gymnasium observation space (of ``public_view``)."""
 
-    def to_action(self, sample, config): ...
+    def to_action(self, sample, config):
+        """An element of the action space as the typed action."""
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,10 @@
 * :mod:`~luca_gym.tools.session` -- :class:`~luca_gym.tools.session.ToolSessionBase`,
   the one dispatcher over a world's tool specs (parsing, schema checks,
   refusals that never raise, the transcript; OpenAI, Anthropic and MCP formats).
+* :mod:`~luca_gym.tools.table` -- :class:`~luca_gym.tools.table.TableToolSession`,
+  a tool session over a world's pure core from a table of typed handlers
+  (schemas built from the signatures; refusals, rewards, ending and scores
+  done once).
 * :mod:`~luca_gym.llm.loop` -- :func:`~luca_gym.llm.loop.run_agent` with
   retries and token accounting; scripted and replay agents.
 * :mod:`~luca_gym.llm.providers` -- OpenAI-compatible and Anthropic models
