@@ -29,6 +29,8 @@ FACADES = {
                                     "sweep, tables)",
     "luca_gym/agents/__init__.py": "the learned agents' facade over its own submodules (base, ppo)",
     "luca_gym/envs/__init__.py": "the generic envs' package: ToolsEnv from its own submodule",
+    "luca_gym/sandbox/__init__.py": "the code sandbox's facade over its own submodules (session, limits, isolation, "
+                                    "release): Sandbox, Limits and the names the tool sessions and worlds import",
     "luca_gym/worlds/luca/envs/__init__.py": "LUCA's envs package: its envs from its own submodules",
     "luca_gym/worlds/luca/core/__init__.py": "LUCA's core package: the pure functions from its own submodules",
     "luca_gym/worlds/luca/generator/__init__.py": "LUCA's generator package: its functions from its own submodules",

@@ -20,6 +20,7 @@ import sys
 import pytest
 
 from luca_gym import sandbox as sandbox_mod
+from luca_gym.sandbox import isolation as sandbox_isolation
 
 BOUND = 100 << 20  # bytes the host's peak memory may grow by while it refuses a bomb
 ROWS = 2000  # the tiny profile's cohort
@@ -118,8 +119,8 @@ def test_the_careful_reader_refuses_each_bomb_within_the_bound_in_the_hosts_own_
 @pytest.mark.skipif(os.geteuid() != 0 and not os.access("/usr/bin/bwrap", os.X_OK), reason="needs root or bubblewrap")
 @pytest.mark.xdist_group("sandbox")
 def test_a_session_reads_each_bomb_in_its_sandbox_and_the_host_holds(tmp_path):
-    if not os.access(sandbox_mod._BWRAP, os.X_OK) and os.environ.get("LUCA_GYM_REQUIRE_BWRAP") == "1":
-        pytest.fail(f"LUCA_GYM_REQUIRE_BWRAP=1 and no bubblewrap at {sandbox_mod._BWRAP}")
+    if not os.access(sandbox_isolation._BWRAP, os.X_OK) and os.environ.get("LUCA_GYM_REQUIRE_BWRAP") == "1":
+        pytest.fail(f"LUCA_GYM_REQUIRE_BWRAP=1 and no bubblewrap at {sandbox_isolation._BWRAP}")
     _check(_host("sandbox", tmp_path))
 
 

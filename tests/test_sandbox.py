@@ -38,6 +38,10 @@ from luca_gym.seal import SECRET_ENV, make_seal
 from luca_gym.llm.loop import ScriptedAgent
 from luca_gym.tools.session import PYTHON_TURNS, tool_options
 from luca_gym import sandbox as sandbox_mod
+from luca_gym.sandbox import cgroups as sandbox_cgroups
+from luca_gym.sandbox import isolation as sandbox_isolation
+from luca_gym.sandbox import mounts as sandbox_mounts
+from luca_gym.sandbox import session as sandbox_session
 from luca_gym.sandbox import Limits, Sandbox, SandboxUnavailable
 from luca_gym.worlds.biobank.release import TRUTH_WORDS
 from luca_gym.worlds.biobank.tools import BiobankToolSession
@@ -63,10 +67,10 @@ REQUIRE_BWRAP = os.environ.get("LUCA_GYM_REQUIRE_BWRAP") == "1"  # CI sets it: t
 def needs_isolation(isolation: str) -> None:
     """Skip a bwrap case where bubblewrap is not installed, with the reason in the summary (fail instead under
     LUCA_GYM_REQUIRE_BWRAP=1, so CI keeps testing the real path)."""
-    if isolation == "bwrap" and not os.access(sandbox_mod._BWRAP, os.X_OK):
+    if isolation == "bwrap" and not os.access(sandbox_isolation._BWRAP, os.X_OK):
         if REQUIRE_BWRAP:
-            pytest.fail(f"LUCA_GYM_REQUIRE_BWRAP=1 and no bubblewrap at {sandbox_mod._BWRAP}")
-        pytest.skip(f"bubblewrap is not installed ({sandbox_mod._BWRAP}); `apt-get install bubblewrap` to test the bwrap sandbox")
+            pytest.fail(f"LUCA_GYM_REQUIRE_BWRAP=1 and no bubblewrap at {sandbox_isolation._BWRAP}")
+        pytest.skip(f"bubblewrap is not installed ({sandbox_isolation._BWRAP}); `apt-get install bubblewrap` to test the bwrap sandbox")
 
 
 @pytest.fixture(scope="module", params=["bwrap", "unshare"])
@@ -252,8 +256,8 @@ def test_the_session_ends_and_removes_its_folder():
 
 
 def test_without_isolation_the_tool_refuses_to_start(monkeypatch):
-    monkeypatch.setattr(sandbox_mod, "_BWRAP", "/nonexistent/bwrap")
-    monkeypatch.setattr(sandbox_mod, "_UNSHARE", "/nonexistent/unshare")
+    monkeypatch.setattr(sandbox_isolation, "_BWRAP", "/nonexistent/bwrap")
+    monkeypatch.setattr(sandbox_isolation, "_UNSHARE", "/nonexistent/unshare")
     with pytest.raises(SandboxUnavailable, match="no isolation works here.*never run without one"):
         BiobankToolSession(SEED, sealed=SEAL, python=True, profile="tiny")
     with pytest.raises(SandboxUnavailable, match="bubblewrap needs /nonexistent/bwrap"):
@@ -581,8 +585,8 @@ def _mounts() -> set[str]:
 def test_without_cgroups_or_a_loop_device_the_fallback_holds_and_says_so(monkeypatch):
     if os.geteuid() != 0:
         pytest.skip("the fallback's tmpfs working folder needs root")
-    monkeypatch.setattr(sandbox_mod, "_cgroup_mounts", lambda: [])  # a host without cgroups
-    monkeypatch.setattr(sandbox_mod, "_MKFS", "/nonexistent/mkfs.ext4")  # and without mkfs
+    monkeypatch.setattr(sandbox_cgroups, "_cgroup_mounts", lambda: [])  # a host without cgroups
+    monkeypatch.setattr(sandbox_mounts, "_MKFS", "/nonexistent/mkfs.ext4")  # and without mkfs
     s = _sandbox("unshare", LIMITS)
     try:
         assert s.enforced == {"session_memory": None, "session_processes": None, "tmp": "tmpfs", "workdir": "tmpfs"}
@@ -707,27 +711,27 @@ def test_a_cgroup_v2_host_gets_one_folder_with_both_limits(tmp_path, monkeypatch
         (folder / "cgroup.controllers").write_text(controllers)
         (folder / "cgroup.subtree_control").write_text(enabled)
     monkeypatch.setattr(os, "geteuid", lambda: 0)
-    monkeypatch.setattr(sandbox_mod, "_cgroup_mounts", lambda: [("cgroup2", "/", str(root), {"rw"})])
-    monkeypatch.setattr(sandbox_mod, "_own_cgroups", lambda: {"": "/system.slice/host.service"})
+    monkeypatch.setattr(sandbox_cgroups, "_cgroup_mounts", lambda: [("cgroup2", "/", str(root), {"rw"})])
+    monkeypatch.setattr(sandbox_cgroups, "_own_cgroups", lambda: {"": "/system.slice/host.service"})
     limits = Limits(session_memory_bytes=3 << 30, session_processes=99)
-    made = sandbox_mod._SessionCgroup("luca-sandbox-test", limits)
+    made = sandbox_cgroups._SessionCgroup("luca-sandbox-test", limits)
     assert made.enforced == {"session_memory": "cgroup v2", "session_processes": "cgroup v2"}
     assert made.folders == [str(own / "luca-sandbox-test")] and (own / "cgroup.subtree_control").read_text() == "+memory +pids"
     assert (own / "luca-sandbox-test" / "memory.max").read_text() == str(3 << 30)
     assert (own / "luca-sandbox-test" / "pids.max").read_text() == "99"
     (own / "cgroup.controllers").write_text("pids")  # its own offers no memory: beside it
-    made = sandbox_mod._SessionCgroup("luca-sandbox-other", limits)
+    made = sandbox_cgroups._SessionCgroup("luca-sandbox-other", limits)
     assert made.folders == [str(root / "system.slice" / "luca-sandbox-other")] and made.procs[0].endswith("other/cgroup.procs")
     (root / "system.slice" / "cgroup.subtree_control").write_text("pids")  # nor its parent's children: no cgroup v2
-    made = sandbox_mod._SessionCgroup("luca-sandbox-none", limits)
+    made = sandbox_cgroups._SessionCgroup("luca-sandbox-none", limits)
     assert made.folders == [] and "no writable" in made.why
     assert made.enforced == {"session_memory": None, "session_processes": None}
 
 
 # -- what the python tool says is installed, and --python without the analysis packages ---------
 def test_the_python_tool_names_the_packages_that_import_in_the_sandbox(monkeypatch):
-    monkeypatch.setattr(sandbox_mod, "ANALYSIS_PACKAGES", ("numpy", "pyarrow", "no_such_package"))
-    monkeypatch.setattr(sandbox_mod, "_PROBED", {})  # checked again, in the sandbox
+    monkeypatch.setattr(sandbox_session, "ANALYSIS_PACKAGES", ("numpy", "pyarrow", "no_such_package"))
+    monkeypatch.setattr(sandbox_session, "_PROBED", {})  # checked again, in the sandbox
     s = BiobankToolSession(SEED, sealed=SEAL, python=True, limits=LIMITS, profile="tiny")
     try:
         (spec,) = [t for t in s.tool_specs() if t["name"] == "python"]
@@ -735,8 +739,8 @@ def test_the_python_tool_names_the_packages_that_import_in_the_sandbox(monkeypat
         assert "numpy and pyarrow are installed (no_such_package is not: importing it fails); no network" in spec["description"]
     finally:
         s.close()
-    monkeypatch.setattr(sandbox_mod, "ANALYSIS_PACKAGES", ("no_such_package", "nor_this_one"))
-    monkeypatch.setattr(sandbox_mod, "_PROBED", {})
+    monkeypatch.setattr(sandbox_session, "ANALYSIS_PACKAGES", ("no_such_package", "nor_this_one"))
+    monkeypatch.setattr(sandbox_session, "_PROBED", {})
     bare = Sandbox(LIMITS)
     try:
         assert bare.packages_words() == "none of no_such_package or nor_this_one is installed (only the standard library)"
@@ -757,7 +761,7 @@ def test_the_analysis_extra_is_the_one_the_project_declares():
 
 def test_python_without_the_analysis_packages_is_refused_in_one_line(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv(SECRET_ENV, "a secret of the sandbox tests, from the environment")
-    monkeypatch.setattr(sandbox_mod, "ANALYSIS_EXTRA", ("pandas", "no_such_package"))
+    monkeypatch.setattr(sandbox_session, "ANALYSIS_EXTRA", ("pandas", "no_such_package"))
     out = tmp_path / "eval"
     assert main(["eval", "--world", "biobank", "--agents", "null", "--seeds", "0", "--set", "profile=tiny", "--python",
                  "--sealed", "--out", str(out)]) == 2

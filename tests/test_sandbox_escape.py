@@ -27,6 +27,10 @@ import time
 import pytest
 
 from luca_gym import sandbox as sandbox_mod
+from luca_gym.sandbox import isolation as sandbox_isolation
+from luca_gym.sandbox import mounts as sandbox_mounts
+from luca_gym.sandbox import processes as sandbox_processes
+from luca_gym.sandbox import release as sandbox_release
 from luca_gym.sandbox import seccomp as sandbox_seccomp
 from luca_gym.sandbox import Limits, Sandbox, SandboxUnavailable
 
@@ -100,10 +104,10 @@ def test_the_program_refuses_its_calls_in_a_plain_process():
 
 
 def _sandbox(isolation: str, limits: Limits = LIMITS) -> Sandbox:
-    if isolation == "bwrap" and not os.access(sandbox_mod._BWRAP, os.X_OK):
+    if isolation == "bwrap" and not os.access(sandbox_isolation._BWRAP, os.X_OK):
         if REQUIRE_BWRAP:
-            pytest.fail(f"LUCA_GYM_REQUIRE_BWRAP=1 and no bubblewrap at {sandbox_mod._BWRAP}")
-        pytest.skip(f"bubblewrap is not installed ({sandbox_mod._BWRAP}); `apt-get install bubblewrap` to test it")
+            pytest.fail(f"LUCA_GYM_REQUIRE_BWRAP=1 and no bubblewrap at {sandbox_isolation._BWRAP}")
+        pytest.skip(f"bubblewrap is not installed ({sandbox_isolation._BWRAP}); `apt-get install bubblewrap` to test it")
     if isolation == "unshare" and os.geteuid() != 0:
         pytest.skip("the unshare fallback needs root")
     try:
@@ -197,7 +201,7 @@ def test_the_sessions_cgroup_alone_ends_a_block_whose_namespace_outlives_it(sand
     # limit ends it)
     if not (sandbox.enforced["session_processes"] or sandbox.enforced["session_memory"]):
         pytest.skip("no session cgroup here: the pid namespace's end is all that holds")
-    monkeypatch.setattr(sandbox_mod, "_kill", lambda process: None)
+    monkeypatch.setattr(sandbox_processes, "_kill", lambda process: None)
     marker = f"cgroup-{os.getpid()}-{sandbox.isolation}"
     start = time.monotonic()
     answer = sandbox.run(ATTACK.format(marker=marker))
@@ -210,7 +214,7 @@ def test_a_process_holding_the_output_after_its_block_exits_does_not_hang_the_ca
     # the pipes alone, outside any sandbox: the block's first process exits while a child keeps the output open
     process = subprocess.Popen(["/bin/sh", "-c", "sleep 60 & echo $!"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, start_new_session=True)
-    pipes = sandbox_mod._Pipes(process, b"", 1000)
+    pipes = sandbox_processes._Pipes(process, b"", 1000)
     try:
         assert pipes.exchange(time.monotonic() + 30)  # the first process exited: a second's grace, then done
         pipes.drain(time.monotonic() + 0.2)  # the sleep still holds it: returns at the deadline
@@ -264,7 +268,7 @@ def test_a_host_that_dies_leaves_nothing_after_the_next_start(isolation, how):
     else:  # killed: its things are left until the next start
         assert os.path.exists(held["home"])
         assert sandbox_mod.sweep_stale() and not os.path.exists(held["home"])
-    mounts = sandbox_mod._mounted()
+    mounts = sandbox_mounts._mounted()
     assert not any(m.startswith(held["home"]) for m in mounts)
     assert not any(os.path.exists(c) for c in held["cgroups"])
     deadline = time.monotonic() + 10  # a loop device detaches once the last process using it has gone (under load: later)
@@ -293,7 +297,7 @@ def test_the_sandbox_page_prints_the_policy_as_it_is():
 
 
 def test_the_sweep_removes_only_the_folders_of_hosts_that_are_gone(tmp_path):
-    own = {"pid": os.getpid(), "start": sandbox_mod._start_time(os.getpid()), "pid_namespace": sandbox_mod._pid_namespace(),
+    own = {"pid": os.getpid(), "start": sandbox_release._start_time(os.getpid()), "pid_namespace": sandbox_release._pid_namespace(),
            "cgroups": [], "image": None}
     records = {"gone": {**own, "start": -1},  # this pid, another process's start: its host is gone
                "running": own,
@@ -305,7 +309,7 @@ def test_the_sweep_removes_only_the_folders_of_hosts_that_are_gone(tmp_path):
         (home / "work").mkdir(parents=True)
         if record is not None:
             text = record if isinstance(record, str) else json.dumps({**record, "mount": str(home / "work")})
-            (home / sandbox_mod._RECORD).write_text(text)
+            (home / sandbox_release._RECORD).write_text(text)
     (tmp_path / "not-a-sandbox").mkdir()
     assert sandbox_mod.sweep_stale(str(tmp_path)) == [str(tmp_path / f"{sandbox_mod.FOLDER_PREFIX}gone")]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(

@@ -4,7 +4,7 @@ and why, compiled to the classic-BPF program the kernel takes
 
 A module of its own because the policy is a table one reads and reviews on
 its own (the docs' sandbox page prints it), apart from the launcher in
-:mod:`luca_gym.sandbox`, which hands the program to bubblewrap
+:mod:`luca_gym.sandbox.isolation`, which hands the program to bubblewrap
 (``bwrap --seccomp FD``) or, in the ``unshare`` fallback, has the block's
 interpreter load it (:data:`INSTALL`) before the agent's first line runs.
 Either way every process of the block inherits it and none can drop it.
