@@ -19,6 +19,8 @@ from gymnasium import spaces
 
 from luca_gym import register_world
 from luca_gym.config import ConfigBase, int_in, pytree, setting
+from luca_gym.envs.codec import CodecEnv
+from luca_gym.envs.table_codec import table_codec
 from luca_gym.llm.loop import AgentTurn, ToolCall
 from luca_gym.protocol import World
 from luca_gym.tools.table import Field, TableToolSession, tool, tool_table
@@ -124,6 +126,14 @@ def to_action(sample, config):
                   np.int32(sample["coin"]))
 
 
+def flat_actions(config):
+    """The flat action table: weigh coin i against coin j (i < j), then guess each coin."""
+    pairs = [(i, j) for i in range(config.n_coins) for j in range(i + 1, config.n_coins)]
+    rows = [Action.make(WEIGH, config, [i], [j]) for i, j in pairs] + [Action.make(GUESS, config, coin=c)
+                                                                          for c in range(config.n_coins)]
+    return jax.tree_util.tree_map(lambda *xs: np.stack(xs), *rows)
+
+
 def render(state, config) -> str:
     return f"weighings left {int(state.weighings_left)}; last reading: {READINGS[int(state.reading)]}"
 
@@ -194,8 +204,16 @@ class TernarySearch:
 
 
 BASELINES = {"ternary-search": TernarySearch}
+flat = table_codec("coin", CoinConfig)  # the flat codec over flat_actions: the functional env, the PPO
+
+
+class CoinFlatEnv(CodecEnv):  # luca_gym/CoinWeighingFlat-v0
+    world = "coin"
+
+
 WORLD = register_world(World(
     name="coin", version="1", gym_stem="CoinWeighing", summary="the counterfeit coin, found by weighings on a balance",
     config="coin_world:CoinConfig", headline="found", core="coin_world", tools="coin_world:CoinToolSession",
-    baselines="coin_world:BASELINES", session_keys=("n_coins", "weighings", "seed"),
+    baselines="coin_world:BASELINES", session_keys=("n_coins", "weighings", "seed"), flat="coin_world:flat",
+    flat_env="coin_world:CoinFlatEnv",
 ))

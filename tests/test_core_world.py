@@ -26,7 +26,7 @@ from luca_gym.tools.table import Field, schema_of, spec_of
 
 SMALL = {"n_coins": 5, "weighings": 2}
 ALL_CHECKS = ["registry", "return-equals-headline", "refusals", "schemas", "replay", "sealed", "no-retrace", "text-env", "mcp",
-              "check_env"]
+              "flat", "flat-no-retrace", "check_env"]
 
 
 def test_the_world_is_config_core_and_tool_table_only():
@@ -35,12 +35,13 @@ def test_the_world_is_config_core_and_tool_table_only():
     world = worlds.get("coin")
     assert world is coin_world.WORLD and world.env is None and world.tools_env is None
     assert world.gym_ids() == {"luca_gym/CoinWeighing-v0": ("luca_gym.envs.core:CoreEnv", {"world": "coin"}),
+                               "luca_gym/CoinWeighingFlat-v0": ("coin_world:CoinFlatEnv", {}),
                                "luca_gym/CoinWeighingTools-v0": ("luca_gym.envs.tools:ToolsEnv", {"world": "coin"})}
     # The session class names no rule: it has no dispatch, no refusal, no ending of its own.
     assert {"dispatch", "error", "record", "key_settings"}.isdisjoint(vars(coin_world.CoinToolSession))
 
 
-@pytest.mark.parametrize("settings", [SMALL, {}])
+@pytest.mark.parametrize("settings", [SMALL, pytest.param({}, marks=pytest.mark.slow)])
 def test_check_world_passes(settings):
     assert check_world("coin", settings=settings) == ALL_CHECKS
 
@@ -188,3 +189,27 @@ def test_the_config_base_checks_by_name_and_derives_its_settings():
             Settings(**bad)
     with pytest.raises(ValueError, match="a default is needed"):
         setting(__import__("dataclasses").MISSING, int_in(0, 1))
+
+
+def test_the_flat_codec_is_the_core_over_its_action_table():
+    """K = N(N-1)/2 weighings of one coin against another + N guesses; the mask is what the core would not refuse."""
+    from luca_gym import functional as F
+
+    codec = F.make_env(world="coin", **SMALL)
+    assert (codec.num_actions, codec.observation_size, codec.headline) == (15, 2, "found")
+    state, vector, mask = codec.open(jax.tree_util.tree_map(lambda x: x[0], codec.instances([4])))
+    assert mask.all() and list(vector) == [0.0, 2.0]  # the view's leaves in key order: reading, weighings_left
+    assert [list(b) for b in codec.observation_bounds] == [[0, 0], [3, 32]]
+    heavy = int(coin_world.instance(4, codec.config))
+    for index in (0, 1):  # two weighings spend the budget: every weighing is masked after them
+        state, vector, mask, reward, terminated, truncated, error = codec.step(state, jax.numpy.int32(index))
+        assert int(error) == 0 and not bool(terminated)
+    assert not mask[:10].any() and mask[10:].all()
+    for outside in (-1, 15):
+        after, _, same, reward, _, _, error = codec.step(state, jax.numpy.int32(outside))
+        assert int(error) == len(coin_world.ERRORS) and float(reward) == 0 and (same == mask).all()
+    state, _, _, reward, terminated, _, error = codec.step(state, jax.numpy.int32(10 + heavy))
+    assert (int(error), float(reward), bool(terminated), float(codec.score(state))) == (0, 1.0, True, 1.0)
+    env = gym.make("luca_gym/CoinWeighingFlat-v0", **SMALL)
+    _, info = env.reset(options={"instance_seed": 4})
+    assert info["action_mask"].all()
