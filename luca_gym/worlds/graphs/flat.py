@@ -75,6 +75,13 @@ raise ValueError for an index outside [0, K) on the host.
 The reward is the core's under either observation: 1 on the call that ends
 the session on the truth, less the config's ``intervention_cost`` on each
 intervention made; an edit earns nothing.
+
+One module for the pure codec and what plays it batched: both observations
+share one action layout, one mask and :class:`GraphFlat`'s ``step``, and
+the raw codec's teacher (:func:`raw_systematic_policy`) and
+:func:`play_batch` read the layout defined here. The codec held on one host
+session across its calls (a learned agent in the harness) is
+:mod:`~luca_gym.worlds.graphs.flat_host`.
 """
 
 from __future__ import annotations
@@ -454,13 +461,18 @@ class GraphFlat:
     # -- a learned agent on a host session (luca_gym.agents.FlatPolicy) ---------------
     def for_session(self, params):
         """The codec of a session of config ``params``: under ``"raw"`` a
-        :class:`RawHostSession`, which holds the learner's matrix across the
-        session's calls."""
+        :class:`~luca_gym.worlds.graphs.flat_host.RawHostSession`, which holds
+        the learner's matrix across the session's calls, under
+        ``analyst="posterior"`` a
+        :class:`~luca_gym.worlds.graphs.flat_host.PosteriorHostSession`."""
+        # the host side builds on this module, so it is imported where a session asks for it
+        from luca_gym.worlds.graphs.flat_host import PosteriorHostSession, RawHostSession
+
         codec = dataclasses.replace(self, config=params)
         return RawHostSession(codec) if self.raw else PosteriorHostSession(codec) if self.posterior else codec
 
     def encode(self, obs: dict):
-        """A host session's observation as the flat (vector, mask) (``"evidence"``; see :class:`RawHostSession`)."""
+        """A host session's observation as the flat (vector, mask) (``"evidence"``; see :meth:`for_session`)."""
         if self.posterior:
             raise ValueError(f"codec: {self.describe()} keeps state across a session's calls; encode through "
                              "codec.for_session(params)")
@@ -468,7 +480,7 @@ class GraphFlat:
 
     def decode(self, index: int, obs: dict) -> dict:
         """Flat index -> a tool call ``{"tool", "arguments"}`` of the session
-        (``"evidence"``; see :class:`RawHostSession`). An index that is not an
+        (``"evidence"``; see :meth:`for_session`). An index that is not an
         integer in [0, N] raises ValueError."""
         if self.posterior:
             raise ValueError(f"codec: {self.describe()} keeps state across a session's calls; decode through "
@@ -486,110 +498,6 @@ def _call(config, index: int, hypothesis: np.ndarray) -> dict:
             arguments["adjacency"] = hypothesis
         return {"tool": config.intervene_tool, "arguments": arguments}
     return {"tool": "submit_graph", "arguments": {"adjacency": hypothesis}}
-
-
-class _HostCodec:
-    """What a codec held on one host session shows of its codec: K, D and
-    the settings in words (the sessions below keep what differs)."""
-
-    codec: GraphFlat
-
-    @property
-    def num_actions(self) -> int:
-        """K, the codec's."""
-        return self.codec.num_actions
-
-    @property
-    def observation_size(self) -> int:
-        """D, the codec's."""
-        return self.codec.observation_size
-
-    def describe(self) -> str:
-        """The codec's settings in a few words."""
-        return self.codec.describe()
-
-
-class RawHostSession(_HostCodec):
-    """A ``"raw"`` codec on one host session (the harness's tool session, its
-    public view as ``obs``): it holds what :class:`RawSession` holds for the
-    learner (the matrix, the last intervention, the states before it, the
-    edits left) across the session's calls, and encodes with the jitted
-    codec's :func:`raw_observation`. :meth:`decode` of an edit applies it
-    here and returns None: the learner chooses again
-    (:meth:`luca_gym.agents.FlatPolicy.act`)."""
-
-    def __init__(self, codec: GraphFlat):
-        n = codec.config.n
-        self.codec, self.config = codec, codec.config
-        self.hypothesis = np.zeros((n, n), bool)
-        self.last, self.before, self.edits_left = -1, None, edit_budget(n)
-
-    def encode(self, obs: dict):
-        """The session's observation ``obs`` (its public view) as the flat (vector, mask)."""
-        if self.before is None:  # the opening states, until the first intervention
-            self.before = np.asarray(obs["states"])
-        return raw_observation(obs, self.hypothesis, self.last, self.before, self.edits_left, self.config,
-                               self.codec.raw_actions)
-
-    def decode(self, index: int, obs: dict) -> dict | None:
-        """Flat index -> the session's tool call, or None for an edit of the
-        matrix (applied here). An index outside [0, K), or an edit the codec
-        refuses (the diagonal, no edits left), raises ValueError."""
-        n = self.config.n
-        index = int(check_flat_actions(index, self.num_actions, name="index"))
-        if index > n and self.codec.commits:  # commit, then call as index - (N + 1)
-            committed = np.asarray(_committed(jnp.asarray(self.hypothesis), jnp.int32(self.last), jnp.asarray(self.before),
-                                              jnp.asarray(obs["states"]), self.config.directed))
-            self.edits_left -= int(not np.array_equal(committed, self.hypothesis))
-            self.hypothesis, index = committed, index - (n + 1)
-        if index > n:
-            pair = index - (n + 1)
-            if pair // n == pair % n or self.edits_left <= 0:
-                raise ValueError(f"index: {index} not allowed; {ERRORS[4 if pair // n == pair % n else EDITS_SPENT]}")
-            self.hypothesis = np.asarray(_edit(jnp.asarray(self.hypothesis), jnp.int32(pair), self.config.directed))
-            self.edits_left -= 1
-            return None
-        if index < n:
-            self.last, self.before = index, np.asarray(obs["states"])
-        return _call(self.config, index, self.hypothesis)
-
-
-class PosteriorHostSession(_HostCodec):
-    """An ``analyst="posterior"`` codec on one host session (its public view
-    as ``obs``): the analyst's memory of the matrices it stated in vain,
-    held across the session's calls, and the same pieces as the functional
-    codec (:mod:`~luca_gym.worlds.graphs.analyst`), so a host session takes
-    the calls the batched one takes."""
-
-    def __init__(self, codec: GraphFlat):
-        self.codec, self.config = codec, codec.config
-        self.memory = posterior_analyst.bayes_memory(codec.config)
-
-    def encode(self, obs: dict):
-        """The session's observation ``obs`` (its public view) as the flat (vector, mask)."""
-        view = {k: jnp.asarray(v) for k, v in obs.items()}
-        return posterior_observation(view, _posterior(view, self.config), self.config)
-
-    def decode(self, index: int, obs: dict) -> dict:
-        """Flat index -> the session's tool call, the analyst's matrix attached
-        (remembered where an intervention states it under the paper's loop).
-        An index that is not an integer in [0, N] raises ValueError."""
-        index = int(check_flat_actions(index, self.num_actions, name="index"))
-        view = {k: jnp.asarray(v) for k, v in obs.items()}
-        adjacency = _stated(_posterior(view, self.config), self.memory, self.config)
-        if index < self.config.n and self.config.proposals == "every":
-            self.memory = posterior_analyst.remember(self.memory, adjacency, self.config)
-        return _call(self.config, index, np.asarray(adjacency))
-
-
-@partial(jax.jit, static_argnames=("config",))
-def _posterior(view, config):
-    return posterior_analyst.edge_posterior(view, config)
-
-
-@partial(jax.jit, static_argnames=("config",))
-def _stated(posterior, memory, config):
-    return posterior_analyst.best_unrefuted(posterior, memory, config)
 
 
 def _config_keywords(config_class):
