@@ -23,7 +23,7 @@ from luca_gym.envs.codec import CodecEnv
 from luca_gym.envs.table_codec import table_codec
 from luca_gym.llm.loop import AgentTurn, ToolCall
 from luca_gym.protocol import World
-from luca_gym.tools.table import Field, TableToolSession, tool, tool_table
+from luca_gym.tools.table import Field, TableToolSession, table_play, tool, tool_table
 from luca_gym.validate import check_seed
 
 
@@ -204,6 +204,7 @@ class TernarySearch:
 
 
 BASELINES = {"ternary-search": TernarySearch}
+play = table_play(CoinToolSession)  # a reset/act policy through the same tool session
 flat = table_codec("coin", CoinConfig)  # the flat codec over flat_actions: the functional env, the PPO
 
 
@@ -215,5 +216,5 @@ WORLD = register_world(World(
     name="coin", version="1", gym_stem="CoinWeighing", summary="the counterfeit coin, found by weighings on a balance",
     config="coin_world:CoinConfig", headline="found", core="coin_world", tools="coin_world:CoinToolSession",
     baselines="coin_world:BASELINES", session_keys=("n_coins", "weighings", "seed"), flat="coin_world:flat",
-    flat_env="coin_world:CoinFlatEnv",
+    flat_env="coin_world:CoinFlatEnv", play="coin_world:play",
 ))

@@ -169,6 +169,34 @@ def test_the_harness_and_the_report_run_the_world(tmp_path):
     assert "## coin" in text and "ternary-search" in text
 
 
+class FirstTwo:
+    """A reset/act policy: weigh coin 0 against coin 1, then name the heavier, or coin 2 where they balance."""
+
+    def reset(self, config, seed):
+        self.weighed = False
+
+    def act(self, observation):
+        if not self.weighed:
+            self.weighed = True
+            return {"tool": "weigh", "arguments": {"left": [0], "right": [1]}}
+        return {"tool": "guess", "arguments": {"coin": {1: 0, 2: 2, 3: 1}[int(observation["reading"])]}}
+
+
+def test_a_policy_plays_through_the_same_tool_session(tmp_path):
+    """A reset/act policy's record (World.play, the generic loop) holds the tool session's transcript, as a tool agent's does."""
+    world = worlds.get("coin")
+    specs = harness.plan_world(world, ["test_core_world:FirstTwo"], range(8), n_coins=3, weighings=1)
+    path = harness.sweep(specs, str(tmp_path), policy_factory=lambda agent: FirstTwo())
+    lines = [json.loads(line) for line in open(path)]
+    assert all(r["scores"]["found"] == 1.0 == r["return"] for r in lines)  # three coins: one weighing finds the heavy one
+    assert [c["call"] for c in lines[0]["calls"]] == ["weigh", "guess"] and lines[0]["calls"][0]["weighings_left"] == 0
+    agent_line = harness.run_tool_session(coin_world.TernarySearch(), specs[0])
+    assert {k for k in lines[0]["calls"][0]} == {k for k in agent_line["calls"][0]}
+    assert lines[0]["calls"][0]["result"] == agent_line["calls"][0]["result"]  # the same first call, the same answer
+    with pytest.raises(RuntimeError, match="did not end the session within 1 calls"):
+        coin_world.play(FirstTwo(), 0, max_calls=1, n_coins=3, weighings=1)
+
+
 def test_the_config_base_checks_by_name_and_derives_its_settings():
     @dataclass(frozen=True)
     class Settings(ConfigBase):
