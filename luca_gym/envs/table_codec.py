@@ -59,10 +59,12 @@ class TableCodec:
 
     @property
     def num_actions(self) -> int:
+        """K: the rows of the core's action table."""
         return int(jax.tree_util.tree_leaves(_table(self.world, self.config))[0].shape[0])
 
     @property
     def observation_size(self) -> int:
+        """D: the length of the flattened public view."""
         state = _core(self.world).reset(_one(self), self.config)
         return int(self._vector(state).shape[0])
 
@@ -73,9 +75,11 @@ class TableCodec:
         return np.asarray(low, np.float32), np.asarray(high, np.float32)
 
     def settings(self) -> dict:
+        """The config's fields (they rebuild the codec through the world's ``flat`` factory)."""
         return self.config.settings()
 
     def describe(self) -> str:
+        """The settings in a few words."""
         return ", ".join(f"{k}={v}" for k, v in self.settings().items())
 
     def instances(self, seeds):
@@ -93,10 +97,12 @@ class TableCodec:
         return errors == 0
 
     def open(self, instance):
+        """A session on ``instance``: (state, vector float32 (D,), mask bool (K,)); pure."""
         state = TableState(_core(self.world).reset(instance, self.config), jnp.float32(0.0))
         return state, self._vector(state.core), self._mask(state.core)
 
     def step(self, state, action):
+        """Row ``action`` (int32 ()) of the table: (state, vector, mask, reward, terminated, truncated, error); pure."""
         core = _core(self.world)
         table = _table(self.world, self.config)
         k = self.num_actions
@@ -110,6 +116,7 @@ class TableCodec:
         return (after, self._vector(new), self._mask(new), reward, jnp.asarray(core.ended(new), bool), jnp.bool_(False), error)
 
     def score(self, state):
+        """The return so far, float32 (): an ended session's headline."""
         return state.total
 
 
