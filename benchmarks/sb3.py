@@ -157,7 +157,7 @@ def main() -> None:
 
         print(f"\n## Mean composite on seeds 0-19 ({tier} {mode} N={N}, the harness)")
         uniform = FlatPolicy("masked-random", lambda vector, mask, rng: int(rng.choice(np.flatnonzero(mask))),
-                             functional.make_env(tier, N, mode))
+                             functional.make_env(tier, N, mode, world="luca"))
         agents = {"random (harness baseline)": make_policy("random"), "masked-random flat": uniform,
                   "MaskablePPO, most likely action": load_policy(out),
                   "MaskablePPO, sampled (per-session RNG)": load_policy(out, deterministic=False),

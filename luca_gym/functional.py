@@ -4,8 +4,8 @@ of sessions as one jit-compiled program, no Python in the loop (gymnax style:
 settings, pool and state are separate arguments, every function pure and
 vmappable).
 
-* :func:`make_env` -- a world's flat codec from its settings (``world="luca"``
-  by default: ``make_env("easy", 20, "healthy")``); the codec is the static
+* :func:`make_env` -- a world's flat codec from its settings
+  (``make_env("easy", 20, "healthy", world="luca")``); the codec is the static
   settings of the env: the action is one of its K flat actions, the
   observation a float32 vector with a legal-action mask.
 * :class:`Pool` (:func:`make_pool`) -- training instances generated once on
@@ -99,10 +99,10 @@ DEFAULT_POOL_SIZE = 1024
 FlatEnv = FlatCodec
 
 
-def make_env(*args, world: str = "luca", **settings) -> FlatCodec:
+def make_env(*args, world, **settings) -> FlatCodec:
     """The flat codec of ``world`` (a registered name, ``"package.module:attribute"``
     or a :class:`~luca_gym.protocol.World`) for its settings: e.g. LUCA's
-    ``make_env("easy", 20, "healthy", budget=None, analyst="logit-additive")``
+    ``make_env("easy", 20, "healthy", world="luca", budget=None, analyst="logit-additive")``
     (:func:`luca_gym.worlds.luca.functional.make_codec`)."""
     return worlds.get(world).make_flat(*args, **settings)
 

@@ -46,7 +46,7 @@ class SessionSpec:
 
     agent: str
     seed: int
-    world: str = "luca"
+    world: str
     settings: tuple = ()
 
     def __getattr__(self, name):

@@ -49,7 +49,7 @@ class MockFactory:
 
     def __call__(self, name: str):
         if not name.startswith("openai:"):
-            return ev.make_runner(name)
+            return ev.make_runner(name, world="luca")
         client = MockClient(seed=next(self.seeds), **self.agents.get(name, self.options))
         self.clients.append((name, client))
         return OpenAIChatAgent(name.partition(":")[2], client=client)

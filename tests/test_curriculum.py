@@ -99,7 +99,7 @@ def test_functional_env_gets_a_codec_per_level():
     codec has its budget."""
     c = budgets(advance_at=0.5, success_score=0.0, window=4)
     env = c.make_env()
-    assert env.params.budget == F.make_env("easy", N, "healthy").params.budget
+    assert env.params.budget == F.make_env("easy", N, "healthy", world="luca").params.budget
     pool = F.make_pool(env, np.arange(100, 104))
     out = F.flat_rollout(F.masked_random, None, jax.random.PRNGKey(0), env, pool, 8, 40, trajectories=True)
     t = out["trajectory"]

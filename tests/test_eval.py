@@ -417,7 +417,7 @@ def test_learned_agents_are_checked_in_the_plan(tmp_path):
     with pytest.raises(ValueError, match="no such file"):
         ev.plan_world("luca", [f"sb3:{tmp_path / 'missing.zip'}"], [0], tier=["easy"], mode=["healthy"], n_genes=[20])
     with pytest.raises(ValueError, match="config.json: missing"):  # a folder that holds no run
-        ev.make_runner(f"ppo:{run}")
+        ev.make_runner(f"ppo:{run}", world="luca")
 
 
 # -- a budget for the whole sweep (luca-gym eval --budget) -----------------------------------

@@ -34,7 +34,7 @@ def linear_policy(params, key, obs, mask):
 
 @pytest.fixture(scope="module")
 def env():
-    return F.make_env("easy", 20, "healthy")
+    return F.make_env("easy", 20, "healthy", world="luca")
 
 
 @pytest.fixture(scope="module")
@@ -169,7 +169,7 @@ def test_new_weights_do_not_recompile_the_rollout(env, pool, weights, random_rol
 
 
 def test_a_pool_made_for_another_env_is_refused(pool, weights):
-    other = F.make_env("easy", 20, "healthy", budget=12)
+    other = F.make_env("easy", 20, "healthy", world="luca", budget=12)
     with pytest.raises(ValueError, match="pool: opened for"):
         F.flat_rollout(linear_policy, weights, jax.random.PRNGKey(0), other, pool, NUM_ENVS, NUM_STEPS)
 

@@ -79,7 +79,7 @@ def test_information_gain_prefers_what_tells_about_the_target():
 def test_registered_as_an_agent():
     assert BASELINES["model-fit"] is mf.ModelFitPolicy
     assert isinstance(make_policy("model-fit"), mf.ModelFitPolicy)
-    assert ev.check_agent("model-fit") == "model-fit"
+    assert ev.check_agent("model-fit", "luca") == "model-fit"
 
 
 @pytest.mark.parametrize("tier,mode,seed", [("easy", "disease", 2)])

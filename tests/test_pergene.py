@@ -59,7 +59,7 @@ def test_every_slot_and_every_action_belongs_to_one_token(n_genes, mode):
         assert names[signal_actions[k]].tolist() == [f"experiment ACTIVATE s{k}", f"diagnose s{k} PERSIST",
                                                      f"rescue ACTIVATE s{k}"]
     assert spec["global_obs"].size == _layout(20)["global_obs"].size  # the global token's width is the same at every N
-    assert pergene.TokenLayout.of(F.make_env("medium", n_genes, mode)).observation_size == flat.observation_size(params)
+    assert pergene.TokenLayout.of(F.make_env("medium", n_genes, mode, world="luca")).observation_size == flat.observation_size(params)
 
 
 def _random_observation(params, rng):
@@ -114,7 +114,7 @@ def test_permuting_genes_in_the_observation_permutes_their_slots():
 
 def test_the_rescue_features_go_to_their_own_tokens_and_the_units_left_to_the_global_one():
     params = core.make_params("easy", 20, "disease", budget=12)
-    codec = F.make_env("easy", 20, "disease", budget=12, rescue_features=True)
+    codec = F.make_env("easy", 20, "disease", world="luca", budget=12, rescue_features=True)
     tokens, rng = codec.token_layout(), np.random.default_rng(2)
     (_, gene_obs, _), (_, signal_obs, _) = tokens["groups"]
     plain = flat.token_layout(params)
@@ -138,7 +138,7 @@ def test_the_rescue_features_go_to_their_own_tokens_and_the_units_left_to_the_gl
 
 @pytest.fixture(scope="module")
 def layouts():
-    return {n: pergene.TokenLayout.of(F.make_env("medium", n, "healthy")) for n in (20, 40, 80)}
+    return {n: pergene.TokenLayout.of(F.make_env("medium", n, "healthy", world="luca")) for n in (20, 40, 80)}
 
 
 @pytest.fixture(scope="module")

@@ -239,7 +239,7 @@ def test_linear_path_policy_adds_a_linear_map_from_the_observation_to_the_logits
 def test_flat_vec_env_pool_draws_every_episode_from_its_instances():
     """``pool_size`` M: episodes only on the M instances from min_instance_seed,
     each drawn again and again; without it, never the same instance twice."""
-    codec = functional.make_env("easy", N, "healthy")
+    codec = functional.make_env("easy", N, "healthy", world="luca")
     env = FlatSB3VecEnv(codec, B, min_instance_seed=500, seed=0, pool_size=3)
     env.reset()
     end = np.full(B, flat.layout(codec.params).end)

@@ -216,7 +216,7 @@ def test_the_model_server_is_part_of_the_configuration(tmp_path):
         ev.sweep([spec], str(tmp_path), policy_factory=factory, base_url="http://elsewhere/v1")
     ev.sweep([spec], str(tmp_path), policy_factory=factory, base_url="http://localhost:8000/v1")  # same server: resumes
     # A baseline sweep into the same folder does not care about the server.
-    ev.sweep([luca_spec("random", TIER, MODE, N, 0)], str(tmp_path), policy_factory=lambda n: ev.make_runner(n))
+    ev.sweep([luca_spec("random", TIER, MODE, N, 0)], str(tmp_path), policy_factory=lambda n: ev.make_runner(n, world="luca"))
 
 
 def test_reading_drops_duplicate_lines_and_says_so(public_results):

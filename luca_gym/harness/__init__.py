@@ -117,11 +117,3 @@ __all__ = [
     "trim_unfinished",
     "world_table",
 ]
-
-
-def __getattr__(name: str):
-    if name == "AGENTS_ALLOWED":  # the default world's (luca_gym.harness.agents computes it)
-        from luca_gym.harness import agents
-
-        return agents.AGENTS_ALLOWED
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -12,7 +12,6 @@ import sys
 
 from luca_gym import worlds
 
-DEFAULT_WORLD = "luca"
 RL_EXTRA = 'pip install -e ".[rl]"'
 
 
@@ -88,7 +87,7 @@ def load_module_agent(name: str):
     return factory
 
 
-def agents_allowed(world=DEFAULT_WORLD) -> str:
+def agents_allowed(world) -> str:
     """The agent names ``world`` takes, for messages: its baselines, the tool
     agents where it has tools, the learned agents where it has a flat codec."""
     world = worlds.get(world)
@@ -104,13 +103,7 @@ def _takes_learned(world) -> bool:
     return world.flat is not None and world.play is not None
 
 
-def __getattr__(name: str):
-    if name == "AGENTS_ALLOWED":  # the default world's, as before worlds
-        return agents_allowed()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def check_agent(name, world=DEFAULT_WORLD) -> str:
+def check_agent(name, world) -> str:
     """One of ``world``'s baselines, ``openai:MODEL``, ``anthropic:MODEL`` or
     a user's ``module:attribute`` agent factory (a world with tools), ``ppo:RUN_DIR`` (an existing folder) or
     ``sb3:FILE.zip`` (an existing file or run folder; a world with a flat
@@ -128,8 +121,7 @@ def check_agent(name, world=DEFAULT_WORLD) -> str:
         or (is_learned_agent(name) and _takes_learned(world) and name.partition(":")[2])
     )
     if not known:
-        where = "" if world.name == DEFAULT_WORLD else f" for world {world.name!r}"
-        raise ValueError(f"agent: {str(name)[:40]!r} unknown{where}; allowed {agents_allowed(world)}")
+        raise ValueError(f"agent: {str(name)[:40]!r} unknown for world {world.name!r}; allowed {agents_allowed(world)}")
     algo, _, path = name.partition(":")
     if algo == "ppo" and not os.path.isdir(path):
         raise ValueError(f"agent {name!r}: no such run folder {path!r}; write one with `luca-gym train --algo ppo --out {path}`")
@@ -139,7 +131,7 @@ def check_agent(name, world=DEFAULT_WORLD) -> str:
     return name
 
 
-def make_runner(name: str, base_url: str | None = None, world=DEFAULT_WORLD, request: dict | None = None):
+def make_runner(name: str, base_url: str | None = None, *, world, request: dict | None = None):
     """A baseline (a policy or a tool agent, new for each session); an LLM
     agent callable for ``openai:MODEL`` / ``anthropic:MODEL`` / ``mock``
     (sending ``request`` settings, :func:`luca_gym.llm.providers.check_request`);

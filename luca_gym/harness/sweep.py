@@ -28,7 +28,7 @@ from luca_gym.tools.session import tool_options
 def sweep(
     specs: Iterable[SessionSpec],
     out_dir: str,
-    policy_factory: Callable[[str], object] = make_runner,
+    policy_factory: Callable[[str], object] | None = None,
     progress: Callable[[int, int, SessionSpec], None] | None = None,
     *,
     sealed=None,
@@ -44,6 +44,10 @@ def sweep(
 ) -> str:
     """Run every session of ``specs`` not yet in ``out_dir``, appending each
     record as it ends. Returns the results file's path.
+
+    ``policy_factory(agent)`` makes the runner of each session (default: the
+    harness's :func:`~luca_gym.harness.agents.make_runner` for the session's
+    world).
 
     ``request``: the model agents' request settings (``max_turns``, and what
     their runners send: ``max_tokens``, ``temperature``...), recorded in
@@ -141,7 +145,7 @@ def sweep(
 
             queued = []
             for spec in todo:
-                runner = policy_factory(spec.agent)
+                runner = make_runner(spec.agent, world=spec.world) if policy_factory is None else policy_factory(spec.agent)
                 if concurrency > 1 and not hasattr(runner, "act"):
                     queued.append((spec, functools.partial(_stoppable_run, run, runner, spec)))
                     continue
