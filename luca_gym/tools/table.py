@@ -230,10 +230,13 @@ def play_policy(session_class, policy, seed: int, *, env=None, max_calls: int | 
     on these settings), through the same calls, refusals and transcript as a
     tool agent's. Returns the record's parts, as ``World.play`` does
     (:class:`luca_gym.protocol.World`); RuntimeError for a policy that does not
-    end the session within ``max_calls`` calls (default :data:`CALL_LIMIT`)."""
+    end the session within ``max_calls`` calls (default: the config's
+    ``max_calls`` where it has one, else :data:`CALL_LIMIT`). The session
+    needs ``config``, ``observation()`` and the base's ``call``: a
+    :class:`TableToolSession`, or a world's own (the graph worlds')."""
     session = env if env is not None else session_class(seed, sealed=sealed, **settings)
     policy.reset(session.config, seed)
-    limit = max_calls or CALL_LIMIT
+    limit = max_calls or getattr(session.config, "max_calls", None) or CALL_LIMIT
     for _ in range(limit):
         call = policy.act(session.observation())
         session.call(call["tool"], call["arguments"])

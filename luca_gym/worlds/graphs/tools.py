@@ -27,6 +27,7 @@ import json
 
 from luca_gym import seal as seal_mod
 from luca_gym.tools.session import MAX_PAYLOAD, ToolSessionBase
+from luca_gym.tools.table import play_policy
 from luca_gym.validate import check_seed
 from luca_gym.worlds.graphs import core
 from luca_gym.worlds.graphs.config import MAX_NODES, DagConfig, RelationalConfig
@@ -256,30 +257,16 @@ class RelationalToolSession(GraphToolSession):
     world = "relational"
 
 
-def _play(session_class, policy, seed: int, *, env=None, max_calls: int | None = None, sealed=None, **settings) -> dict:
-    session = env if env is not None else session_class(seed, sealed=sealed, **settings)
-    policy.reset(session.config, seed)
-    limit = max_calls or session.config.max_calls
-    for _ in range(limit):
-        call = policy.act(session.observation())
-        session.call(call["tool"], call["arguments"])
-        if session.ended:
-            break
-    else:
-        raise RuntimeError(f"the policy did not end the session within {limit} calls")
-    return {"fields": session.record_fields(), "calls": session.transcript, "scores": session.scores,
-            "return": session.total_reward, "truncated": False, "end_reason": session.end_reason}
-
-
 def play_dag(policy, seed: int, **options) -> dict:
     """``World.play`` of ``dag``: one session of ``policy`` (``reset(config,
     seed)``, ``act(observation) -> {"tool", "arguments"}``) on its tool
     session (``env``, if given, one of these settings; ``max_calls``,
     ``sealed`` and the config's fields as keywords). Returns the record's
-    parts (see :class:`luca_gym.protocol.World`)."""
-    return _play(DagToolSession, policy, seed, **options)
+    parts (see :class:`luca_gym.protocol.World`): the generic
+    :func:`~luca_gym.tools.table.play_policy`."""
+    return play_policy(DagToolSession, policy, seed, **options)
 
 
 def play_relational(policy, seed: int, **options) -> dict:
     """``World.play`` of ``relational`` (see :func:`play_dag`)."""
-    return _play(RelationalToolSession, policy, seed, **options)
+    return play_policy(RelationalToolSession, policy, seed, **options)
