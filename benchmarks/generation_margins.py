@@ -37,7 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from luca_gym.cli import parse_seeds
+from luca_gym.cli.common import parse_seeds
 from luca_gym.worlds.luca import sim
 from luca_gym.worlds.luca.generator.malfunction import with_malfunction
 from luca_gym.worlds.luca.generator.network import STABILITY_MARGIN, single_interventions

@@ -45,7 +45,7 @@ import time
 import jax
 
 from luca_gym.agents import bc, ppo
-from luca_gym.cli_common import parse_seeds
+from luca_gym.cli.common import parse_seeds
 from luca_gym.worlds.graphs.baselines import random_policy, systematic_policy
 from luca_gym.worlds.graphs.flat import play_batch, raw_systematic_policy, session_keys
 

@@ -37,7 +37,7 @@ import numpy as np
 
 from luca_gym.worlds.luca import core, scoring, generator as world
 from luca_gym import harness as ev
-from luca_gym.cli import parse_seeds
+from luca_gym.cli.common import parse_seeds
 
 AGENTS = ("model-fit", "task-directed", "causal-sweep", "heuristic")
 # The paper's best agent per column (hard, N=20): an LLM healthy, causal-sweep diseased.

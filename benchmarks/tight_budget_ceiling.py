@@ -39,7 +39,7 @@ import time
 import jax
 import numpy as np
 
-from luca_gym.cli_common import parse_seeds
+from luca_gym.cli.common import parse_seeds
 from luca_gym.worlds.luca import core, scoring
 from luca_gym.worlds.luca import functional as luca_functional
 from luca_gym.worlds.luca.baselines.sweep_flat import batched_policy

@@ -20,7 +20,8 @@ from luca_gym.worlds.luca import ablation
 from luca_gym.worlds.luca import spec, generator as world
 from luca_gym import harness as ev
 from luca_gym.worlds.luca.baselines import PAPER_BASELINES, make_policy
-from luca_gym.cli import UsageError, build_parser, main
+from luca_gym.cli import build_parser, main
+from luca_gym.cli.common import UsageError
 from luca_gym.worlds.luca.cli import conditions
 from luca_gym.worlds.luca.envs.env import LucaEnv
 from luca_gym.worlds.luca.session import render_text
@@ -188,7 +189,7 @@ def test_cli_conditions_from_flags_and_ablations():
     """LUCA's flags give the conditions; the generic --ablation plans both arms
     of the world's contrasts and refuses one the user fixed."""
     from luca_gym import worlds
-    from luca_gym.cli import ablation_arms
+    from luca_gym.cli.eval import ablation_arms
     from luca_gym.protocol import load
 
     world = worlds.get("luca")

@@ -23,7 +23,9 @@ import pytest
 
 from luca_gym import harness as ev
 from luca_gym.worlds.luca import generator as world
-from luca_gym.cli import TrainProgress, build_parser, main, parse_seeds
+from luca_gym.cli import build_parser, main
+from luca_gym.cli.common import parse_seeds
+from luca_gym.cli.progress import TrainProgress
 from luca_gym.worlds.luca.cli import cmd_play
 from luca_gym.worlds.luca import tables as luca_tables
 

@@ -53,6 +53,8 @@ def tree_copy(tmp_path):
     ("llm/loop.py", "from luca_gym.envs.tools import ToolsEnv", "not through a Gymnasium env"),
     ("results/summaries.py", "from luca_gym.worlds.biobank import audit", "Generic modules name no world"),
     ("worlds/graphs/core.py", "from luca_gym.worlds.luca import spec", "Worlds do not import each other"),
+    ("worlds/luca/cli.py", "from luca_gym.cli.eval import ablation_arms", "A world knows nothing above it"),
+    ("cli/common.py", "from luca_gym.harness import ResultsWarning", "What every command line shares imports nothing"),
 ])
 def test_a_forbidden_import_breaks_its_contract(tree_copy, module, line, contract):
     path = tree_copy / "luca_gym" / module
@@ -166,7 +168,9 @@ OLD_PATHS = ["spec", "types", "world", "world.tiers", "world.generator", "sim", 
              # the rooms: results, language-model front ends, MCP and the sandbox each in a package of their own
              "report", "report_html", "figures", "summaries", "paired", "process", "audit", "transcripts",
              "tools.loop", "tools.providers", "tools.mock_provider", "tools.recording", "tools.mcp_server",
-             "tools.sandbox", "tools.sandbox_seccomp"]
+             "tools.sandbox", "tools.sandbox_seccomp",
+             # the command line: one module a command in the package luca_gym.cli, what they share in luca_gym.cli.common
+             "cli_common"]
 
 
 def test_old_module_paths_are_gone():
@@ -191,6 +195,8 @@ print("ok")
     ("luca_gym.functional", "rollout"), ("luca_gym.harness", "luca_spec"), ("luca_gym.harness", "KEY_FIELDS"),
     ("luca_gym.harness.spec", "luca_spec"), ("luca_gym.harness.tables", "composite_table"),
     ("luca_gym.results.report", "figure_composite"), ("luca_gym.cli", "cmd_play"),
+    ("luca_gym.cli", "cmd_eval"), ("luca_gym.cli", "parse_seeds"), ("luca_gym.cli", "TrainProgress"),
+    ("luca_gym.cli", "_train_by_cloning"), ("luca_gym.cli", "_warm_start"),
 ])
 def test_moved_names_live_only_in_their_new_homes(module, name):
     import importlib

@@ -16,8 +16,9 @@ import pytest
 from luca_gym.worlds.luca.baselines import make_policy
 from luca_gym import compile_cache
 from luca_gym import harness as ev
-from luca_gym.cli import build_parser, main, sweep_progress
-from luca_gym.cli_common import Progress
+from luca_gym.cli import build_parser, main
+from luca_gym.cli.eval import sweep_progress
+from luca_gym.cli.progress import Progress
 from luca_gym.llm import providers
 from luca_gym.worlds.luca.evaluation import luca_spec
 

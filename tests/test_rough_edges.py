@@ -15,7 +15,8 @@ import gymnasium as gym
 import pytest
 
 from luca_gym import cli
-from luca_gym.cli_common import UsageError, bool_setting
+from luca_gym.cli.common import UsageError, bool_setting
+from luca_gym.cli.world_options import world_of, world_settings
 from luca_gym.worlds.equation.formula import FormulaError, parse
 from luca_gym.worlds.tracking import report
 from luca_gym.worlds.tracking.tools import COT_INSTRUCTION, TrackingToolSession
@@ -78,8 +79,8 @@ def test_a_bool_setting_refuses_anything_else_in_one_line(value):
 
 def _settings_of(argv) -> dict:
     args = cli.parser_for(argv).parse_args(argv)
-    world, hook = cli._world_of(args)
-    return cli._settings(args, world, hook, "eval_settings")
+    world, hook = world_of(args)
+    return world_settings(args, world, hook, "eval_settings")
 
 
 def test_the_redraw_may_repeat_flag_and_set_take_capitalised_bools():

@@ -185,7 +185,9 @@ def test_ablations_are_a_worlds_contrasts():
     import dataclasses
 
     from luca_gym.results import paired
-    from luca_gym.cli import UsageError, ablation_arms, build_parser
+    from luca_gym.cli import build_parser
+    from luca_gym.cli.common import UsageError
+    from luca_gym.cli.eval import ablation_arms
     from luca_gym.protocol import Contrast
 
     size = Contrast("size", "n_bits", (6, 8), ("six", "eight"), minuend=8, title="Switch count")

@@ -10,11 +10,17 @@ only the observation vector and the mask, as the teacher does), the critic
 on the teacher's return-to-go (undiscounted, the PPO's ``gamma`` 1), so the
 PPO that follows starts from the teacher's policy and a value that already
 knows it. ``ppo.train(config, network=clone(...)["network"])`` fine-tunes it.
+
+:func:`plan_cloning` and :func:`train_by_cloning` are ``luca-gym train --algo
+bc``: one of a world's flat baselines cloned into a PPO run folder.
 """
 
 from __future__ import annotations
 
+import csv
+import os
 import time
+from dataclasses import dataclass
 from functools import partial
 
 import jax
@@ -129,3 +135,90 @@ def clone(config: ppo.PPOConfig, teacher, *, envs: int = 2048, steps: int = 64, 
     return {"network": network, "teacher_score": float(out["mean_score"]), "samples": samples,
             "cross_entropy": float(cross_entropy), "accuracy": float(accuracy),
             "wall_s": round(time.perf_counter() - started, 3)}
+
+
+# -- a run folder cloned from one of a world's flat baselines (luca-gym train --algo bc) --
+CLONING_CSV = "cloning_curve.csv"  # the run folder's learning curve: one row per epoch
+
+
+@dataclass(frozen=True)
+class Cloning:
+    """A checked plan of :func:`train_by_cloning` (from :func:`plan_cloning`):
+    the teacher (``teacher``, one of the world's flat baselines, and its
+    ``policy`` on ``env``), the PPO run's ``config`` the network is made for,
+    ``envs`` x ``length`` steps of the teacher's rollout and ``epochs`` passes
+    over them in minibatches of ``minibatch``."""
+
+    teacher: str
+    policy: object
+    config: ppo.PPOConfig
+    env: F.FlatEnv
+    envs: int
+    length: int
+    epochs: int
+    minibatch: int
+
+    def describe(self) -> str:
+        """The plan in one line."""
+        return (f"{self.teacher}'s sessions on {self.env.describe()}, {self.envs} envs x {self.length} steps "
+                f"({self.envs * self.length:,} steps; the steps after an env's last ended session are dropped), "
+                f"fitted into the {self.config.network} network for {self.epochs} epochs")
+
+
+def plan_cloning(world, settings: dict, *, steps: int, num_envs: int, epochs: int, teacher: str | None = None,
+                 seed: int = 0, minibatch: int = 512, **hyper) -> Cloning:
+    """Check a cloning run of ``world`` (a :class:`~luca_gym.protocol.World`
+    with a flat codec and flat baselines) under the codec ``settings``, and
+    build its PPO config (``hyper``: other :class:`~luca_gym.agents.ppo.PPOConfig`
+    fields, e.g. ``network``, ``pool_size``). ``steps`` of the teacher over
+    ``num_envs`` envs (each env ``steps // num_envs`` steps); ``teacher``
+    defaults to the world's first flat baseline. ValueError naming the
+    argument, its value and what is allowed; nothing is run or written."""
+    if world.flat is None:
+        raise ValueError(f"algo: bc needs a world with a flat codec (World.flat); world {world.name!r} has none")
+    teachers = world.flat_baseline_policies()
+    if not teachers:
+        raise ValueError(f"algo: bc needs a teacher, and world {world.name!r} ships no flat baseline "
+                         "(World.flat_baselines)")
+    teacher = teacher if teacher is not None else next(iter(teachers))
+    if teacher not in teachers:
+        raise ValueError(f"teacher: {teacher!r} unknown for world {world.name!r}; allowed {', '.join(teachers)}")
+    if isinstance(epochs, bool) or epochs < 1:
+        raise ValueError(f"epochs: {epochs} not allowed; a positive integer")
+    for name, value in (("num_envs", num_envs), ("steps", steps)):
+        if value < 1:
+            raise ValueError(f"{name}: {value} not allowed; a positive integer")
+    length = steps // num_envs
+    if length < 1:
+        raise ValueError(f"steps: {steps} is less than one step per env ({num_envs} envs); allowed at least {num_envs}")
+    config = ppo.PPOConfig(world.name, settings, steps=num_envs * length, num_envs=num_envs, num_steps=length,
+                           minibatches=1, seed=seed, **hyper)
+    env = config.make_env()
+    return Cloning(teacher, teachers[teacher](env), config, env, num_envs, length, epochs, minibatch)
+
+
+def train_by_cloning(plan: Cloning, out: str, progress=None) -> dict:
+    """Run ``plan``: :func:`clone` the teacher into a network and write a PPO
+    run folder ``out`` (``ppo:OUT`` plays it; ``--algo ppo --init OUT``
+    fine-tunes it) with its learning curve (:data:`CLONING_CSV`).
+    ``progress``: called with each epoch's row, as :func:`clone`'s. Raises
+    :class:`TooFewSamples` where the teacher's rollout kept fewer steps than
+    one minibatch. Returns :func:`clone`'s result (less the network)."""
+    rows = []
+
+    def record(row):
+        rows.append(row)
+        if progress:
+            progress(row)
+
+    cloned = clone(plan.config, plan.policy, envs=plan.envs, steps=plan.length, epochs=plan.epochs,
+                   minibatch=plan.minibatch, progress=record)
+    summary = {"algo": "bc", "teacher": plan.teacher, "teacher_score": cloned["teacher_score"],
+               "samples": cloned["samples"], "epochs": plan.epochs, "cross_entropy": cloned["cross_entropy"],
+               "accuracy": cloned["accuracy"], "wall_s": cloned["wall_s"], "out": out}
+    ppo.save(out, plan.config, cloned["network"], summary)
+    with open(os.path.join(out, CLONING_CSV), "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, ("epoch", "cross_entropy", "accuracy", "wall_s"), extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    return {k: v for k, v in cloned.items() if k != "network"}

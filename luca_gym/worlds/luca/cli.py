@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from luca_gym.cli_common import UsageError, defer_arguments, ints, names, parse_seeds, seal_of, sealed_arguments, writable_dir
+from luca_gym.cli.common import UsageError, defer_arguments, ints, names, parse_seeds, seal_of, sealed_arguments, writable_dir
 from luca_gym.worlds.luca.spec import MODES, TIER_NAMES
 
 # Choices shown in --help; the values are checked by the library, so a bad one
@@ -286,7 +286,7 @@ class LucaCLI:
                        help="LUCA: who writes predictions, network and diagnosis (default logit-additive)")
 
     def train_settings(self, args) -> dict:
-        # The budget is the generic command's --budget (luca_gym.cli.with_budget), checked by LucaConfig.
+        # The budget is the generic command's --budget (luca_gym.cli.world_options.with_budget), checked by LucaConfig.
         return {"tier": _given(args.tier, "easy"), "mode": _given(args.mode, "healthy"), "n_genes": _given(args.n_genes, 20),
                 "analyst": _given(args.analyst, "logit-additive")}
 
