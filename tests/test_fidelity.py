@@ -1,6 +1,7 @@
-"""``luca_gym.worlds.luca.fidelity``: graph statistics on hand-built graphs, the additive
-residual against a hand computation, verdicts on synthetic numbers, the
-``fidelity`` command's parsing, and a small run that writes the report."""
+"""``luca_gym.worlds.luca.fidelity`` with ``graph_stats`` and ``paper``: graph
+statistics on hand-built graphs, the additive residual against a hand
+computation, verdicts on synthetic numbers, the ``fidelity`` command's
+parsing, and a small run that writes the report."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import jax
 import numpy as np
 import pytest
 
-from luca_gym.worlds.luca import core, fidelity, sim, generator as world
+from luca_gym.worlds.luca import core, fidelity, graph_stats, paper, sim, generator as world
 from luca_gym.worlds.luca.baselines.batched import POLICIES
 from luca_gym.cli import main
 from luca_gym.worlds.luca.functional import organism_batch, rollout
@@ -42,16 +43,16 @@ def fas_by_permutations(adj: np.ndarray) -> int:
 # -- graph statistics ------------------------------------------------------------------------
 def test_feed_forward_loops_are_triangles():
     ffl = [(0, 1), (1, 2), (0, 2)]
-    assert fidelity.feed_forward_loops(weights_of(3, ffl)) == 1
+    assert graph_stats.feed_forward_loops(weights_of(3, ffl)) == 1
     # a second path 0 -> 3 -> 2 beside the shortcut 0 -> 2 makes a second loop
-    assert fidelity.feed_forward_loops(weights_of(4, ffl + [(0, 3), (3, 2)])) == 2
+    assert graph_stats.feed_forward_loops(weights_of(4, ffl + [(0, 3), (3, 2)])) == 2
     # a directed 3-cycle and a chain are not feed-forward loops
-    assert fidelity.feed_forward_loops(weights_of(3, [(0, 1), (1, 2), (2, 0)])) == 0
-    assert fidelity.feed_forward_loops(weights_of(4, [(0, 1), (1, 2), (2, 3)])) == 0
+    assert graph_stats.feed_forward_loops(weights_of(3, [(0, 1), (1, 2), (2, 0)])) == 0
+    assert graph_stats.feed_forward_loops(weights_of(4, [(0, 1), (1, 2), (2, 3)])) == 0
     # the weights' orientation matters: transposing a loop keeps it a loop, a self-loop adds none
     w = weights_of(3, ffl)
     w[1, 1] = 1.0
-    assert fidelity.feed_forward_loops(w) == 1
+    assert graph_stats.feed_forward_loops(w) == 1
 
 
 @pytest.mark.parametrize(
@@ -66,7 +67,7 @@ def test_feed_forward_loops_are_triangles():
     ],
 )
 def test_feedback_edges_on_hand_built_graphs(n, edges, feedback, cyclic):
-    assert fidelity.feedback_edges(weights_of(n, edges)) == (feedback, True, cyclic)
+    assert graph_stats.feedback_edges(weights_of(n, edges)) == (feedback, True, cyclic)
 
 
 def test_feedback_exact_agrees_with_every_order_and_bounds_the_greedy():
@@ -74,15 +75,15 @@ def test_feedback_exact_agrees_with_every_order_and_bounds_the_greedy():
     for _ in range(12):
         adj = rng.random((6, 6)) < 0.35
         np.fill_diagonal(adj, False)
-        exact = fidelity._feedback_exact(adj)
+        exact = graph_stats._feedback_exact(adj)
         assert exact == fas_by_permutations(adj)
-        assert fidelity._feedback_greedy(adj) >= exact
+        assert graph_stats._feedback_greedy(adj) >= exact
 
 
 def test_feedback_edges_fall_back_to_the_greedy_bound(monkeypatch):
     w = weights_of(4, [(0, 1), (1, 2), (2, 3), (3, 0)])
-    monkeypatch.setattr(fidelity, "EXACT_FAS_MAX_GENES", 3)
-    assert fidelity.feedback_edges(w) == (1, False, 4)
+    monkeypatch.setattr(graph_stats, "EXACT_FAS_MAX_GENES", 3)
+    assert graph_stats.feedback_edges(w) == (1, False, 4)
 
 
 # -- the additive residual ---------------------------------------------------------------------
@@ -104,7 +105,7 @@ def test_additive_residual_matches_a_hand_computation(mode):
         joint = np.asarray(sim.steady_state(organism, both).phenotypes)
         np.testing.assert_allclose(joint, np.asarray(a.task_truth[t]), atol=1e-5)  # the truth is that solve
         expected.append(np.abs(joint - (base + singles[0] + singles[1])).max())
-    got = fidelity.additive_residuals(sim.stack([organism, organism]))
+    got = graph_stats.additive_residuals(sim.stack([organism, organism]))
     assert got.shape == (2, N_TASKS)
     np.testing.assert_allclose(got[0], expected, atol=1e-5)
     np.testing.assert_allclose(got[1], got[0])
@@ -153,9 +154,9 @@ def test_compare_absolute_one_sided_exact_and_unjudged_bands():
 
 
 def test_n_alt_band_is_two_poisson_standard_errors_plus_one_count():
-    assert fidelity.n_alt_band(0.05, 20) == pytest.approx((0.0, 0.2))
-    assert fidelity.n_alt_band(0.5, 20) == pytest.approx((0.5 - (2 * np.sqrt(0.025) + 0.05), 0.5 + 2 * np.sqrt(0.025) + 0.05))
-    assert fidelity.n_alt_band(1.25, 20) == pytest.approx((0.7, 1.8))
+    assert paper.n_alt_band(0.05, 20) == pytest.approx((0.0, 0.2))
+    assert paper.n_alt_band(0.5, 20) == pytest.approx((0.5 - (2 * np.sqrt(0.025) + 0.05), 0.5 + 2 * np.sqrt(0.025) + 0.05))
+    assert paper.n_alt_band(1.25, 20) == pytest.approx((0.7, 1.8))
 
 
 def test_table3_rows_judge_synthetic_statistics():
@@ -167,7 +168,7 @@ def test_table3_rows_judge_synthetic_statistics():
     }
     stats = {
         "tier": "hard", "n_genes": 20, "seeds": [0, 1, 2, 3], "per_seed": per_seed,
-        "summary": {k: fidelity._summary(v) for k, v in per_seed.items()},
+        "summary": {k: graph_stats.summary(v) for k, v in per_seed.items()},
         "additive_task_rate": 0.125, "additive_task_rate_disease": 0.0,
     }
     by = {r["figure"]: r for r in fidelity.table3_rows(stats)}
@@ -208,12 +209,12 @@ def test_run_writes_the_report(tmp_path):
     report = fidelity.run([20, 21], tiers=("medium",), agents=("heuristic",), n_genes=(20,), log=lines.append)
     assert lines and any("generating" in line for line in lines)
     rows = report["rows"]
-    assert {r["table"] for r in rows} == set(fidelity.TABLES)
+    assert {r["table"] for r in rows} == set(paper.TABLES)
     judged = [r for r in rows if r["in_band"] is not None]
     assert report["summary"] == {"judged": len(judged), "in_band": sum(r["in_band"] for r in judged)}
     for r in judged:
         assert (r["off_by"] == 0.0) == r["in_band"]
-        tol = fidelity.TOLERANCE
+        tol = paper.TOLERANCE
         assert r["in_band"] == ((r["low"] is None or r["ours"] >= r["low"] - tol) and (r["high"] is None or r["ours"] <= r["high"] + tol))
     stats = report["statistics"]["medium"]
     assert stats["seeds"] == [20, 21] and len(stats["per_seed"]["edges"]) == 2
@@ -222,12 +223,12 @@ def test_run_writes_the_report(tmp_path):
     assert np.allclose(stats["per_seed"]["additive_residual"], residuals.max(axis=1))
     table8 = [r for r in rows if r["table"] == "8"]
     assert [r["figure"] for r in table8] == list(fidelity.SUBSCORES)
-    assert all(r["paper"] == fidelity.PAPER_TABLE8["medium"]["heuristic"][r["figure"]] for r in table8)
+    assert all(r["paper"] == paper.PAPER_TABLE8["medium"]["heuristic"][r["figure"]] for r in table8)
 
     text = fidelity.write_report(report, str(tmp_path))
     md = (tmp_path / "fidelity.md").read_text()
     assert md == text and fidelity.summary_line(report) in md
-    for table in fidelity.TABLES:
+    for table in paper.TABLES:
         assert fidelity.TABLE_TITLES[table] in md
     saved = json.loads((tmp_path / "fidelity.json").read_text())
     assert saved["summary"] == report["summary"] and len(saved["rows"]) == len(rows)

@@ -4,7 +4,8 @@
 The functions are pure and importable, so a calibration loop can call them:
 
 * :func:`organism_statistics` -- Table 3 (and Table 1's loop counts) for one
-  tier: per-seed arrays and summaries, from :func:`luca_gym.worlds.luca.generator.generate`.
+  tier: per-seed arrays and summaries, from :func:`luca_gym.worlds.luca.generator.generate`
+  (it and the graph algorithms it stands on live in :mod:`luca_gym.worlds.luca.graph_stats`).
 * :func:`baseline_scores` -- per-seed composite, prediction, diagnosis and
   rescue of batched baselines (:data:`luca_gym.worlds.luca.baselines.batched.POLICIES`)
   for one condition; the scores are the core's
@@ -13,8 +14,10 @@ The functions are pure and importable, so a calibration loop can call them:
 * :func:`run` -- all of the above for a set of seeds; :func:`write_report`
   writes ``fidelity.md``, ``fidelity.json`` and PNG figures.
 
-The paper's numbers are data here (``PAPER_TABLE*``; baselines only, mean and
-population std where the paper gives them).
+The paper's numbers are data (``PAPER_TABLE*`` in :mod:`luca_gym.worlds.luca.paper`;
+baselines only, mean and population std where the paper gives them), as are the
+bands below (``BAND_*``, ...); this module runs ours, judges them and writes the
+report, its figures drawn with the shared helpers of :mod:`luca_gym.results.figures`.
 
 How each figure is measured, and its band (the verdict is "in band", or "out"
 with the signed distance past the nearer edge):
@@ -69,298 +72,45 @@ from __future__ import annotations
 import json
 import math
 import os
-import sys
 import time
 from functools import cache
 
 import jax
 import numpy as np
 
-from luca_gym.worlds.luca import functional
-from luca_gym.worlds.luca import core, sim, spec, generator as world
-from luca_gym.worlds.luca.spec import ACCURACY_THRESHOLD, N_TASKS, TIER_NAMES
+from luca_gym.results import figures as fig_helpers
+from luca_gym.worlds.luca import core, functional, spec
+from luca_gym.worlds.luca.graph_stats import (
+    check_seeds,
+    generate_organisms,
+    organism_statistics,
+    say_to,
+    stderr_log,
+)
+from luca_gym.worlds.luca.paper import (
+    BAND_COMPOSITE,
+    BAND_SCALING,
+    BAND_SUBSCORE,
+    EDGES_IN_RANGE_MIN,
+    FEEDBACK_BAND,
+    FFL_BAND,
+    PAPER_TABLE1_LOOPS,
+    PAPER_TABLE3,
+    PAPER_TABLE6,
+    PAPER_TABLE7,
+    PAPER_TABLE8,
+    PAPER_TABLE11,
+    SCALING_SEEDS,
+    TABLES,
+    TOLERANCE,
+    n_alt_band,
+)
+from luca_gym.worlds.luca.spec import TIER_NAMES
 
-# -- the paper's numbers (baselines only) --------------------------------------------
-# Table 3: per-tier organism statistics (20 seeds per tier, N=20).
-PAPER_TABLE3 = {
-    "easy": dict(targetable=20, readout=16, latent=0, edges_low=26, edges_high=42, edges_mean=34,
-                 additive_task_rate=0.0, additive_residual_mean=0.166, additive_residual_std=0.033,
-                 n_alt_mean=0.05, n_alt_max=1),
-    "medium": dict(targetable=20, readout=12, latent=0, edges_low=58, edges_high=75, edges_mean=67,
-                   additive_task_rate=0.0, additive_residual_mean=0.225, additive_residual_std=0.056,
-                   n_alt_mean=0.50, n_alt_max=2),
-    "hard": dict(targetable=15, readout=10, latent=5, edges_low=87, edges_high=121, edges_mean=102,
-                 additive_task_rate=0.0, additive_residual_mean=0.309, additive_residual_std=0.082,
-                 n_alt_mean=1.25, n_alt_max=4),
-}
-# Table 1: injected feed-forward loops and feedback edges at N=20 (SPEC 1.2).
-PAPER_TABLE1_LOOPS = {"easy": dict(ffl=1, feedback=0), "medium": dict(ffl=3, feedback=3), "hard": dict(ffl=4, feedback=5)}
-# Tables 6 and 7: composite, healthy and disease (mean, std over 20 seeds).
-PAPER_TABLE6 = {
-    "causal-sweep": {"easy": (1.000, 0.000), "medium": (0.983, 0.050), "hard": (0.550, 0.205)},
-    "heuristic": {"easy": (0.708, 0.089), "medium": (0.575, 0.179), "hard": (0.350, 0.196)},
-    "random": {"easy": (0.667, 0.000), "medium": (0.633, 0.085), "hard": (0.350, 0.223)},
-}
-PAPER_TABLE7 = {
-    "causal-sweep": {"easy": (0.553, 0.147), "medium": (0.561, 0.201), "hard": (0.650, 0.254)},
-    "heuristic": {"easy": (0.511, 0.290), "medium": (0.475, 0.204), "hard": (0.361, 0.277)},
-    "random": {"easy": (0.358, 0.188), "medium": (0.225, 0.173), "hard": (0.144, 0.126)},
-}
-# Table 8: disease sub-scores (means over 20 seeds; no std given).
-PAPER_TABLE8 = {
-    "easy": {
-        "causal-sweep": dict(prediction=0.958, diagnosis=0.000, rescue=0.700, composite=0.553),
-        "heuristic": dict(prediction=0.708, diagnosis=0.300, rescue=0.525, composite=0.511),
-        "random": dict(prediction=0.525, diagnosis=0.025, rescue=0.525, composite=0.358),
-    },
-    "medium": {
-        "causal-sweep": dict(prediction=0.933, diagnosis=0.100, rescue=0.650, composite=0.561),
-        "heuristic": dict(prediction=0.625, diagnosis=0.100, rescue=0.700, composite=0.475),
-        "random": dict(prediction=0.400, diagnosis=0.075, rescue=0.200, composite=0.225),
-    },
-    "hard": {
-        "causal-sweep": dict(prediction=0.692, diagnosis=0.550, rescue=0.708, composite=0.650),
-        "heuristic": dict(prediction=0.458, diagnosis=0.150, rescue=0.475, composite=0.361),
-        "random": dict(prediction=0.300, diagnosis=0.075, rescue=0.058, composite=0.144),
-    },
-}
-# Table 11: medium healthy prediction accuracy against N (mean, std over 10
-# seeds; the heuristic's N=1280 cell over 5).
-PAPER_TABLE11 = {
-    "causal-sweep": {20: (0.983, 0.050), 40: (0.950, 0.076), 80: (0.883, 0.150), 160: (0.933, 0.082),
-                     320: (0.800, 0.145), 640: (0.883, 0.107), 1280: (0.800, 0.125)},
-    "heuristic": {20: (0.550, 0.150), 40: (0.567, 0.082), 80: (0.583, 0.201), 160: (0.583, 0.154),
-                  320: (0.667, 0.129), 640: (0.667, 0.075), 1280: (0.667, 0.000)},
-    "random": {20: (0.650, 0.050), 40: (0.617, 0.107), 80: (0.650, 0.050), 160: (0.667, 0.000),
-               320: (0.667, 0.000), 640: (0.667, 0.000), 1280: (0.667, 0.000)},
-}
-
-# -- bands (see the module docstring) ------------------------------------------------
-BAND_COMPOSITE = 0.10
-BAND_SUBSCORE = 0.15
-BAND_SCALING = 0.10
-EDGES_IN_RANGE_MIN = 0.80
-FEEDBACK_BAND = 1
-FFL_BAND = 1
-EXACT_FAS_MAX_GENES = 20
-# The paper prints three decimals, so its figure is known to half a unit of the
-# last digit: a value this close to a band's edge is in band.
-TOLERANCE = 5e-4
-
-TABLES = ("3", "6", "7", "8", "11")
 DEFAULT_AGENTS = ("causal-sweep", "heuristic", "random")
 DEFAULT_SCALING_N = (20, 40, 80, 160)
-SCALING_SEEDS = 10  # the paper's seeds per Table 11 cell
 SUBSCORES = ("prediction", "diagnosis", "rescue")
 SCORES = ("composite",) + SUBSCORES
-
-
-def stderr_log(message: str) -> None:
-    """The default progress log: one line on stderr."""
-    print(f"fidelity: {message}", file=sys.stderr, flush=True)
-
-
-def _say(log, message: str) -> None:
-    if log is not None:
-        log(message)
-
-
-# -- graph statistics ----------------------------------------------------------------
-def edge_matrix(weights) -> np.ndarray:
-    """bool (N, N) ``E[u, v]``: the edge u -> v (``weights[v, u] != 0``)."""
-    return np.asarray(weights).T != 0
-
-
-def feed_forward_loops(weights) -> int:
-    """Triangles a -> b, b -> c, a -> c over distinct genes of one organism's
-    weights float (N, N) (``weights[i, j] != 0`` is the edge j -> i)."""
-    e = edge_matrix(weights).astype(np.int64)
-    np.fill_diagonal(e, 0)
-    return int(np.sum((e @ e) * e))
-
-
-def _feedback_exact(adj: np.ndarray) -> int:
-    """Minimum feedback arc set of a small graph (``adj[u, v]``: u -> v, no
-    self-loops): the fewest backward edges over all orderings, by a dynamic
-    programme over gene subsets (placing v after the set S makes its edges
-    into S backward)."""
-    k = adj.shape[0]
-    out = [int(sum(1 << int(v) for v in np.flatnonzero(adj[u]))) for u in range(k)]
-    subsets = np.arange(1 << k, dtype=np.int64)
-    count = np.zeros(1 << k, np.int16)
-    for b in range(k):
-        count += ((subsets >> b) & 1).astype(np.int16)
-    best_of = np.full(1 << k, np.iinfo(np.int16).max, np.int16)
-    best_of[0] = 0
-    order = np.argsort(count, kind="stable")
-    starts = np.concatenate([[0], np.cumsum(np.bincount(count, minlength=k + 1))])
-    for size in range(1, k + 1):  # every subset of a set is in an earlier layer
-        layer = order[starts[size] : starts[size + 1]]
-        best = np.full(layer.size, np.iinfo(np.int16).max, np.int16)
-        for v in range(k):
-            has = ((layer >> v) & 1).astype(bool)
-            before = layer[has] ^ (1 << v)
-            best[has] = np.minimum(best[has], best_of[before] + count[before & out[v]])
-        best_of[layer] = best
-    return int(best_of[-1])
-
-
-def _feedback_greedy(adj: np.ndarray) -> int:
-    """An upper bound on the minimum feedback arc set (Eades, Lin and Smyth
-    1993): peel sinks to the back and sources to the front, else the gene of
-    largest out-degree minus in-degree to the front; count backward edges."""
-    k = adj.shape[0]
-    alive = np.ones(k, bool)
-    out_deg, in_deg = adj.sum(axis=1).astype(np.int64), adj.sum(axis=0).astype(np.int64)
-    front, back = [], []
-
-    def remove(g):
-        alive[g] = False
-        in_deg[adj[g]] -= 1
-        out_deg[adj[:, g]] -= 1
-
-    while alive.any():
-        changed = True
-        while changed:
-            changed = False
-            for g in np.flatnonzero(alive & (out_deg == 0)):
-                back.append(g)
-                remove(g)
-                changed = True
-            for g in np.flatnonzero(alive & (in_deg == 0)):
-                front.append(g)
-                remove(g)
-                changed = True
-        if alive.any():
-            g = int(np.argmax(np.where(alive, out_deg - in_deg, np.iinfo(np.int64).min)))
-            front.append(g)
-            remove(g)
-    position = np.empty(k, np.int64)
-    position[front + back[::-1]] = np.arange(k)
-    u, v = np.nonzero(adj)
-    return int(np.sum(position[u] > position[v]))
-
-
-def feedback_edges(weights) -> tuple[int, bool, int]:
-    """Feedback edges of one organism's weights float (N, N).
-
-    Returns (minimum feedback arc set size, whether it is exact, edges on a
-    directed cycle). Self-loops count as feedback edges; each strongly
-    connected component is solved alone (exactly up to EXACT_FAS_MAX_GENES
-    genes, else by the greedy upper bound)."""
-    from scipy.sparse.csgraph import connected_components
-
-    e = edge_matrix(weights)
-    loops = int(np.trace(e))
-    e = e & ~np.eye(e.shape[0], dtype=bool)
-    _, labels = connected_components(e, directed=True, connection="strong")
-    total, exact = loops, True
-    for label in np.unique(labels):
-        genes = np.flatnonzero(labels == label)
-        if genes.size < 2:
-            continue
-        sub = e[np.ix_(genes, genes)]
-        if genes.size <= EXACT_FAS_MAX_GENES:
-            total += _feedback_exact(sub)
-        else:
-            total += _feedback_greedy(sub)
-            exact = False
-    cyclic = loops + int(np.sum(e & (labels[:, None] == labels[None, :])))
-    return total, exact, cyclic
-
-
-def additive_residuals(arrays) -> np.ndarray:
-    """float (B, T): for each organism of stacked ``OrganismArrays`` and each
-    prediction task, the largest over phenotypes of |joint - (baseline +
-    effect_a + effect_b)|, with the noise-free single-intervention effects of
-    the task's two genes on the organism as stored (diseased in disease mode)."""
-    genes, codes = np.asarray(arrays.task_genes), np.asarray(arrays.task_codes)
-    b, n = genes.shape[0], arrays.weights.shape[-1]
-    base = np.asarray(arrays.baseline_phenotypes)
-    flags = np.zeros((b, arrays.signal_effects.shape[-2]), bool)
-    additive = np.repeat(base[:, None, :], N_TASKS, axis=1)
-    for t in range(N_TASKS):
-        for g in range(2):
-            single = np.zeros((b, n), np.int8)
-            single[np.arange(b), genes[:, t, g]] = codes[:, t, g]
-            additive[:, t] += np.asarray(sim.solve_organisms(arrays, single, flags).phenotypes) - base
-    return np.abs(np.asarray(arrays.task_truth) - additive).max(axis=-1)
-
-
-def _summary(values) -> dict:
-    """Mean, population std (as the paper), min, max and n of a 1-d array."""
-    v = np.asarray(values, np.float64)
-    return {"mean": float(v.mean()), "std": float(v.std()), "min": float(v.min()), "max": float(v.max()), "n": int(v.size)}
-
-
-def _generate(cache, seeds, tier, n_genes, mode, log):
-    key = (tuple(seeds), tier, n_genes, mode)
-    if cache is not None and key in cache:
-        return cache[key]
-    started = time.perf_counter()
-    _say(log, f"generating {len(seeds)} {tier} {mode} organisms, N={n_genes} ...")
-    arrays = world.generate(np.asarray(seeds, np.int64), tier, n_genes, mode)
-    _say(log, f"  generated in {time.perf_counter() - started:.1f} s")
-    if cache is not None:
-        cache[key] = arrays
-    return arrays
-
-
-def _check_seeds(seeds, name: str = "seeds") -> list[int]:
-    seeds = [spec.check_seed(s, name) for s in seeds]
-    if not seeds:
-        raise ValueError(f"{name}: empty; give at least one organism seed")
-    return seeds
-
-
-def organism_statistics(seeds, tier: str, n_genes: int = 20, *, log=stderr_log, cache: dict | None = None) -> dict:
-    """Table 3 (and Table 1's loop counts) over ``seeds`` for one tier.
-
-    Structure and the additive residual come from the healthy organisms,
-    n_alt (and a second residual) from the disease ones. Returns a dict:
-    ``tier``, ``n_genes``, ``seeds``; ``per_seed`` {name: list, one per seed}
-    with targetable, readout, latent, edges, ffl, feedback, feedback_exact,
-    cyclic_edges, additive_residual, additive_residual_disease, task_residuals
-    (T per seed), n_alt; ``summary`` {name: mean, std, min, max, n} of the
-    numeric ones; ``additive_task_rate`` and ``additive_task_rate_disease``
-    (fraction of tasks with residual <= the accuracy threshold).
-    ``cache`` (a dict) shares generated organisms between calls.
-    """
-    seeds = _check_seeds(seeds)
-    tier = spec.check_tier(tier)
-    n_genes = spec.check_n_genes(n_genes)
-    healthy = _generate(cache, seeds, tier, n_genes, "healthy", log)
-    disease = _generate(cache, seeds, tier, n_genes, "disease", log)
-    _say(log, f"measuring {tier} N={n_genes} graphs and additive residuals ...")
-    weights = np.asarray(healthy.weights)
-    loops = [feedback_edges(w) for w in weights]
-    latent = np.asarray(healthy.latent_mask)
-    residuals = additive_residuals(healthy)
-    residuals_disease = additive_residuals(disease)
-    per_seed = {
-        "targetable": (~latent).sum(axis=1).tolist(),
-        "readout": np.asarray(healthy.readout_mask).sum(axis=1).tolist(),
-        "latent": latent.sum(axis=1).tolist(),
-        "edges": np.count_nonzero(weights, axis=(1, 2)).tolist(),
-        "ffl": [feed_forward_loops(w) for w in weights],
-        "feedback": [x[0] for x in loops],
-        "feedback_exact": [x[1] for x in loops],
-        "cyclic_edges": [x[2] for x in loops],
-        "additive_residual": residuals.max(axis=1).tolist(),
-        "additive_residual_disease": residuals_disease.max(axis=1).tolist(),
-        "task_residuals": residuals.tolist(),
-        "n_alt": np.asarray(disease.n_alt).tolist(),
-    }
-    numeric = [k for k in per_seed if k not in ("feedback_exact", "task_residuals")]
-    return {
-        "tier": tier,
-        "n_genes": n_genes,
-        "seeds": seeds,
-        "per_seed": per_seed,
-        "summary": {k: _summary(per_seed[k]) for k in numeric},
-        "additive_task_rate": float(np.mean(residuals <= ACCURACY_THRESHOLD)),
-        "additive_task_rate_disease": float(np.mean(residuals_disease <= ACCURACY_THRESHOLD)),
-    }
 
 
 # -- baseline scores ---------------------------------------------------------------------
@@ -400,11 +150,11 @@ def baseline_scores(seeds, tier: str, mode: str, n_genes: int = 20, agents=DEFAU
     {name: {composite, prediction, diagnosis, rescue: list (one per seed)}}.
     Raises RuntimeError if a session did not end.
     """
-    seeds = _check_seeds(seeds)
+    seeds = check_seeds(seeds)
     tier, n_genes, mode, _ = spec.check_organism(tier, n_genes, mode)
     agents = check_agents(agents)
     params = core.make_params(tier, n_genes, mode)
-    organisms = _generate(cache, seeds, tier, n_genes, mode, log)
+    organisms = generate_organisms(cache, seeds, tier, n_genes, mode, log)
     noise_keys = core.noise_keys(np.asarray(seeds, np.int64), tier, n_genes)  # as functional.organism_batch
     out = {"tier": tier, "mode": mode, "n_genes": n_genes, "seeds": seeds, "agents": {}}
     for name in agents:
@@ -415,7 +165,7 @@ def baseline_scores(seeds, tier: str, mode: str, n_genes: int = 20, agents=DEFAU
             raise RuntimeError(f"{name} {tier} {mode} N={n_genes}: a session did not end within {params.max_steps} calls")
         out["agents"][name] = {s: np.asarray(scores[s], np.float64).tolist() for s in SCORES}
         composite = np.mean(out["agents"][name]["composite"])
-        _say(log, f"  {name} {tier} {mode} N={n_genes}: composite {composite:.3f} ({time.perf_counter() - started:.1f} s)")
+        say_to(log, f"  {name} {tier} {mode} N={n_genes}: composite {composite:.3f} ({time.perf_counter() - started:.1f} s)")
     return out
 
 
@@ -458,12 +208,6 @@ def compare(ours, paper, band) -> list[dict]:
             low, high = p - b, p + b
         rows.append(_verdict(figure, ours.get(figure), p, low, high))
     return rows
-
-
-def n_alt_band(paper_mean: float, n_seeds: int) -> tuple[float, float]:
-    """The band of the mean n_alt over ``n_seeds``: paper mean +/- (2 sqrt(mean / n) + 1 / n), not below 0."""
-    half = 2.0 * math.sqrt(paper_mean / n_seeds) + 1.0 / n_seeds
-    return max(0.0, paper_mean - half), paper_mean + half
 
 
 def table3_rows(stats: dict) -> list[dict]:
@@ -550,7 +294,7 @@ def check_arguments(seeds=range(20), tiers=TIER_NAMES, agents=DEFAULT_AGENTS, n_
     ValueError naming the argument, its value and what is allowed. A caller
     checks with it before creating the output folder, so a refused call
     (``--tables 5``) leaves no empty folder behind."""
-    seeds = _check_seeds(seeds)
+    seeds = check_seeds(seeds)
     tiers = [spec.check_tier(t) for t in dict.fromkeys(tiers)]
     if not tiers:
         raise ValueError(f"tiers: empty; allowed {', '.join(TIER_NAMES)}")
@@ -562,7 +306,7 @@ def check_arguments(seeds=range(20), tiers=TIER_NAMES, agents=DEFAULT_AGENTS, n_
     n_genes = [spec.check_n_genes(n) for n in dict.fromkeys(n_genes)]
     if "11" in tables and not n_genes:
         raise ValueError("n_genes: empty; Table 11 needs at least one size, e.g. 20,40,80")
-    scaling_seeds = seeds[:SCALING_SEEDS] if scaling_seeds is None else _check_seeds(scaling_seeds, "scaling_seeds")
+    scaling_seeds = seeds[:SCALING_SEEDS] if scaling_seeds is None else check_seeds(scaling_seeds, "scaling_seeds")
     return seeds, tiers, agents, n_genes, scaling_seeds, tables
 
 
@@ -593,7 +337,7 @@ def run(seeds=range(20), tiers=TIER_NAMES, agents=DEFAULT_AGENTS, n_genes=DEFAUL
     clock = time.perf_counter()
 
     def say(message):
-        _say(log, f"[{time.perf_counter() - clock:6.1f}s] {message}")
+        say_to(log, f"[{time.perf_counter() - clock:6.1f}s] {message}")
 
     cache: dict = {}
     statistics, scores, rows = {}, {}, []
@@ -754,22 +498,7 @@ def write_report(report: dict, out: str) -> str:
     return text
 
 
-# -- figures ----------------------------------------------------------------------------------
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _save(plt, fig, path: str) -> None:
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
+# -- figures (matplotlib through luca_gym.results.figures) ---------------------------------
 def _paper_marks(ax, x, rows) -> None:
     """The paper's figure (black diamond) and its band (error bar) at positions ``x``."""
     for xi, r in zip(x, rows):
@@ -783,7 +512,7 @@ def _paper_marks(ax, x, rows) -> None:
 
 def figure_organisms(report, rows, path: str) -> None:
     """Table 3: per-seed values of ours (dots) by tier, the paper's band (bar)."""
-    plt = _pyplot()
+    plt = fig_helpers.pyplot()
     panels = (("edges", "GRN edges (mean within the range)"), ("additive_residual", "additive residual (mean)"),
               ("n_alt", "n_alt (mean, disease)"), ("feedback", "feedback edges (min feedback arc set)"),
               ("ffl", "feed-forward loops (triangles)"))
@@ -801,14 +530,15 @@ def figure_organisms(report, rows, path: str) -> None:
         ax.set_xticklabels(tiers)
         ax.set_title(figure.split(" (")[0], fontsize=9)
     axes[0][0].set_ylabel("ours: seeds (dots), mean (bar)\npaper ◆ ± band", fontsize=8)
-    _save(plt, fig, path)
+    fig.tight_layout()
+    fig_helpers.save(plt, fig, path)
 
 
 def _figure_scores(rows, path: str, title: str, groups) -> None:
     """Per group (a condition): bars of our means, one colour per agent and
     one cluster per figure, hatched where out of band; the paper's figure and
     band (black) on each bar."""
-    plt = _pyplot()
+    plt = fig_helpers.pyplot()
     agents = list(dict.fromkeys(r["agent"] for r in rows))
     fig, axes = plt.subplots(1, len(groups), figsize=(3.4 * len(groups), 3.6), squeeze=False)
     width = 0.8 / len(agents)
@@ -817,7 +547,7 @@ def _figure_scores(rows, path: str, title: str, groups) -> None:
         for i, agent in enumerate(agents):
             mine = [r for r in group if r["agent"] == agent]
             x = np.array([figures.index(r["figure"]) for r in mine]) + (i - (len(agents) - 1) / 2) * width
-            ax.bar(x, [r["ours"] for r in mine], width, color=f"C{i}", label=agent if ax is axes[0][0] else None,
+            ax.bar(x, [r["ours"] for r in mine], width, color=fig_helpers.agent_color(agent), label=agent if ax is axes[0][0] else None,
                    edgecolor="white")
             for xi, r in zip(x, mine):
                 if r["in_band"] is False:
@@ -829,7 +559,8 @@ def _figure_scores(rows, path: str, title: str, groups) -> None:
         ax.set_title(name, fontsize=9)
     axes[0][0].set_ylabel(f"{title}: ours (bars, hatched: out); paper ◆ ± band", fontsize=8)
     axes[0][0].legend(fontsize=7, ncol=len(agents), loc="upper center")
-    _save(plt, fig, path)
+    fig.tight_layout()
+    fig_helpers.save(plt, fig, path)
 
 
 def figure_composite(report, rows, path: str) -> None:
@@ -844,12 +575,12 @@ def figure_subscores(report, rows, path: str) -> None:
 
 def figure_scaling(report, rows, path: str) -> None:
     """Table 11: ours against N (solid), the paper (dashed) with its band shaded."""
-    plt = _pyplot()
+    plt = fig_helpers.pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
-    for i, agent in enumerate(dict.fromkeys(r["agent"] for r in rows)):
+    for agent in dict.fromkeys(r["agent"] for r in rows):
         mine = [r for r in rows if r["agent"] == agent]
         ns = [int(r["condition"].rsplit("N=", 1)[1]) for r in mine]
-        color = f"C{i}"
+        color = fig_helpers.agent_color(agent)  # an agent's colour in every figure of the project
         ax.plot(ns, [r["ours"] for r in mine], marker="o", color=color, label=f"{agent} (ours)")
         paper = [(n, r) for n, r in zip(ns, mine) if r["paper"] is not None]
         if paper:
@@ -866,7 +597,8 @@ def figure_scaling(report, rows, path: str) -> None:
     ax.set_ylim(0, 1.15)
     ax.set_title("Table 11: medium healthy (band shaded)")
     ax.legend(fontsize=7, ncol=2, loc="lower left")
-    _save(plt, fig, path)
+    fig.tight_layout()
+    fig_helpers.save(plt, fig, path)
 
 
 # table -> (file name, draw(report, that table's rows, path)); Tables 6 and 7 share one figure each.

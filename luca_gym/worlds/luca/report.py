@@ -20,7 +20,7 @@ from luca_gym.results.figures import (agent_colors, bars, clip_to_score, legend_
 from luca_gym.results.summaries import agents_in, group
 from luca_gym.worlds.luca import ablation, process, tables
 from luca_gym.worlds.luca.core import make_params
-from luca_gym.worlds.luca.fidelity import PAPER_TABLE8
+from luca_gym.worlds.luca.paper import PAPER_TABLE8
 from luca_gym.worlds.luca.spec import MODES, TIER_NAMES
 
 # Table 10 (medium healthy, N=20): budget fraction and coverage of the
