@@ -28,6 +28,10 @@ What it checks (each failure raises AssertionError naming the check):
   host-side, ``World.host_side``: a released data set, a code sandbox);
 * ``text-env`` and ``mcp`` -- the text env and the MCP server (in process)
   give the same results and return as the tool session;
+* ``core`` (a world with ``World.core``) -- the core's env
+  (:class:`luca_gym.envs.core.CoreEnv`) refuses an action outside its space
+  with ValueError and the state unchanged, and sessions of random actions
+  from the space end with a return equal to the headline score;
 * ``check_env`` -- Gymnasium's ``check_env`` passes on each registered id;
 * ``flat`` (a world with a flat codec) -- the functional env
   (:mod:`luca_gym.functional`) under a policy that tries masked actions
@@ -113,6 +117,8 @@ def check_world(world, *, settings: dict | None = None, seeds=(0, 1), gym_ids: b
 
     if world.tools is not None:
         ran += _check_tools(world, load(world.tools), settings, seeds, mcp)
+    if world.core is not None:
+        ran += _check_core(world, {k: v for k, v in settings.items() if k in config_fields}, seeds)
     if world.flat is not None:
         ran += _check_flat(world, settings, seeds)
     if gym_ids:
@@ -121,6 +127,40 @@ def check_world(world, *, settings: dict | None = None, seeds=(0, 1), gym_ids: b
 
 
 FLAT_ENVS, FLAT_STEPS = 4, 96
+CORE_STEPS = 200  # random actions a core's session may take before check_world says it did not end
+
+
+def _check_core(world: World, settings: dict, seeds) -> list[str]:
+    import jax
+    import numpy as np
+
+    from luca_gym.envs.core import CoreEnv
+
+    env = CoreEnv(world.name, **settings)
+    env.action_space.seed(0)
+    for seed in seeds:
+        env.reset(options={"instance_seed": seed})
+        before = jax.tree_util.tree_leaves(jax.device_get(env.state))
+        for bad in (None, "__not_an_action__", [[-1]]):
+            try:
+                env.step(bad)
+            except ValueError:
+                pass
+            else:
+                _check(False, "core", f"an action outside the space ({bad!r}) was taken")
+        after = jax.tree_util.tree_leaves(jax.device_get(env.state))
+        _check(all(np.array_equal(a, b) for a, b in zip(before, after)), "core", "a refused action changed the state")
+        total, terminated = 0.0, False
+        for _ in range(CORE_STEPS):
+            _, reward, terminated, truncated, info = env.step(env.action_space.sample())
+            total += reward
+            if terminated or truncated:
+                break
+        _check(terminated, "core", f"random actions did not end a session within {CORE_STEPS} steps")
+        headline = info["scores"][world.headline]
+        _check(abs(total - headline) <= 1e-5, "core", f"return {total} != {world.headline} {headline}")
+    env.close()
+    return ["core"]
 
 
 def _probing_policy(params, key, obs, mask):

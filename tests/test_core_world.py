@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 import json
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Annotated, Literal
 
 import gymnasium as gym
@@ -19,6 +20,7 @@ import pytest
 
 import coin_world
 from luca_gym import harness, worlds
+from luca_gym.protocol import World
 from luca_gym.config import ConfigBase, choice, int_in, number_in, probability, setting
 from luca_gym.results.report import write_report
 from luca_gym.testing import check_world, count_traces
@@ -26,7 +28,7 @@ from luca_gym.tools.table import Field, schema_of, spec_of
 
 SMALL = {"n_coins": 5, "weighings": 2}
 ALL_CHECKS = ["registry", "return-equals-headline", "refusals", "schemas", "replay", "sealed", "no-retrace", "text-env", "mcp",
-              "flat", "flat-no-retrace", "check_env"]
+              "core", "flat", "flat-no-retrace", "check_env"]
 
 
 def test_the_world_is_config_core_and_tool_table_only():
@@ -167,6 +169,38 @@ def test_the_harness_and_the_report_run_the_world(tmp_path):
     assert found[(9, 3)] == found[(12, 3)] == [1.0] * 6 and sum(found[(12, 1)]) < 6
     text = write_report(path)
     assert "## coin" in text and "ternary-search" in text
+
+
+def _pays_for_every_step(state, action, config):
+    new, reward, error = coin_world.step(state, action, config)
+    return new, reward + 0.5 * (error == 0), error
+
+
+def _takes_anything(sample, config):
+    return coin_world.Action.make(coin_world.END, config)
+
+
+PAYS = SimpleNamespace(**{**vars(coin_world), "step": _pays_for_every_step})
+
+
+@pytest.mark.parametrize("name, core, check", [("coin_pays", "PAYS", "return"), ("coin_wide", "WIDE", "outside the space")])
+def test_check_world_catches_a_core_that_breaks_a_rule(name, core, check):
+    """A core whose return is not its headline (it pays for every step taken), and one whose space takes anything."""
+    world = World(name=name, version="1", gym_stem=name.title().replace("_", ""), summary="broken", config="coin_world:CoinConfig",
+                  headline="found", core=f"test_core_world:{core}")
+    with pytest.raises(AssertionError, match=f"check_world \\[core\\]: .*{check}"):
+        check_world(world, settings=SMALL, gym_ids=False)
+
+
+class _Anything(gym.spaces.Space):
+    def contains(self, x):
+        return True
+
+    def sample(self, mask=None, probability=None):
+        return None
+
+
+WIDE = SimpleNamespace(**{**vars(coin_world), "action_space": lambda config: _Anything(), "to_action": _takes_anything})
 
 
 class FirstTwo:

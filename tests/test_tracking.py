@@ -22,7 +22,7 @@ WORLD = worlds.get("luca_gym.worlds.tracking:WORLD")  # the entry-point form reg
 
 SMALL = {"length": 4, "n_nodes": 3}  # the check_world and hostile-input shape: Y is 3 x 3
 TOOL_CHECKS = ["registry", "return-equals-headline", "refusals", "schemas", "replay", "sealed", "no-retrace", "text-env",
-               "mcp", "check_env"]
+               "mcp", "core", "check_env"]
 
 
 def numpy_changes(x) -> np.ndarray:
