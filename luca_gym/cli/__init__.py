@@ -40,8 +40,8 @@ def build_parser(world=None) -> argparse.ArgumentParser:
     Another world's hook options are still parsed, hidden, so that one given
     is refused naming its world."""
     from luca_gym import __version__, worlds
-    from luca_gym.cli import check_model, eval, mcp, report, show, train
-    from luca_gym.cli import worlds as worlds_command
+    from luca_gym.cli import check_model, mcp, report, show, train
+    from luca_gym.cli import eval as eval_command, worlds as worlds_command
 
     parser = CommandParser(  # its commands' parsers too: a world's command may defer its arguments until used
         prog="luca-gym", formatter_class=HelpFormatter,
@@ -59,7 +59,7 @@ def build_parser(world=None) -> argparse.ArgumentParser:
     # Every command shows defaults; a world's config-field options replace another world's of the same name.
     handler = "error" if flag_world is None else "resolve"
     sub.add_parser = lambda *a, **k: _add_parser(*a, formatter_class=HelpFormatter, conflict_handler=handler, **k)
-    eval.add_parser(sub, world, flag_world)
+    eval_command.add_parser(sub, world, flag_world)
     check_model.add_parser(sub)
     train.add_parser(sub, world, flag_world)
     worlds_command.add_parser(sub)
