@@ -84,7 +84,7 @@ def sweep(
     ``total`` done (``spec`` None: all done); where it has a ``step(spec,
     count, unit)`` method, that is told of each move the running session
     makes (a policy's ``act``: ``"call"``; a tool agent's turn: ``"turn"``),
-    so a long session shows it is moving (:class:`luca_gym.cli_common.Progress`).
+    so a long session shows it is moving (:class:`luca_gym.cli.progress.Progress`).
 
     ``log`` (e.g. a print to stderr) is told, in one line, how many sessions
     of the plan a resumed sweep found on file and skipped.
