@@ -17,6 +17,8 @@ import gymnasium as gym
 import jax
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import coin_world
 from luca_gym import harness, worlds
@@ -154,6 +156,33 @@ def test_the_gymnasium_env_is_the_generic_one_over_the_core():
     assert env.unwrapped.state.weighings_left == 1  # the bad actions changed nothing
     _, reward, terminated, _, info = env.step({**weigh, "kind": 1, "coin": heavy})
     assert (reward, terminated, info["scores"]) == (1.0, True, {"found": 1.0, "weighings_left": 1})
+
+
+_SCALAR = st.one_of(st.none(), st.booleans(), st.integers(-3, 7), st.floats(allow_nan=True), st.text(max_size=4))
+_ACTION = st.one_of(_SCALAR, st.lists(_SCALAR, max_size=6), st.dictionaries(
+    st.sampled_from(["kind", "left", "right", "coin", "other"]),
+    st.one_of(_SCALAR, st.lists(st.integers(-1, 2), min_size=4, max_size=6)), max_size=5))
+
+
+@settings(max_examples=60, deadline=None)
+@given(action=_ACTION)
+def test_any_agent_action_is_taken_or_refused_with_nothing_changed(action):
+    """Hostile input at the Gymnasium boundary: an action is an element of the space (stepped by the core), or a
+    ValueError that leaves the state as it was."""
+    env = _ENV
+    env.reset(options={"instance_seed": 1})
+    before = jax.tree_util.tree_leaves(jax.device_get(env.unwrapped.state))
+    try:
+        env.step(action)
+    except ValueError as error:
+        assert "not allowed; an element of Dict" in str(error)
+        after = jax.tree_util.tree_leaves(jax.device_get(env.unwrapped.state))
+        assert all(np.array_equal(a, b) for a, b in zip(before, after))
+    else:
+        assert env.unwrapped.action_space.contains(action)
+
+
+_ENV = gym.make("luca_gym/CoinWeighing-v0", **SMALL)
 
 
 def test_the_harness_and_the_report_run_the_world(tmp_path):
