@@ -294,6 +294,12 @@ class World:
             ``(records, out_dir, *, source, notes) -> [markdown part]`` (it
             may write figures into ``out_dir``), or None: a table of the
             headline score by agent and settings.
+        process: entry point of the world's own process analyses,
+            ``(records) -> [markdown part]`` over its sessions that keep a
+            transcript (a model's), after the generic ones (reasoning
+            keywords, tokens per round: :mod:`luca_gym.results.process`); worlds
+            naming the same entry get one call with all their sessions (the
+            graph worlds' proposal accuracy by cycle); or None.
         viewer: entry point of an object with ``draw_session(record,
             path)``, ``session_file_name(record)`` and
             ``describe_session(record)`` (``luca-gym show``), or None.
@@ -350,6 +356,7 @@ class World:
     expected_fields: str | None = None
     check_settings: str | None = None
     report: str | None = None
+    process: str | None = None
     viewer: str | None = None
     cli: str | None = None
     host_side: tuple[str, ...] = ()
@@ -386,7 +393,7 @@ class World:
             raise ValueError("World.contrasts: two contrasts share a name")
         for f in fields(self):
             if f.name in ("config", "tools", "env", "vector_env", "flat_env", "flat", "tools_env", "baselines", "play",
-                           "flat_baselines", "expected_fields", "check_settings", "report", "viewer", "cli", "core", "audit"):
+                           "flat_baselines", "expected_fields", "check_settings", "report", "process", "viewer", "cli", "core", "audit"):
                 value = getattr(self, f.name)
                 if value is None and f.name != "config":
                     continue

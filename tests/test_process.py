@@ -12,6 +12,7 @@ import pytest
 
 from luca_gym import harness as ev
 from luca_gym.results import process, report
+from luca_gym.worlds.graphs import process as graph_process
 
 E = [[0, 0, 0], [0, 0, 0], [0, 0, 0]]
 T = [[0, 1, 0], [0, 0, 1], [0, 0, 0]]  # the truth of the hand-built dag sessions
@@ -102,39 +103,39 @@ def test_agents_and_worlds_are_kept_apart():
 
 # -- proposal accuracy by cycle ---------------------------------------------------------------------
 def test_edge_accuracy_is_the_share_of_off_diagonal_entries_right():
-    assert process.edge_accuracy(T, T) == 1.0
-    assert process.edge_accuracy(E, T) == pytest.approx(4 / 6)
-    assert process.edge_accuracy(P2, T) == pytest.approx(4 / 6)
-    assert process.edge_accuracy([[0, 1]], T) is None and process.edge_accuracy(T, None) is None
+    assert graph_process.edge_accuracy(T, T) == 1.0
+    assert graph_process.edge_accuracy(E, T) == pytest.approx(4 / 6)
+    assert graph_process.edge_accuracy(P2, T) == pytest.approx(4 / 6)
+    assert graph_process.edge_accuracy([[0, 1]], T) is None and graph_process.edge_accuracy(T, None) is None
 
 
 def test_proposals_are_the_accepted_ones_in_order_with_the_submission():
     solved, unsolved, *_ = cycle_records()
-    assert [(p["cycle"], p["correct"]) for p in process.proposals(solved)] == [(1, False), (2, False), (3, True)]
-    assert [(p["cycle"], p["call"], p["correct"]) for p in process.proposals(unsolved)] == [
+    assert [(p["cycle"], p["correct"]) for p in graph_process.proposals(solved)] == [(1, False), (2, False), (3, True)]
+    assert [(p["cycle"], p["call"], p["correct"]) for p in graph_process.proposals(unsolved)] == [
         (1, "intervene", False), (2, "submit_graph", False)]
     as_text = graph_record("a", [{**intervene(T, True), "arguments": '{"molecule": 0, "adjacency": [[0, 1, 0], [0, 0, 1], [0, 0, 0]]}'}])
-    assert process.proposals(as_text)[0]["adjacency"] == T
+    assert graph_process.proposals(as_text)[0]["adjacency"] == T
 
 
 def test_proposal_cycles_aggregate_each_cycle_over_the_sessions():
-    rows = process.proposal_cycles(cycle_records())
+    rows = graph_process.proposal_cycles(cycle_records())
     got = [(r["cycle"], r["proposals"], r["correct"], r["known"]) for r in rows]
     assert got == [(1, 2, 0, 1), (2, 2, 0, 1), (3, 1, 1, 1)]  # the unsolved session's truth is unknown
     assert [r["share_correct"] for r in rows] == [0.0, 0.0, 1.0]
     assert [r["edge_accuracy"] for r in rows] == pytest.approx([4 / 6, 4 / 6, 1.0])
     # E was right at [2, 0] and P2 is not there: one entry lost at cycle 2; T loses none of P2's
     assert [r["entries_lost"] for r in rows] == [None, 1.0, 0.0]
-    table = process.cycle_table(cycle_records())
+    table = graph_process.cycle_table(cycle_records())
     assert "| dag | a | 2 | 2 | 0 (0%) | 1 | 0.667 | 1.00 |" in table
     assert "| dag | a | 3 | 1 | 1 (100%) | 1 | 1.000 | 0.00 |" in table
-    short = process.cycle_table(cycle_records(), max_cycles=2)
+    short = graph_process.cycle_table(cycle_records(), max_cycles=2)
     assert "| dag | a | 3 |" not in short and short.endswith("1 row of cycles beyond 2 left out.")
 
 
 def test_no_graph_proposal_no_cycle_table():
-    assert process.cycle_table([talk_record(world="luca")]) is None
-    assert process.proposal_cycles([]) == []
+    assert graph_process.cycle_table([talk_record(world="luca")]) is None
+    assert graph_process.proposal_cycles([]) == []
 
 
 # -- the report's sections ----------------------------------------------------------------------------
@@ -196,12 +197,12 @@ def dag_results(tmp_path):
 def test_the_mock_providers_dag_sessions_give_the_cycle_table(dag_results):
     folder, agent, truths = dag_results
     records = ev.load_sessions(str(folder))
-    rows = process.proposal_cycles(records)
+    rows = graph_process.proposal_cycles(records)
     empty_right = sum(t == E for t in truths)  # an instance without edges is solved at cycle 1
     first = rows[0]
     assert (first["agent"], first["cycle"], first["proposals"], first["correct"]) == (agent, 1, 2, empty_right)
     assert first["known"] == 2  # both sessions solved: their truth is in the record
-    assert first["edge_accuracy"] == pytest.approx(sum(process.edge_accuracy(E, t) for t in truths) / 2)
+    assert first["edge_accuracy"] == pytest.approx(sum(graph_process.edge_accuracy(E, t) for t in truths) / 2)
     if empty_right < 2:
         second = rows[1]
         assert (second["cycle"], second["proposals"], second["correct"], second["edge_accuracy"]) == (2, 2 - empty_right, 2 - empty_right, 1.0)

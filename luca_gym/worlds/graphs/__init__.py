@@ -5,7 +5,8 @@ discovery (molecules; intervening on one re-draws its children's states), and
 raises its anger and its allies'). One folder for both: they share the core
 (:mod:`~luca_gym.worlds.graphs.core`, the rules differ by static settings of
 the config), the tools, the flat codec, the posterior analyst
-(:mod:`~luca_gym.worlds.graphs.analyst`), the baselines and the report.
+(:mod:`~luca_gym.worlds.graphs.analyst`), the baselines, the report and the
+process analysis (:mod:`~luca_gym.worlds.graphs.process`).
 
 Versions: 2 (2026-12-05) runs the paper's loop by default (a matrix
 proposed every cycle, ``proposals="every"``), counts iterations as the
@@ -43,6 +44,7 @@ DAG = World(
     play=f"{_PACKAGE}.tools:play_dag",
     expected_fields=f"{_PACKAGE}.config:dag_expected_fields",
     report=f"{_PACKAGE}.report:sections",
+    process=f"{_PACKAGE}.process:sections",
     audit=f"{_PACKAGE}.audit",
     reference=_REFERENCE,
     session_keys=("n_nodes", "n_states", "edge_density", "redraw_may_repeat", "proposals", *_HARDER, "seed"),
@@ -66,6 +68,7 @@ RELATIONAL = World(
     play=f"{_PACKAGE}.tools:play_relational",
     expected_fields=f"{_PACKAGE}.config:relational_expected_fields",
     report=f"{_PACKAGE}.report:sections",
+    process=f"{_PACKAGE}.process:sections",
     audit=f"{_PACKAGE}.audit",
     reference=_REFERENCE,
     session_keys=("n_houses", "edge_density", "proposals", *_HARDER, "seed"),
