@@ -1,12 +1,13 @@
 """The biobank's claims against the blanket rules that read no causal
-evidence (world version 10, scorer version 5): the floor baselines
+evidence (world version 11, scorer version 6): the floor baselines
 ``artefact-sweep``, ``blanket-labels`` and ``association-pick`` beside
 ``cis-mr`` and ``causal-pipeline`` on unseen seeds, blanket "misaligned"
 labels on cis-mr's nominations (its claims rescored), and the association
 pick on ambiguous pairs (the member with the stronger covariate-adjusted
-association with log NT-proBNP: right in about half of them).
+association with log NT-proBNP, and the weaker: each right in about half
+of them, with Wilson's 95% interval).
 
-    python benchmarks/biobank_claims.py --seeds 9701-9720 --pairs 9721-9740 --out results/biobank-claims
+    python benchmarks/biobank_claims.py --seeds 9901-9920 --pairs 9921-9970 --out results/biobank-claims
 
 Prints, outside null worlds, each agent's mean total and bias points, the
 blanket labels' effect on cis-mr's mean total, and the pick's hit rate
@@ -21,24 +22,20 @@ import time
 import numpy as np
 
 from luca_gym import harness
-from luca_gym.cli_common import parse_seeds
+from luca_gym.cli.common import parse_seeds
 from luca_gym.worlds.biobank import audit
 from luca_gym.worlds.biobank.config import BiobankConfig
-from luca_gym.worlds.biobank.oracle import Claims, Nomination
 from luca_gym.worlds.biobank.world import make_world
 
 AGENTS = ("nominate-nothing", "cue-spotter", "artefact-sweep", "blanket-labels", "association-pick", "cis-mr",
           "causal-pipeline")
 
 
-def relabelled_total(record, oracle, label) -> float:
-    """cis-mr's total with every nomination labelled ``label`` (only the alignment part moves)."""
-    nominations = record["calls"][-1]["arguments"]["nominations"]
-    claims = Claims(tuple(Nomination(n["protein"], n["direction"], n["confidence"], label) for n in nominations))
-    scores = record["scores"]
-    parts = sum(v for k, v in scores.items() if k in ("target_identification", "causal_confidence", "direction",
-                                                       "bias_identification", "phenotype", "surrogate_penalty"))
-    return max(0.0, parts + oracle.score(claims)["outcome_alignment"])
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson's 95% interval for a binomial proportion: k successes of n."""
+    p = k / n
+    centre, half = (p + z * z / (2 * n)) / (1 + z * z / n), z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return centre - half, centre + half
 
 
 def association_pick(seeds, profile: str) -> list[bool]:
@@ -49,8 +46,8 @@ def association_pick(seeds, profile: str) -> list[bool]:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", default="9701-9720")
-    parser.add_argument("--pairs", default="9721-9740")
+    parser.add_argument("--seeds", default="9901-9920")
+    parser.add_argument("--pairs", default="9921-9970")
     parser.add_argument("--profile", default="small")
     parser.add_argument("--out", default="results/biobank-claims")
     args = parser.parse_args(argv)
@@ -72,12 +69,15 @@ def main(argv=None):
     cis = [s for s in sessions if s["agent"] == "cis-mr"]
     oracles = {s["seed"]: make_world(s["seed"], BiobankConfig(profile=args.profile)).oracle for s in cis}
     for label in ("aligned", "misaligned"):
-        totals = [relabelled_total(s, oracles[s["seed"]], label) for s in cis]
+        totals = [audit.relabelled_total(s, oracles[s["seed"]], label) for s in cis]
         print(f"cis-mr with every nomination labelled {label}: {np.mean(totals):.2f} (unlabelled "
               f"{np.mean([s['scores']['total'] for s in cis]):.2f}; raised in {sum(t > s['scores']['total'] + 1e-9 for t, s in zip(totals, cis))} "
               f"of {len(cis)} worlds)")
     picks = association_pick(parse_seeds(args.pairs), args.profile)
-    print(f"association pick right in {sum(picks)} of {len(picks)} pairs ({np.mean(picks):.0%}; seeds {args.pairs})")
+    for name, right in (("stronger", sum(picks)), ("weaker", len(picks) - sum(picks))):
+        low, high = wilson(right, len(picks))
+        print(f"the {name}-association pick right in {right} of {len(picks)} pairs ({right / len(picks):.0%}, 95% interval "
+              f"{low:.0%}-{high:.0%}; seeds {args.pairs})")
     print(f"wall {time.perf_counter() - start:.0f} s")
 
 

@@ -242,7 +242,12 @@ def test_the_scorer_rewards_rejections_matched_confidence_and_punishes_the_harmf
     assert earned < len(others) // 4
     scores = oracle.score(Claims(exact, padded))
     assert scores["rejections_earned"] == earned and scores["rejections_wrong"] == len(others) - earned
-    assert scores["bias_identification"] == pytest.approx(15.0 * (len(right) + earned) / len(padded), abs=1e-5)
+    # scorer version 6: a wrong rejection cancels a right one in precision, so more wrong than right earns nothing
+    assert len(others) - earned > len(right) + earned and scores["bias_identification"] == 0.0
+    unearned = next(p for p in others if "confounding" not in oracle.earned().get(p, ()))
+    one_wrong = oracle.score(Claims(exact, right + ((unearned, "confounding"),)))
+    assert one_wrong["rejections_wrong"] == 1
+    assert one_wrong["bias_identification"] == pytest.approx(15.0 * (len(right) - 1) / (len(right) + 1), abs=1e-5)
     assert scores["bias_by_mechanism"] == {m: 1.0 for m in sorted(decoys.values())}
 
     # causal confidence: the drivers at 0.5 earn 15 of 20; each non-driver at 0.5 beside them costs; padding at 0 is free of gain

@@ -176,8 +176,8 @@ def _flip(label):
 
 
 def test_outcome_alignment_labels(t4_world):
-    """Over N u D, a driver's right label, nominated its therapeutic way, earns 1, none 0, a wrong one -2 (times
-    5 / |N u D|); a label on a driver nominated the wrong way or "unknown" earns nothing (scorer version 5: the
+    """Over N u D, a driver's right label, nominated its therapeutic way, earns 1, none 0, a wrong one -3 (times
+    5 / |N u D|; -2 under scorer version 5); a label on a driver nominated the wrong way or "unknown" earns nothing (scorer version 5: the
     label says what moving it as nominated does); the harmful surrogate nominated its harmful way costs the
     30-point penalty however it is labelled, and its label counts nothing (version 4 waived the penalty for a
     "misaligned" label)."""
@@ -196,8 +196,12 @@ def test_outcome_alignment_labels(t4_world):
 
     assert alignment(right[c], right[d]) == 5.0  # (1 + 1) / 2 x 5
     assert alignment(right[c], None) == 2.5  # (1 + 0) / 2 x 5: a missing label, no credit, no penalty
-    assert alignment(right[c], _flip(right[d])) == -2.5  # (1 - 2) / 2 x 5: a wrong label costs more than a missing one
-    assert alignment(_flip(right[c]), _flip(right[d])) == -10.0
+    assert alignment(right[c], _flip(right[d])) == -5.0  # (1 - 3) / 2 x 5: a wrong label costs more than a missing one
+    assert alignment(_flip(right[c]), _flip(right[d])) == -15.0
+    # a blanket label (both the same) loses whenever one of the two is wrong: (1 - 3) / 2 x 5
+    for label in ("aligned", "misaligned"):
+        if label in right.values() and len(set(right.values())) == 2:
+            assert alignment(label, label) == -5.0
     wrong_way = "up" if oracle.direction(c) == "down" else "down"
     for label in ("aligned", "misaligned"):  # nominated the wrong way or "unknown": the label earns nothing
         assert alignment(label, right[d], wrong_way) == alignment(label, right[d], "unknown") == 2.5
@@ -267,8 +271,9 @@ def test_claims_are_checked_and_other_scorer_versions_refused(t4_world):
     assert claims.abstentions == ((a, b),) and claims.tested == ((a, "knockdown", pytest.approx(6.0)),)
     with pytest.raises(ValueError, match="tested"):
         load_claims({**document, "tested": [a]}, proteins)  # version 4's list of proteins: an experiment's result is needed
-    with pytest.raises(ValueError, match="scorer version '4' are refused; this scorer is version 5"):
-        load_claims({**document, "scorer_version": "4"}, proteins)
+    for older in ("4", "5"):
+        with pytest.raises(ValueError, match=f"scorer version '{older}' are refused; this scorer is version 6"):
+            load_claims({**document, "scorer_version": older}, proteins)
     with pytest.raises(ValueError, match="scorer version None"):
         load_claims({"nominations": []}, proteins)
     session = BiobankToolSession(T4_SEED, **TINY)
@@ -277,6 +282,31 @@ def test_claims_are_checked_and_other_scorer_versions_refused(t4_world):
     answer = session.call("submit", {"nominations": [], "rejections": [
         {"protein": a, "mechanism": "confounding", "outcome_alignment": "aligned"}]})
     assert "error" in answer and not session.ended and session.budget_left == 0  # refused by its schema, costing nothing
+
+
+def test_bad_claims_through_the_tools_are_one_clear_error_each_costing_nothing(t4_world):
+    """A label on a protein not nominated (on a rejection or an abstention), an abstention naming a protein twice or
+    not two proteins, a claim of another scorer version: each submit is refused with one error that names the
+    problem, the session goes on with its budget, and a good submission afterwards scores as in a fresh session."""
+    proteins = t4_world.release.proteins
+    a, b, c = proteins[:3]
+    session = BiobankToolSession(T4_SEED, budget="limited", **TINY)
+    budget = session.budget_left
+    bad = {"outcome_alignment": {"nominations": [], "rejections": [{"protein": a, "mechanism": "confounding",
+                                                                   "outcome_alignment": "aligned"}]},
+           "named twice": {"nominations": [], "abstentions": [{"proteins": [a, a], "reason": "one locus"}]},
+           "more than 2 items": {"nominations": [], "abstentions": [{"proteins": [a, b, c], "reason": "one locus"}]},
+           "scorer version '5'": {"nominations": [], "scorer_version": "5"}}
+    left = set()
+    for expected, arguments in bad.items():
+        answer = session.call("submit", arguments)
+        assert expected in answer["error"] and "scores" not in answer, (expected, answer)
+        assert not session.ended and session.budget_left == budget
+        left.add(answer.get("submissions_left"))
+    assert len(left) == 1  # no refused submission used one up
+    good = {"nominations": [{"protein": a, "direction": "up", "confidence": 0.5}], "scorer_version": SCORER_VERSION}
+    fresh = BiobankToolSession(T4_SEED, budget="limited", **TINY).call("submit", dict(good))
+    assert session.call("submit", good)["scores"] == fresh["scores"] and session.ended
 
 
 def test_a_submission_through_the_tools_counts_the_sessions_own_experiments(t4_world):

@@ -27,7 +27,9 @@ visit-change tools (world version 8); the delayed driver and its tracker
 an ambiguous pair on one cis instrument (world version 9); claims that must
 be earned (world version 10, scorer version 5: earned rejections, misaligned
 drivers and direction-aware labels, pairs no observation or blanket rule
-resolves, sealed designs drawn from the panel's distribution).
+resolves, sealed designs drawn from the panel's distribution); a pair's
+members matched as the adjusted association scan sees them, and a wrong
+rejection cancelling a right one (world version 11, scorer version 6).
 
 Profiles (:mod:`~.config`): ``small``, the default (6,000 participants,
 1,200 with clinic MRI measures, 300 proteins, 1,024 variants, 2,000 with
@@ -57,7 +59,7 @@ from luca_gym.protocol import World
 
 WORLD = World(
     name="biobank",
-    version="10",  # 2: the planted biases and scorer version 2; 3: experiments and budgets; 4: cine MRI in the release;
+    version="11",  # 2: the planted biases and scorer version 2; 3: experiments and budgets; 4: cine MRI in the release;
     # 5: no generator fingerprints (decoys made as every protein, ordinary proteins' artefacts), scorer version 3;
     # 6: time (baseline and late weights, delayed drivers, outcomes from the late disease, survival, follow-up visits,
     # experiments by horizon through the world's model); 7: T5, T6 and T8 in every panel world, T4's pair equal within
@@ -70,6 +72,9 @@ WORLD = World(
     # per world, sealed designs drawn from the panel's distribution; scorer version 5 (earned rejections,
     # direction-aware labels, no label waiving the surrogate's penalty, pair resolutions supported by a separating
     # experiment)
+    # 11: a pair's non-causal member matches the causal one's association as the tools' adjusted scan sees it (age,
+    # sex, BMI, site); scorer version 6 (a wrong rejection cancels a right one in bias identification's precision;
+    # a wrong outcome-alignment label costs MISLABEL)
     gym_stem="Biobank",
     summary="drug-target discovery in a synthetic biobank: build a phenotype, find the causal driver proteins and their direction",
     config="luca_gym.worlds.biobank.config:BiobankConfig",

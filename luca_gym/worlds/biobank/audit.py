@@ -54,7 +54,7 @@ import functools
 import numpy as np
 
 from luca_gym.worlds.biobank.config import BiobankConfig
-from luca_gym.worlds.biobank.oracle import EXPERIMENTS
+from luca_gym.worlds.biobank.oracle import EXPERIMENTS, Claims, Nomination
 from luca_gym.worlds.biobank.pipeline import experiment_verdict
 from luca_gym.worlds.biobank.world import make_world
 
@@ -257,3 +257,14 @@ def association_pick(seeds, config) -> list[bool]:
         index = {p: k for k, p in enumerate(release.proteins)}
         right += [bool(z[index[c]] > z[index[o]]) for c, o in world.oracle.pairs]
     return right
+
+
+def relabelled_total(record, oracle, label) -> float:
+    """A session's total (``record``: a results line) with every nomination of its submission labelled ``label``
+    ("aligned" or "misaligned"): only the outcome-alignment part moves (the blanket-label check of the floor test
+    and ``benchmarks/biobank_claims.py``; the total floored at 0 as the scorer floors it)."""
+    nominations = record["calls"][-1]["arguments"]["nominations"]
+    claims = Claims(tuple(Nomination(n["protein"], n["direction"], n["confidence"], label) for n in nominations))
+    parts = sum(v for k, v in record["scores"].items() if k in ("target_identification", "causal_confidence", "direction",
+                                                                "bias_identification", "phenotype", "surrogate_penalty"))
+    return max(0.0, parts + oracle.score(claims)["outcome_alignment"])

@@ -134,8 +134,9 @@ own.
   driver's instrument and effect are strong (U(0.2, 0.3) and U(0.45, 0.6)). Since world version 10 the decoy
   also carries the disease's unexplained part, the unmeasured biology and the residual (:data:`PAIR_ASSOCIATION`),
   as the tracker does, so that its correlation
-  with the baseline disease is the driver's times a log-uniform draw in 1/1.6-1.6: the stronger association
-  picks the driver about half the time. And each driver's locus hosts an ordinary protein on its cis variant
+  with the baseline disease is the driver's times a log-uniform draw in 1/1.6-1.6 (since world version 11 both
+  adjusted for age, sex, BMI and site, as the tools' association scan is): the stronger association picks the
+  driver about half the time, and so does the weaker. And each driver's locus hosts an ordinary protein on its cis variant
   with probability :data:`NEIGHBOUR_RATE` (its variance explained :data:`NEIGHBOUR_STRENGTH` times the
   driver's, no co-regulation), so a shared disease-associated instrument is no tell of a planted pair.
 * T5 imaging-site batch effect: one site's scanner (drawn per world since
@@ -525,6 +526,14 @@ def draw(seed_words, archetype, n_drivers, hard, biases, delayed, *, sizes: Size
     def correlation(x, y):
         return jnp.mean(_standardise(x) * _standardise(y))
 
+    # the tools' adjustment set (age, sex, BMI, site: Release.covariates), which the association a claimant compares
+    # a pair's members by leaves out (world version 11: a pair's members are matched on it)
+    adjustment = jnp.stack([jnp.ones(n, f32), age_z, sex_pm, _standardise(bmi), *((site == s).astype(f32) for s in (1, 2, 3))], 1)
+    adjustment_basis = jnp.linalg.qr(adjustment)[0]
+
+    def adjusted_correlation(x, y):  # the correlation of x and y once both are adjusted for age, sex, BMI and site
+        return correlation(x - adjustment_basis @ (adjustment_basis.T @ x), y - adjustment_basis @ (adjustment_basis.T @ y))
+
     def on_instrument(untuned, g, target):
         # untuned + c g, standardised, c such that its slope on g (centred, its variance v_g) is `target`: c solves
         # (s + c v) / sqrt(V + 2 c s + c^2 v) = t over the cohort (s = cov(level, g), V = var(level), v = var(g))
@@ -539,15 +548,18 @@ def draw(seed_words, archetype, n_drivers, hard, biases, delayed, *, sizes: Size
         # a pair's non-causal member (world version 10): untuned + k x the disease's unexplained part (the unmeasured
         # biology and the residual: a marker of the disease that no instrument moves), on the shared instrument
         # (`on_instrument`), k set by secant steps so that its correlation with the baseline disease is the causal
-        # member's times a log-uniform PAIR_ASSOCIATION draw (k within [-3, 3]: where that is out of reach, the nearest)
+        # member's times a log-uniform PAIR_ASSOCIATION draw (k within [-3, 3]: where that is out of reach, the nearest);
+        # since world version 11 both correlations adjusted for the tools' covariates, as a claimant's association scan
+        # is (version 10 matched the unadjusted ones: a delayed driver's weak association, partly its covariates', then
+        # fell below its tracker's after adjustment more often than not)
         low, high = PAIR_ASSOCIATION
-        goal = jnp.exp(jax.random.uniform(key_ratio, (), f32, jnp.log(low), jnp.log(high))) * correlation(
+        goal = jnp.exp(jax.random.uniform(key_ratio, (), f32, jnp.log(low), jnp.log(high))) * adjusted_correlation(
             protein_true[:, causal], severity)
 
         def gap(k):
-            return correlation(on_instrument(untuned + k * marker, g, target), severity) - goal
+            return adjusted_correlation(on_instrument(untuned + k * marker, g, target), severity) - goal
 
-        k0, k1 = 0.0, 0.5 * jnp.sign(goal - correlation(untuned, severity) + 1e-9) * jnp.sign(jnp.mean(marker * severity))
+        k0, k1 = 0.0, 0.5 * jnp.sign(goal - adjusted_correlation(untuned, severity) + 1e-9) * jnp.sign(jnp.mean(marker * severity))
         g0 = gap(k0)
         for _ in range(PAIR_TUNING_STEPS):
             g1 = gap(k1)

@@ -41,7 +41,7 @@ confidence together more than half and leaves the split open: 35 and 20 here):
   N u D, a driver's ``outcome_alignment`` label earns 1 when right
   (:meth:`Oracle.alignment`: since world version 10 half the drivers are
   misaligned) and the driver is nominated its therapeutic way,
-  :data:`MISLABEL` (-2) when wrong and nominated that way, 0 when missing,
+  :data:`MISLABEL` (-3 since scorer version 6) when wrong and nominated that way, 0 when missing,
   nominated ``unknown`` or the wrong way, or on any other protein (the
   harmful surrogate too); the mean times 5 (it may be negative).
 * ambiguous pairs (version 4; ``Oracle.pairs``: T4's, and since world
@@ -62,8 +62,9 @@ confidence together more than half and leaves the split open: 35 and 20 here):
   paper's human-guided episode got 0 of 15 for a decoy rejected under the
   wrong mechanism); recall is the right rejections, less one for each
   rejection of a driver (floored at 0), over the decoys; precision is the
-  right rejections over every rejection, so that rejecting every
-  protein under some mechanism earns almost nothing. Ordinary proteins carry
+  right rejections, less one for each wrong one (scorer version 6), over
+  every rejection, floored at 0, so that rejecting every protein under
+  some mechanism earns nothing. Ordinary proteins carry
   artefacts too (a strong BMI or exercise dependence, a site shift, a unit
   mixture: :data:`~.generator.ARTEFACTS`), so that no bias is "the only
   protein with X"; since version 5 a rejection of a protein that is not a
@@ -71,8 +72,10 @@ confidence together more than half and leaves the split open: 35 and 20 here):
   the protein fooling the analysis the named mechanism targets, by the rules
   of :func:`earned_rejections` (``rejections_earned``); it earns no bias
   points (those stay with the planted decoys), and any other rejection
-  counts against precision (``rejections_wrong``; version 3's neutral
-  rejections of any real artefact carrier made a sweep of carriers free).
+  is wrong (``rejections_wrong``; version 3's neutral rejections of any
+  real artefact carrier made a sweep of carriers free, and under version 5,
+  where a wrong rejection only diluted precision, a sweep's earned
+  rejections kept it 2 of 15 points).
   ``bias_by_mechanism`` says which planted decoys were found. Earned only against decoys: a
   world that plants no bias gives 0 to every claimant (free points there
   would lift a submission of nothing above zero; the paper reports such
@@ -102,7 +105,8 @@ ordinary proteins' real artefacts. Version 4: outcome alignment (direction
 written for another version are refused (:func:`load_claims`, ``submit``'s
 ``scorer_version``). Version 5: earned rejections (no neutral ones),
 direction-aware labels, no label waiving the surrogate's penalty, a pair's
-resolution supported by a separating experiment.
+resolution supported by a separating experiment. Version 6: a wrong
+rejection cancels a right one in precision, a wrong label costs 3.
 """
 
 from __future__ import annotations
@@ -128,7 +132,7 @@ EXPERIMENTS = {
 }
 HAZARD_PER_SEVERITY = 0.85  # the generator's log hazard per SD of severity (in its outcome model)
 
-SCORER_VERSION = "5"
+SCORER_VERSION = "6"
 POINTS = {"target_identification": 35.0, "causal_confidence": 20.0, "direction": 15.0, "outcome_alignment": 5.0,
           "bias_identification": 15.0, "phenotype": 10.0}
 SURROGATE_PENALTY = -30.0
@@ -142,8 +146,11 @@ UNSUPPORTED_SHARE = 0.5
 ABSTENTION_SHARE = 0.5
 ABSTENTION_CONFIDENCE = 0.5
 # Outcome alignment (S3.1): per protein of N u D, a right label earns 1, none 0, a wrong one MISLABEL (the part's
-# mean may go below 0: "mislabelling outcome alignment is especially costly").
-MISLABEL = -2.0
+# mean may go below 0: "mislabelling outcome alignment is especially costly"). Scorer version 6: -3 (version 5: -2).
+# A driver is misaligned with probability one half (a delayed one never), so a blanket label of either kind is right
+# about half the time and costs (1 + MISLABEL) / 2 = -1 a labelled driver in expectation; it gains in a world only
+# where more than three quarters of its labels happen to be right.
+MISLABEL = -3.0
 # Pair logic (scorer version 5): "resolved with experiments" needs an experiment of a kind that can separate the pair
 # (a delayed pair: a knockdown, at the late horizon; a T4 pair: either kind) whose result supports the claim: the
 # nominated member's effect significant (|z| >= SUPPORT_Z) or the other member's not.
@@ -153,7 +160,8 @@ SUPPORT_Z = 2.0
 EARNED = {"q": 0.05, "null_p": 0.05, "shift": 0.3, "bimodal": 0.555, "min_f": 10.0, "pleiotropy_ratio": 0.25}
 MAX_REASON = 500  # characters of an abstention's reason
 CHANGES = ("version 4: outcome_alignment, abstentions and the ambiguous pairs' rules; version 5: earned rejections, "
-           "direction-aware labels and no label waiving the surrogate's penalty, experiments that support a pair's resolution")
+           "direction-aware labels and no label waiving the surrogate's penalty, experiments that support a pair's resolution; "
+           "version 6: a wrong rejection cancels a right one in bias identification's precision, a wrong label costs 3")
 
 
 @dataclass(frozen=True)
@@ -629,9 +637,12 @@ class Oracle:
         found = sum(right.values())
         earned_rules = self.earned() if len(rejected) > found else {}
         earned = sum(p not in drivers and self.decoys.get(p) != m and m in earned_rules.get(p, ()) for p, m in rejected.items())
-        # recall: the planted decoys found (less the drivers rejected) over the decoys; precision: the rejections found
-        # or earned over every rejection
-        bias = max(0, found - wrong) / len(self.decoys) * (found + earned) / len(rejected) if self.decoys and rejected else 0.0
+        # recall: the planted decoys found (less the drivers rejected) over the decoys; precision (scorer version 6):
+        # the rejections found or earned, less one for each wrong one, over every rejection (floored at 0), so that a
+        # wrong rejection cancels a right one and a sweep with more wrong rejections than right ones earns nothing
+        misses = len(rejected) - found - earned
+        bias = (max(0, found - wrong) / len(self.decoys) * max(0, found + earned - misses) / len(rejected)
+                if self.decoys and rejected else 0.0)
 
         r0 = self.baseline_r
         r = None if claims.phenotype is None else abs_correlation(claims.phenotype, self.severity)
@@ -645,7 +656,7 @@ class Oracle:
         scores["surrogate_penalty"] = penalty
         total = max(0.0, sum(scores.values()))
         return {"total": round(total, 6), **scores, "recall": round(recall, 6), "precision": round(precision, 6),
-                "nominated": len(nominated), "rejections_earned": earned, "rejections_wrong": len(rejected) - found - earned,
+                "nominated": len(nominated), "rejections_earned": earned, "rejections_wrong": misses,
                 "bias_by_mechanism": {m: float(ok) for m, ok in sorted(right.items())},
                 "abstentions": len(claims.abstentions), "abstentions_unsupported": len(bad), "pairs": dict(sorted(pairs.items())),
                 "pairs_resolved": sum(v == "resolved with experiments" for v in pairs.values()),
