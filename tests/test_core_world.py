@@ -164,7 +164,7 @@ _ACTION = st.one_of(_SCALAR, st.lists(_SCALAR, max_size=6), st.dictionaries(
     st.one_of(_SCALAR, st.lists(st.integers(-1, 2), min_size=4, max_size=6)), max_size=5))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(action=_ACTION)
 def test_any_agent_action_is_taken_or_refused_with_nothing_changed(action):
     """Hostile input at the Gymnasium boundary: an action is an element of the space (stepped by the core), or a
