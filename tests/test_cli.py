@@ -569,3 +569,29 @@ def test_eval_summary_has_a_scaling_table_only_where_medium_healthy_sessions_ran
     healthy, disease = summary("medium", "healthy"), summary("medium", "disease")
     assert "Scaling (medium healthy, prediction accuracy)\n| N | budget | causal-sweep |" in healthy
     assert "Composite score, N=40" in disease and "Scaling" not in disease
+
+
+def test_report_and_show_read_a_plugin_world_that_eval_took(tmp_path):
+    """A world outside the registry (``eval --world package.module:WORLD``) is
+    reported and shown once ``--world`` names it again; without it, one line
+    says how."""
+    import os
+
+    tests = str(Path(__file__).resolve().parent)
+    env = {**os.environ, "PYTHONPATH": tests + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    out = tmp_path / "coin"
+
+    def run(*argv):
+        return subprocess.run(luca_gym_command() + list(argv), capture_output=True, text=True, timeout=300, env=env)
+
+    made = run("eval", "--world", "coin_world:WORLD", "--seeds", "0-1", "--set", "n_coins=3", "--set", "weighings=1",
+               "--out", str(out), "--quiet")
+    assert made.returncode == 0, made.stderr
+    refused = run("report", str(out))
+    assert refused.returncode == 2 and "'coin', which is not registered" in refused.stderr
+    assert "--world package.module:WORLD" in refused.stderr and not (out / "report.md").exists()
+    reported = run("report", str(out), "--world", "coin_world:WORLD")
+    assert reported.returncode == 0, reported.stderr
+    assert "ternary-search" in (out / "report.md").read_text()
+    shown = run("show", str(out), "--world", "coin_world:WORLD", "--seed", "0", "--agent", "ternary-search", "--transcript")
+    assert shown.returncode == 0 and "guess" in shown.stdout, shown.stderr

@@ -12,6 +12,7 @@ import sys
 import warnings
 
 from luca_gym.cli.common import say_steps, writable_dir
+from luca_gym.cli.world_options import add_plugin_world_argument, register_plugin_worlds
 
 
 def add_parser(sub) -> None:
@@ -19,6 +20,7 @@ def add_parser(sub) -> None:
     p = sub.add_parser("report", help="markdown tables, PNG figures and report.html (with each transcript) from a results folder")
     p.add_argument("results", help="results folder or sessions.jsonl")
     p.add_argument("--out", default=None, help="where to write report.md, report.html and figures (default: the results folder)")
+    add_plugin_world_argument(p)
     p.set_defaults(func=cmd_report)
 
 
@@ -28,6 +30,7 @@ def cmd_report(args) -> int:
 
     if args.out:
         writable_dir(args.out)
+    register_plugin_worlds(args)
     with results_notes(), say_steps(log, "report"):
         text = write_report(args.results, args.out)
     folder = args.out or results_folder(args.results)

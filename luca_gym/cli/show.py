@@ -11,7 +11,7 @@ import sys
 
 from luca_gym.cli.common import bool_setting, setting_values, writable_dir
 from luca_gym.cli.report import results_notes
-from luca_gym.cli.world_options import bool_fields, hooks
+from luca_gym.cli.world_options import add_plugin_world_argument, bool_fields, hooks, register_plugin_worlds
 
 
 def add_parser(sub) -> None:
@@ -32,6 +32,7 @@ def add_parser(sub) -> None:
     p.add_argument("--out", default=None,
                    help="PNG to write (default: RESULTS_FOLDER/ + the viewer's name for the session, LUCA's "
                         "session_<agent>_<tier>_<mode>_<seed>.png, with _N<n> for N other than 20 and _backwards)")
+    add_plugin_world_argument(p)
     p.set_defaults(func=cmd_show)
 
 
@@ -42,6 +43,7 @@ def cmd_show(args) -> int:
     from luca_gym import worlds
     from luca_gym.results import report
 
+    register_plugin_worlds(args)
     with results_notes():
         records = ev.load_sessions(args.results)
     filters = {}

@@ -131,6 +131,25 @@ def world_named(argv) -> tuple[str | None, str | None]:
     return command, known.world
 
 
+def add_plugin_world_argument(p) -> None:
+    """``--world`` on a command that reads results (``report``, ``show``): a
+    world outside the registry that the results name, as
+    ``package.module:WORLD``, loaded and registered before they are read (a
+    registered world's name is accepted too, and changes nothing)."""
+    p.add_argument("--world", action="append", default=[], metavar="WORLD",
+                   help="a world the results name that is not registered (package.module:WORLD, as eval's --world "
+                        "took it): loaded and registered before reading (repeatable)")
+
+
+def register_plugin_worlds(args) -> None:
+    """Load and register each world ``--world`` names (ValueError naming one
+    that is not a world, from the registry)."""
+    from luca_gym import worlds
+
+    for name in getattr(args, "world", None) or ():
+        worlds.get(name)
+
+
 def chosen_world(argv):
     """The world whose options ``eval``, ``train`` and ``mcp`` take on this
     command line: the one ``--world`` names, else the default (LUCA).

@@ -97,7 +97,8 @@ def _parse_line(path: str, lineno: int, raw: bytes, seal=None) -> dict:
     world = _line_world(record)
     if isinstance(record, dict) and world is None:
         raise ResultsError(f"{where}: the line names world {str(record.get('world'))[:40]!r}, which is not registered "
-                           f"(registered: {', '.join(worlds.names())}); register it, or remove that line")
+                           f"(registered: {', '.join(worlds.names())}); register it (luca-gym report and show: "
+                           "--world package.module:WORLD), or remove that line")
     top, score_fields = _required(world) if world is not None else (("scores",), ())
     missing = [k for k in top if not isinstance(record, dict) or k not in record]
     if not missing:
