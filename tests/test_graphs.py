@@ -24,7 +24,7 @@ from luca_gym.worlds.graphs.flat import GraphFlat, play_batch, session_keys
 from luca_gym.worlds.graphs.tools import DagToolSession, RelationalToolSession
 
 ALL_CHECKS = ["registry", "return-equals-headline", "refusals", "schemas", "replay", "sealed", "no-retrace", "text-env",
-              "mcp", "flat", "flat-baselines", "flat-no-retrace", "check_env"]  # flat-baselines: systematic's flat form
+              "mcp", "core", "flat", "flat-baselines", "flat-no-retrace", "check_env"]  # flat-baselines: systematic's flat form
 DAG = DagConfig(n_nodes=6, n_states=3)
 REL = RelationalConfig(n_houses=6)
 
@@ -83,7 +83,7 @@ def test_an_intervention_changes_its_children_only(config):
         adjacency = np.asarray(state.adjacency)
         for node in range(config.n):
             before = np.asarray(state.states)
-            state, reward, error = core.step(state, core.INTERVENE, node, np.zeros((config.n,) * 2, bool), config)
+            state, reward, error = core.step(state, core.Action(core.INTERVENE, node, np.zeros((config.n,) * 2, bool)), config)
             after = np.asarray(state.states)
             assert int(error) == 0 and float(reward) == 0.0
             children = adjacency[node]
@@ -108,7 +108,7 @@ def test_knowledge_adds_acyclicity_and_nothing_else():
     for seed in range(4):
         state = core.reset(core.instance(seed, config), config)
         for node in rng.integers(0, 8, 12):
-            state, _, _ = core.step(state, core.INTERVENE, int(node), np.zeros((8, 8), bool), config)
+            state, _, _ = core.step(state, core.Action(core.INTERVENE, int(node), np.zeros((8, 8), bool)), config)
             seen = np.asarray(state.evidence) == core.EDGE
             closure = seen.copy()
             for k in range(8):  # Warshall
@@ -118,7 +118,7 @@ def test_knowledge_adds_acyclicity_and_nothing_else():
             assert np.array_equal(known == core.EDGE, seen)
             assert np.array_equal(known == core.NO_EDGE, closure.T | np.eye(8, dtype=bool))  # nothing but acyclicity
     rel = core.reset(core.instance(0, REL), REL)
-    rel, _, _ = core.step(rel, core.INTERVENE, 0, np.zeros((6, 6), bool), REL)
+    rel, _, _ = core.step(rel, core.Action(core.INTERVENE, 0, np.zeros((6, 6), bool)), REL)
     known = np.asarray(core.knowledge(rel.evidence, rel.reach))
     assert (known[0] != core.UNKNOWN).all() and (known[1:, 1:][~np.eye(5, dtype=bool)] == core.UNKNOWN).all()
 
@@ -299,7 +299,7 @@ def test_the_report_puts_the_floors_beside_every_setting_and_the_paper_beside_it
     assert set(empty["iterations"]) == {1}
     capsys.readouterr()
     assert main(["eval", "--world", "dag", "--n-nodes", "999", "--seeds", "0", "--out", str(tmp_path / "bad")]) == 2
-    assert "--n-nodes: 999 not allowed; an integer from 2 to 256" in capsys.readouterr().err
+    assert "--n-nodes: 999 not allowed; an integer in 2..256" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["eval", "--n-nodes", "5", "--seeds", "0", "--out", str(tmp_path / "luca")])  # not an option of LUCA's
 

@@ -3,8 +3,11 @@ State Tracking in Oracle-Guided Discovery*: :data:`DAG`, directed graph
 discovery (molecules; intervening on one re-draws its children's states), and
 :data:`RELATIONAL`, undirected relational discovery (houses; attacking one
 raises its anger and its allies'). One folder for both: they share the core
-(:mod:`~luca_gym.worlds.graphs.core`, the rules differ by static settings of
-the config), the tools, the flat codec, the posterior analyst
+(:mod:`~luca_gym.worlds.graphs.core`, ``World.core`` of both: the rules
+differ by static settings of the config), the config (on
+:class:`luca_gym.config.ConfigBase`), the tool table (on
+:class:`~luca_gym.tools.table.TableToolSession`), the Gymnasium envs (the
+generic :class:`~luca_gym.envs.core.CoreEnv`), the flat codec, the posterior analyst
 (:mod:`~luca_gym.worlds.graphs.analyst`), the baselines, the report and the
 process analysis (:mod:`~luca_gym.worlds.graphs.process`).
 
@@ -38,6 +41,7 @@ DAG = World(
     tools=f"{_PACKAGE}.tools:DagToolSession",
     env=f"{_PACKAGE}.envs:DagEnv",
     flat_env=f"{_PACKAGE}.envs:DagFlatEnv",
+    core=f"{_PACKAGE}.core",
     flat=f"{_PACKAGE}.flat:dag_codec",
     baselines=f"{_PACKAGE}.baselines:BASELINES",
     flat_baselines=f"{_PACKAGE}.baselines:FLAT_BASELINES",
@@ -62,6 +66,7 @@ RELATIONAL = World(
     tools=f"{_PACKAGE}.tools:RelationalToolSession",
     env=f"{_PACKAGE}.envs:RelationalEnv",
     flat_env=f"{_PACKAGE}.envs:RelationalFlatEnv",
+    core=f"{_PACKAGE}.core",
     flat=f"{_PACKAGE}.flat:relational_codec",
     baselines=f"{_PACKAGE}.baselines:BASELINES",
     flat_baselines=f"{_PACKAGE}.baselines:FLAT_BASELINES",

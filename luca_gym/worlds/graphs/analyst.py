@@ -305,7 +305,7 @@ def step_session(state: AnalystSession, node, config):
     node = jnp.asarray(node, jnp.int32)
     adjacency = best_unrefuted(state.posterior, state.memory, config)
     kind = jnp.where(node == config.n, core.SUBMIT, core.INTERVENE)
-    session, reward, error = core.step_pure(state.session, kind, node, adjacency, config)
+    session, reward, error = core.step(state.session, core.Action(kind, node, adjacency), config)
     ok = error == 0
     stated = ok & (kind == core.INTERVENE) & (config.proposals == "every")
     posterior = edge_posterior(core.public_view(session), config)
@@ -319,7 +319,7 @@ def play_design(instances, designs, config) -> dict:
     after it: no more), read by the posterior analyst (:func:`step_session`:
     its matrix stated with each intervention under the paper's loop), then
     submitted by it. The score an agent's experiments earn when the evidence
-    is read well, whatever the agent made of it. Returns :func:`core.scores`
+    is read well, whatever the agent made of it. Returns :func:`core.score_arrays`
     (B,) each, with ``return`` (the sum of the rewards). Pure (jit it with
     ``config`` static)."""
     n = config.n
@@ -336,6 +336,6 @@ def play_design(instances, designs, config) -> dict:
             return (keep, total + jnp.where(live, reward, 0.0)), None
 
         (state, total), _ = jax.lax.scan(body, (open_session(instance, config), jnp.float32(0.0)), nodes)
-        return {**core.scores(state.session, config.directed, config.intervention_cost), "return": total}
+        return {**core.score_arrays(state.session, bool(config.intervention_cost)), "return": total}
 
     return jax.vmap(one)(instances, nodes)

@@ -336,7 +336,7 @@ def play_bayes_batch(instances, config) -> dict:
     for the session's most calls (``config.max_calls``): the calls the
     harness's session of each takes (:class:`BayesEdges`), its memory
     (:func:`bayes_memory`) in the scan's carry. Returns the scores
-    (B,) of :func:`core.scores` (with ``cost`` and ``return`` where
+    (B,) of :func:`core.score_arrays` (with ``cost`` and ``return`` where
     interventions cost) and ``total`` (B,), the sum of the rewards."""
     choose = bayes_choice(config)
 
@@ -345,7 +345,7 @@ def play_bayes_batch(instances, config) -> dict:
             state, memory, total = carry
             node, adjacency, new_memory = choose(core.public_view(state), memory)
             kind = jnp.where(node == config.n, core.SUBMIT, core.INTERVENE)
-            new, reward, _ = core.step_pure(state, kind, node, adjacency, config)
+            new, reward, _ = core.step(state, core.Action(kind, node, adjacency), config)
             live = ~state.ended
             keep = lambda a, b: jnp.where(live, a, b)  # noqa: E731
             return (jax.tree_util.tree_map(keep, new, state), jax.tree_util.tree_map(keep, new_memory, memory),
@@ -353,7 +353,7 @@ def play_bayes_batch(instances, config) -> dict:
 
         start = (core.reset(instance, config), bayes_memory(config), jnp.float32(0.0))
         (state, _, total), _ = jax.lax.scan(body, start, None, length=config.max_calls)
-        return {**core.scores(state, config.directed, config.intervention_cost), "total": total}
+        return {**core.score_arrays(state, bool(config.intervention_cost)), "total": total}
 
     return jax.vmap(one)(instances)
 

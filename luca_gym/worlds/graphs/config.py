@@ -3,8 +3,15 @@ discovery: molecules whose children change state when they are intervened on)
 and :class:`RelationalConfig` (undirected relational discovery: houses whose
 anger rises with their neighbours' when they are attacked).
 
-Both are frozen value objects checked on construction, hashable, so a config
-is the static argument of the jitted core (one compile per config).
+Both are configs on :class:`luca_gym.config.ConfigBase`, checked on
+construction and registered as JAX pytrees (:func:`luca_gym.config.pytree`):
+the settings that fix a shape or a rule's form (the graph's size, the
+states, the latent nodes, whether a redraw may repeat, when a matrix is
+proposed) are static, so a compiled step is specialised to them; the
+probabilities and the price (``edge_density``, ``observation_noise``,
+``intervention_cost``) are traced, so one compiled step serves every value of
+them. A config is hashable too: the flat codec holds one as a static
+argument.
 
 Beside the paper's settings, three make the worlds harder where the paper's
 are won without discovering anything (each off by default, the default
@@ -17,12 +24,13 @@ return).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
-from luca_gym.validate import check_bool, is_integer, short_repr
+from luca_gym.config import ConfigBase, boolean, choice, int_in, number_in, probability, pytree, setting
 
 MAX_NODES = 256  # the largest graph; any N from 2 to this (the core's arrays are N x N)
 MAX_LATENT = 256  # the most latent nodes beside the N shown
+MAX_STATES = 64  # the most states a molecule can take
 MAX_NOISE = 0.5  # the largest misreading probability: beyond, a reading is wrong more often than right
 PROPOSALS = ("every", "final")  # when the agent's hypothesis is checked (see DagConfig); the first is the paper's
 # The paper's settings (Auto-Discovery-Bench, Table 1).
@@ -30,37 +38,7 @@ DAG_SETTINGS = ((3, 3), (3, 5), (10, 5))  # (molecules, states)
 RELATIONAL_SETTINGS = (3, 5, 10)  # houses
 
 
-def _check_int(value, name: str, low: int, high: int) -> int:
-    if not is_integer(value) or not low <= value <= high:
-        raise ValueError(f"{name}: {short_repr(value)} not allowed; an integer from {low} to {high}")
-    return int(value)
-
-
-def _check_density(value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
-        raise ValueError(f"edge_density: {short_repr(value)} not allowed; a probability from 0 to 1")
-    return float(value)
-
-
-def _check_noise(value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= MAX_NOISE:
-        raise ValueError(f"observation_noise: {short_repr(value)} not allowed; a probability from 0 to {MAX_NOISE}")
-    return float(value)
-
-
-def _check_cost(value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise ValueError(f"intervention_cost: {short_repr(value)} not allowed; a finite number from 0 up")
-    return float(value)
-
-
-def _check_proposals(value) -> str:
-    if value not in PROPOSALS:
-        raise ValueError(f"proposals: {short_repr(value)} not allowed; allowed {', '.join(PROPOSALS)}")
-    return value
-
-
-class _GraphSettings:
+class _GraphSettings(ConfigBase):
     """What the core asks of either config."""
 
     directed: bool
@@ -68,16 +46,12 @@ class _GraphSettings:
     @property
     def n(self) -> int:
         """N, the number of nodes."""
-        raise NotImplementedError
+        return getattr(self, self.size_field)
 
     @property
     def budget(self) -> int:
         """2N interventions, as the paper's episodes."""
         return 2 * self.n
-
-    def settings(self) -> dict:
-        """The config's fields as keyword settings."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @property
     def n_total(self) -> int:
@@ -103,23 +77,42 @@ class _GraphSettings:
         """The most calls a session can take: the budget, then the submission."""
         return self.budget + 1
 
+    # What the tools say of this world's intervention (words in its tool's description).
+    @property
+    def effect_words(self) -> str:
+        """What an intervention does, in words."""
+        return ("re-draws the state of each of its children (the intervened molecule keeps its state)" if self.directed
+                else "raises its anger and the anger of each house allied to it by 1")
 
+    @property
+    def price_words(self) -> str:
+        """The price of an intervention beyond the budget, in words (empty without one)."""
+        return f" and {self.intervention_cost:g} of your return" if self.intervention_cost else ""
+
+    @property
+    def proposal_words(self) -> str:
+        """What an intervention's matrix does under ``proposals="every"``, in words (empty under "final")."""
+        return (" State with it the adjacency matrix you believe from what you have seen so far: if it is right the "
+                "session ends, solved, and the intervention is not made." if self.proposals == "every" else "")
+
+
+@pytree
 @dataclass(frozen=True)
 class DagConfig(_GraphSettings):
     """Directed graph discovery (``dag``).
 
     Attributes:
-        n_nodes: N molecules shown, 2..256 (the paper: 3 and 10; default 10).
+        n_nodes: N molecules shown, 2..256 (the paper: 3 and 10; default 10). Static.
         n_states: the number of states a molecule can take, 2..64: states are
             0..n_states-1, so the paper's S (the largest state) is
-            n_states - 1 (the paper's settings: 3 and 5; default 5).
+            n_states - 1 (the paper's settings: 3 and 5; default 5). Static.
         edge_density: the probability of each edge the hidden order allows
-            (i before j in a random order of the molecules; default 0.3).
+            (i before j in a random order of the molecules; default 0.3). Traced.
         redraw_may_repeat: False (default): an intervened molecule's children
             each take a new state different from their old one, so one
             intervention shows every child. True: the new state is uniform over
             all states, so a child keeps its state with probability
-            1/n_states and a molecule that did not change may still be a child.
+            1/n_states and a molecule that did not change may still be a child. Static.
         proposals: "every" (default): the paper's loop. Each cycle is an
             intervention and the matrix the agent then believes: the agent
             states its current matrix with every intervention (what it makes
@@ -127,14 +120,14 @@ class DagConfig(_GraphSettings):
             first time it is right, the intervention then not made; a final
             ``submit_graph`` (the last cycle's matrix) stays possible and
             ends the session either way. "final": one submitted matrix,
-            which ends the session (not the paper's protocol).
+            which ends the session (not the paper's protocol). Static.
         observation_noise: the probability, 0 to 0.5, that a state shown is
             misread: replaced by a uniformly random other state (default 0,
             every reading right). Each shown state (the opening states and
             every state after each intervention) is misread on its own, drawn
             from the instance's key and the reading's index, so a session's
             readings are a pure function of its seed and interventions; the
-            true states evolve as without noise. Beyond the paper.
+            true states evolve as without noise. Beyond the paper. Traced.
         n_latent: latent molecules, 0..256 (default 0), beside the N shown:
             they are part of the hidden graph (drawn with the others, at
             random places in the hidden order) but are never shown and
@@ -143,11 +136,11 @@ class DagConfig(_GraphSettings):
             The adjacency to recover is over the N shown molecules: i -> j
             is an edge iff the hidden graph has a path from i to j whose
             inner molecules are all latent (a direct edge among them), that
-            is iff intervening on i can change j. Beyond the paper.
+            is iff intervening on i can change j. Beyond the paper. Static.
         intervention_cost: the price of an intervention, a finite number from
             0 up (default 0): the session's return is success minus the cost
             times the interventions made (the scores then add ``return`` and
-            ``cost``). Beyond the paper.
+            ``cost``). Beyond the paper. Traced.
 
     Iterations (:func:`~luca_gym.worlds.graphs.core.iterations`) are the
     paper's cycles: the interventions made before the matrix that ended the
@@ -155,29 +148,17 @@ class DagConfig(_GraphSettings):
     iteration, and so is the right matrix stated before any intervention.
     """
 
-    n_nodes: int = 10
-    n_states: int = 5
-    edge_density: float = 0.3
-    redraw_may_repeat: bool = False
-    proposals: str = "every"
-    observation_noise: float = 0.0
-    n_latent: int = 0
-    intervention_cost: float = 0.0
+    n_nodes: int = setting(10, int_in(2, MAX_NODES), static=True)
+    n_states: int = setting(5, int_in(2, MAX_STATES), static=True)
+    edge_density: float = setting(0.3, probability())
+    redraw_may_repeat: bool = setting(False, boolean(), static=True)
+    proposals: str = setting("every", choice(*PROPOSALS), static=True)
+    observation_noise: float = setting(0.0, number_in(0, MAX_NOISE))
+    n_latent: int = setting(0, int_in(0, MAX_LATENT), static=True)
+    intervention_cost: float = setting(0.0, number_in(0, math.inf))
     directed = True
     world = "dag"
     node_noun, intervene_tool, size_field = "molecule", "intervene", "n_nodes"
-
-    def __post_init__(self):
-        object.__setattr__(self, "n_nodes", _check_int(self.n_nodes, "n_nodes", 2, MAX_NODES))
-        object.__setattr__(self, "n_states", _check_int(self.n_states, "n_states", 2, 64))
-        object.__setattr__(self, "edge_density", _check_density(self.edge_density))
-        object.__setattr__(self, "redraw_may_repeat", check_bool(self.redraw_may_repeat, "redraw_may_repeat"))
-        _check_proposals(self.proposals)
-        _check_harder(self)
-
-    @property
-    def n(self) -> int:
-        return self.n_nodes
 
     @property
     def always_changes(self) -> bool:
@@ -185,60 +166,44 @@ class DagConfig(_GraphSettings):
         return not self.redraw_may_repeat
 
 
+@pytree
 @dataclass(frozen=True)
 class RelationalConfig(_GraphSettings):
     """Undirected relational discovery (``relational``).
 
     Attributes:
-        n_houses: N houses shown, 2..256 (the paper: 3, 5 and 10; default 10).
+        n_houses: N houses shown, 2..256 (the paper: 3, 5 and 10; default 10). Static.
         edge_density: the probability of each alliance (an undirected edge;
-            default 0.3).
+            default 0.3). Traced.
         proposals: "every" (default, the paper's loop) or "final", as
-            ``DagConfig``'s; iterations are counted as there.
+            ``DagConfig``'s; iterations are counted as there. Static.
         observation_noise: as ``DagConfig``'s: each anger shown is
             misread with this probability, replaced by a uniformly random
             other value from 0 to the budget (2N, the most an anger can
-            reach). Beyond the paper.
+            reach). Beyond the paper. Traced.
         n_latent: latent houses, 0..256 (default 0): never shown, never
             attacked, but an attack raises their anger too, and a latent
             house's anger rising raises its allies' in turn (once each per
             attack). The alliances to recover are over the N houses shown:
             i - j iff the hidden graph links them by a path whose inner
             houses are all latent, that is iff attacking i raises j's anger.
-            Beyond the paper.
-        intervention_cost: the price of an attack, as ``DagConfig``'s.
+            Beyond the paper. Static.
+        intervention_cost: the price of an attack, as ``DagConfig``'s. Traced.
 
     Every house's anger starts at 0; attacking a house raises its anger and
     each neighbour's by 1, so one attack shows every neighbour.
     """
 
-    n_houses: int = 10
-    edge_density: float = 0.3
-    proposals: str = "every"
-    observation_noise: float = 0.0
-    n_latent: int = 0
-    intervention_cost: float = 0.0
+    n_houses: int = setting(10, int_in(2, MAX_NODES), static=True)
+    edge_density: float = setting(0.3, probability())
+    proposals: str = setting("every", choice(*PROPOSALS), static=True)
+    observation_noise: float = setting(0.0, number_in(0, MAX_NOISE))
+    n_latent: int = setting(0, int_in(0, MAX_LATENT), static=True)
+    intervention_cost: float = setting(0.0, number_in(0, math.inf))
     directed = False
     always_changes = True
     world = "relational"
     node_noun, intervene_tool, size_field = "house", "attack", "n_houses"
-
-    def __post_init__(self):
-        object.__setattr__(self, "n_houses", _check_int(self.n_houses, "n_houses", 2, MAX_NODES))
-        object.__setattr__(self, "edge_density", _check_density(self.edge_density))
-        _check_proposals(self.proposals)
-        _check_harder(self)
-
-    @property
-    def n(self) -> int:
-        return self.n_houses
-
-
-def _check_harder(config) -> None:
-    """Check and normalise the settings beyond the paper's (either config)."""
-    object.__setattr__(config, "observation_noise", _check_noise(config.observation_noise))
-    object.__setattr__(config, "n_latent", _check_int(config.n_latent, "n_latent", 0, MAX_LATENT))
-    object.__setattr__(config, "intervention_cost", _check_cost(config.intervention_cost))
 
 
 def dag_expected_fields(**settings) -> dict:

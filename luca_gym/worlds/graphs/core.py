@@ -1,8 +1,16 @@
-"""The graph worlds' pure core: instances, ``reset``, a jitted ``step``, what
-the evidence implies and the scores. One module for both worlds: they differ
-only in static settings of the config (directed or not, whether an
-intervention always shows every child), so one compiled step serves every
-instance of a config and ``vmap`` runs thousands at once.
+"""The graph worlds' pure core (``World.core`` of both,
+:class:`luca_gym.protocol.Core`): instances, ``reset``, a jitted ``step`` on
+a typed :class:`Action`, what the evidence implies, the scores, what an agent
+sees and the spaces. One module for both worlds: they differ only in static
+settings of the config (directed or not, whether an intervention always
+shows every child). The config is a pytree whose shape-fixing settings are
+static and whose probabilities and price are traced
+(:mod:`~luca_gym.worlds.graphs.config`), so one compiled step serves every
+instance and every value of ``edge_density``, ``observation_noise`` and
+``intervention_cost`` of a shape, and ``vmap`` runs thousands at once. The
+generic layers build the rest on it: the Gymnasium env
+(:class:`luca_gym.envs.core.CoreEnv`) and the tool session
+(:mod:`luca_gym.tools.table`).
 
 Directed (``dag``): intervening on molecule i re-draws the state of each child
 of i (the molecule itself keeps its state). Undirected (``relational``):
@@ -29,12 +37,13 @@ graphs.
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from gymnasium import spaces
 
 from luca_gym.validate import check_seed
 
@@ -53,6 +62,31 @@ ERRORS = (
 EDGE, NO_EDGE, UNKNOWN = 1, -1, 0
 # The misreadings' stream of the instance key (the redraws fold in the intervention's index, below 2N).
 _MISREAD_STREAM = 0x7FFFFFFF
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class Action:
+    """One call of a session.
+
+    Attributes:
+        kind: int32 (): INTERVENE, SUBMIT or END.
+        node: int32 (): the node intervened on (read by INTERVENE only; one
+            outside 0..N-1 is refused, error 3).
+        hypothesis: bool (N, N): the adjacency the agent proposes (read by
+            SUBMIT, and by INTERVENE under ``proposals="every"``).
+    """
+
+    kind: jax.Array
+    node: jax.Array
+    hypothesis: jax.Array
+
+    @classmethod
+    def make(cls, kind: int, config, node: int = 0, hypothesis=None) -> "Action":
+        """An action of ``kind`` under ``config``: ``node`` for INTERVENE,
+        ``hypothesis`` (0/1, (N, N); default the empty graph) where read."""
+        hypothesis = np.zeros((config.n, config.n), bool) if hypothesis is None else np.asarray(hypothesis, bool)
+        return cls(np.int32(kind), np.int32(node), hypothesis)
 
 
 @jax.tree_util.register_dataclass
@@ -109,6 +143,10 @@ class GraphState:
         hypothesis: bool (N, N) the last adjacency the agent proposed.
         proposed: bool () whether the session ended on a proposal.
         ended: bool (). success: bool () the session ended on the truth.
+        intervention_cost: float32 () the price of an intervention (the
+            config's, fixed at reset: the rewards and the scores read it).
+        directed: bool, static: the world's direction (the scores count
+            ordered pairs directed, unordered pairs undirected).
     """
 
     adjacency: jax.Array
@@ -127,6 +165,8 @@ class GraphState:
     proposed: jax.Array
     ended: jax.Array
     success: jax.Array
+    intervention_cost: jax.Array
+    directed: bool = field(metadata={"static": True})
 
 
 def _seed_key(lo, hi, world: str):
@@ -174,7 +214,7 @@ def _generate(lo, hi, config) -> GraphInstance:
     return GraphInstance(project(graph, n), states, k_redraw, graph)
 
 
-@partial(jax.jit, static_argnames=("config",))
+@jax.jit
 def _generate_batch(lo, hi, config) -> GraphInstance:
     return jax.vmap(_generate, in_axes=(0, 0, None))(lo, hi, config)
 
@@ -182,7 +222,7 @@ def _generate_batch(lo, hi, config) -> GraphInstance:
 def instances(seeds, config, seal=None) -> GraphInstance:
     """The instances of ``seeds`` (B leading), one jitted batch: each a pure
     function of its seed (under ``seal``, of its sealed seed), the world and
-    ``config``."""
+    ``config`` (one compile per shape: ``edge_density`` is traced)."""
     seeds = [check_seed(s, "seeds") for s in np.asarray(seeds, object).reshape(-1)]
     if seal is not None:
         seeds = [seal.organism_seed(s) for s in seeds]
@@ -192,7 +232,7 @@ def instances(seeds, config, seal=None) -> GraphInstance:
 
 def instance(seed: int, config, seal=None) -> GraphInstance:
     """The instance of ``seed`` (see :func:`instances`)."""
-    return jax.tree_util.tree_map(lambda x: x[0], instances([seed], config, seal))
+    return jax.tree_util.tree_map(lambda x: x[0], instances([check_seed(seed)], config, seal))
 
 
 def read(states: jax.Array, key: jax.Array, index, config) -> jax.Array:
@@ -200,8 +240,9 @@ def read(states: jax.Array, key: jax.Array, index, config) -> jax.Array:
     them (0: the opening states; k: the states after the k-th
     intervention): each misread, with probability ``observation_noise``, as
     a uniformly random other value of the ``config.n_readings``, drawn from
-    ``key`` and ``index`` alone. Without noise, the states. Pure."""
-    if config.observation_noise == 0:
+    ``key`` and ``index`` alone. Without noise, the states. Pure; the noise
+    may be traced (a concrete 0, as a reset outside jit has, skips the draw)."""
+    if isinstance(config.observation_noise, (int, float)) and config.observation_noise == 0:
         return states
     bits = jax.random.bits(jax.random.fold_in(jax.random.fold_in(key, _MISREAD_STREAM), index), (2, states.shape[0]),
                            jnp.uint32)
@@ -219,6 +260,7 @@ def reset(inst: GraphInstance, config) -> GraphState:
         changes=jnp.zeros((n, n), jnp.int32), reach=jnp.zeros((n, n), bool), intervened=jnp.zeros((n,), jnp.int32),
         budget_left=jnp.int32(config.budget), interventions=jnp.int32(0), wasted=jnp.int32(0),
         hypothesis=jnp.zeros((n, n), bool), proposed=jnp.bool_(False), ended=jnp.bool_(False), success=jnp.bool_(False),
+        intervention_cost=jnp.float32(config.intervention_cost), directed=config.directed,
     )
 
 
@@ -311,23 +353,25 @@ def _pick(flag, new: GraphState, old: GraphState) -> GraphState:
     return jax.tree_util.tree_map(lambda a, b: jnp.where(flag, a, b), new, old)
 
 
-def step_pure(state: GraphState, kind, node, hypothesis, config):
-    """One call: INTERVENE on ``node`` (with ``hypothesis`` under
-    ``proposals="every"``), SUBMIT ``hypothesis`` (bool (N, N)) or END.
-    Returns (state, reward float32 (), error int32 ()). A refused call
-    (error != 0) changes nothing and earns nothing; the reward is 1 on the
-    call that ends the session on the truth, less ``intervention_cost`` on
-    each call that makes an intervention, so the return equals ``success``
-    less the cost times the interventions (``success`` itself at the
-    default cost 0). Pure (jit and vmap apply).
+@jax.jit
+def step(state: GraphState, action: Action, config):
+    """One :class:`Action`: INTERVENE on ``action.node`` (with
+    ``action.hypothesis`` under ``proposals="every"``), SUBMIT
+    ``action.hypothesis`` (bool (N, N)) or END. Returns (state, reward
+    float32 (), error int32 ()). A refused call (error != 0) changes nothing
+    and earns nothing; the reward is 1 on the call that ends the session on
+    the truth, less the session's ``intervention_cost`` on each call that
+    makes an intervention, so the return equals ``success`` less the cost
+    times the interventions (``success`` itself at the default cost 0).
+    Pure (jit and vmap apply); one compile per static settings.
 
     Under ``proposals="every"`` (the paper's loop) the matrix that comes with
     an intervention is the agent's hypothesis from the cycles seen so far,
     checked first: right, it ends the session solved and the intervention is
     not made; wrong, the intervention is made. A SUBMIT ends the session
     under either protocol."""
-    kind, node = jnp.asarray(kind, jnp.int32), jnp.asarray(node, jnp.int32)
-    hypothesis = jnp.asarray(hypothesis, bool)
+    kind, node = jnp.asarray(action.kind, jnp.int32), jnp.asarray(action.node, jnp.int32)
+    hypothesis = jnp.asarray(action.hypothesis, bool)
     proposing = (kind == SUBMIT) | ((kind == INTERVENE) & (config.proposals == "every"))
     error = jnp.where(
         state.ended, 2,
@@ -345,13 +389,8 @@ def step_pure(state: GraphState, kind, node, hypothesis, config):
         acted, hypothesis=jnp.where(ok & proposing, hypothesis, state.hypothesis),
         proposed=state.proposed | (ends & proposing), ended=state.ended | ends, success=state.success | success,
     )
-    reward = success.astype(jnp.float32)
-    if config.intervention_cost:
-        reward = reward - jnp.float32(config.intervention_cost) * made.astype(jnp.float32)
+    reward = success.astype(jnp.float32) - state.intervention_cost * made.astype(jnp.float32)
     return new, reward, error
-
-
-step = jax.jit(step_pure, static_argnames=("config",))
 
 
 def iterations(state: GraphState) -> jax.Array:
@@ -389,33 +428,84 @@ def shd(hypothesis, adjacency) -> jax.Array:
     return jnp.sum(differs & jnp.triu(jnp.ones((n, n), bool), 1)).astype(jnp.int32)
 
 
-@partial(jax.jit, static_argnames=("directed", "intervention_cost"))
-def scores(state: GraphState, directed: bool, intervention_cost: float = 0.0) -> dict:
-    """A session's scores (arrays): ``success`` (the headline), ``iterations``,
-    ``edge_f1`` and ``shd`` of the last proposal (none: the empty graph),
-    ``interventions`` and ``wasted``; with an ``intervention_cost`` above 0
-    (the config's), ``cost`` (the cost times the interventions) and
-    ``return`` (success less the cost, the sum of the step's rewards). Pure."""
+@partial(jax.jit, static_argnames=("priced",))
+def score_arrays(state: GraphState, priced: bool = False) -> dict:
+    """A session's scores (arrays; a batch of sessions: B leading):
+    ``success`` (the headline), ``iterations``, ``edge_f1`` and ``shd`` of
+    the last proposal (none: the empty graph), ``interventions`` and
+    ``wasted``; ``priced`` (an ``intervention_cost`` above 0, as the
+    config's), ``cost`` (the cost times the interventions) and ``return``
+    (success less the cost, the sum of the step's rewards). Pure."""
     out = {
         "success": state.success.astype(jnp.float32),
         "iterations": iterations(state),
-        "edge_f1": edge_f1(state.hypothesis, state.adjacency, directed),
+        "edge_f1": edge_f1(state.hypothesis, state.adjacency, state.directed),
         "shd": shd(state.hypothesis, state.adjacency),
         "interventions": state.interventions,
         "wasted": state.wasted,
     }
-    if intervention_cost:
-        out["cost"] = jnp.float32(intervention_cost) * state.interventions.astype(jnp.float32)
+    if priced:
+        out["cost"] = state.intervention_cost * state.interventions.astype(jnp.float32)
         out["return"] = out["success"] - out["cost"]
     return out
 
 
-def public_view(state: GraphState) -> dict:
+def scores(state: GraphState) -> dict:
+    """A session's scores as JSON-ready Python values (:func:`score_arrays`,
+    ``cost`` and ``return`` where its intervention cost is above 0): floats
+    ``success`` and ``edge_f1``, ``cost`` and ``return`` to 6 decimals (float32
+    sums: 0.15, not 0.15000000596), the rest ints."""
+    values = jax.device_get(score_arrays(state, bool(state.intervention_cost)))
+    return {k: round(float(v), 6) if k in ("cost", "return") else float(v) if k in ("success", "edge_f1") else int(v)
+            for k, v in values.items()}
+
+
+def ended(state: GraphState) -> jax.Array:
+    """Whether the session has ended, bool ()."""
+    return state.ended
+
+
+def public_view(state: GraphState, config=None) -> dict:
     """What the agent may see of a session (no hidden field): ``states`` (as
     last shown, misread or not), ``evidence``, ``knowledge`` (what the
     evidence implies), ``changes`` (per pair, the interventions after which
     the column's shown state changed), ``intervened``, ``budget_left``,
-    ``ended``. Latent nodes appear nowhere: every array is over the N shown."""
+    ``ended``. Latent nodes appear nowhere: every array is over the N shown.
+    ``config`` is not read (the state holds the shapes). The Gymnasium
+    observation (:func:`observation_space`) is four of them."""
     return {"states": state.shown, "evidence": state.evidence, "knowledge": knowledge(state.evidence, state.reach),
             "changes": state.changes, "intervened": state.intervened, "budget_left": state.budget_left,
             "ended": state.ended}
+
+
+def observation_space(config) -> spaces.Dict:
+    """The Gymnasium observation, four keys of :func:`public_view`:
+    ``states`` int32 (N,) (0..n_states-1 directed, 0..2N undirected),
+    ``evidence`` int8 (N, N) in -1..1, ``intervened`` int32 (N,) and
+    ``budget_left`` int32 (), both in 0..2N."""
+    top = config.n_states - 1 if config.directed else config.budget
+    return spaces.Dict({
+        "states": spaces.Box(0, top, (config.n,), np.int32),
+        "evidence": spaces.Box(-1, 1, (config.n, config.n), np.int8),
+        "intervened": spaces.Box(0, config.budget, (config.n,), np.int32),
+        "budget_left": spaces.Box(0, config.budget, (), np.int32),
+    })
+
+
+def action_space(config) -> spaces.Dict:
+    """The whole action: ``kind`` (0 intervene, 1 submit, 2 end), ``node``
+    and ``adjacency`` (0/1 (N, N), read by a submission and, under
+    ``proposals="every"``, by an intervention)."""
+    n = config.n
+    return spaces.Dict({"kind": spaces.Discrete(3), "node": spaces.Discrete(n), "adjacency": spaces.MultiBinary((n, n))})
+
+
+def to_action(sample, config) -> Action:
+    """An element of :func:`action_space` as the core's :class:`Action`."""
+    return Action.make(int(sample["kind"]), config, int(sample["node"]), sample["adjacency"])
+
+
+def render(state: GraphState, config) -> str:
+    """The session in a line: the settings, the states as shown and the budget left."""
+    view = jax.device_get(public_view(state))
+    return f"{config.describe()}: states {view['states'].tolist()}, budget left {int(view['budget_left'])}"

@@ -399,7 +399,7 @@ class GraphFlat:
         kind = jnp.where(action == n, core.SUBMIT, core.INTERVENE)
         # An edit is no call of the session: the core sees an index out of range, refuses it and the edit replaces that.
         hypothesis = state.hypothesis if self.raw else core.implied_hypothesis(session.evidence)
-        called, reward, error = core.step_pure(session, kind, action, hypothesis, self.config)
+        called, reward, error = core.step(session, core.Action(kind, action, hypothesis), self.config)
         if self.raw:
             made = called.interventions > session.interventions
             pair = action - (n + 1)
@@ -434,7 +434,7 @@ class GraphFlat:
         committed = jnp.where(committing, _committed(state.hypothesis, state.last, state.before, states,
                                                      self.config.directed), state.hypothesis)
         kind = jnp.where(call == n, core.SUBMIT, core.INTERVENE)
-        called, reward, error = core.step_pure(state.session, kind, call, committed, self.config)
+        called, reward, error = core.step(state.session, core.Action(kind, call, committed), self.config)
         kept = error == 0
         made = called.interventions > state.session.interventions
         new = RawSession(
@@ -455,8 +455,8 @@ class GraphFlat:
         return self._session(state).success.astype(jnp.float32)
 
     def scores(self, state) -> dict:
-        """Every score of a session (:func:`core.scores`)."""
-        return core.scores(self._session(state), self.config.directed, getattr(self.config, "intervention_cost", 0.0))
+        """Every score of a session (:func:`core.score_arrays`)."""
+        return core.score_arrays(self._session(state), bool(self.config.intervention_cost))
 
     # -- a learned agent on a host session (luca_gym.agents.FlatPolicy) ---------------
     def for_session(self, params):
@@ -590,7 +590,7 @@ def play_batch(policy_fn, policy_params, keys, codec: GraphFlat, instances, num_
     and the policy sees it alone (a batch of one), as the harness plays a
     :class:`~luca_gym.worlds.graphs.baselines.FlatBaseline`: a session here
     takes the calls the harness's session of that seed takes. Returns the
-    scores (B,) of :func:`core.scores` and the return."""
+    scores (B,) of :func:`core.score_arrays` and the return."""
     state, vector, mask = jax.vmap(codec.open)(instances)
 
     def choose(key, vector, mask):

@@ -69,8 +69,8 @@ def _empty_at_once(config):
 
     def one(instance):
         state = core.reset(instance, config)
-        state, _, _ = core.step_pure(state, core.SUBMIT, 0, jnp.zeros((config.n, config.n), bool), config)
-        return core.scores(state, config.directed, config.intervention_cost)
+        state, _, _ = core.step(state, core.Action(core.SUBMIT, 0, jnp.zeros((config.n, config.n), bool)), config)
+        return core.score_arrays(state, bool(config.intervention_cost))
 
     return jax.jit(jax.vmap(one))
 
@@ -337,7 +337,7 @@ def figure_session(state, config, path: str, *, agent: str = "") -> None:
     known = np.asarray(view["knowledge"], int)
     intervened = np.asarray(view["intervened"], int)
     proposal = np.asarray(jax.device_get(state.hypothesis), bool)
-    scores = {k: float(v) for k, v in jax.device_get(core.scores(state, config.directed)).items()}
+    scores = {k: float(v) for k, v in jax.device_get(core.score_arrays(state)).items()}
     plt = pyplot()
     fig, (ax_k, ax_g) = plt.subplots(1, 2, figsize=(9.6, 4.6), gridspec_kw={"width_ratios": [1, 1.05]})
 

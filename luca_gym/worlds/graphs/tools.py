@@ -1,9 +1,11 @@
 """The graph worlds' tool sessions, for language-model agents (and the
 harness's policies): :class:`DagToolSession` and
-:class:`RelationalToolSession`, on the generic dispatcher
-(:class:`luca_gym.tools.session.ToolSessionBase`), which parses and checks
-every call against the published schemas before anything runs. The rules and
-the scorer are the core's (:mod:`~luca_gym.worlds.graphs.core`); this module
+:class:`RelationalToolSession`, tool tables on
+:class:`~luca_gym.tools.table.TableToolSession`, whose JSON schemas are built
+from the handlers' typed signatures and which parses and checks every call
+against them before anything runs. The rules and the scorer are the core's
+(:mod:`~luca_gym.worlds.graphs.core`; a refusal is its error message, the
+reward, the ending and the scores are stepped by the table); this module
 translates calls and answers, and keeps the observation matrix (what the
 agent was shown) for its answers.
 
@@ -16,29 +18,46 @@ the first intervention: the states as shown, misread now and then under
 and the session ends, solved, the first time the matrix is right; under
 ``"final"`` it submits one matrix. A session ends with ``end_reason`` "end"
 whoever ended it (the agent or the rules), as every world's does.
+:data:`play_dag` / :data:`play_relational` play a scripted policy through
+the same session (:func:`luca_gym.tools.table.play_policy`).
 """
 
 from __future__ import annotations
 
-import jax
+import json
+from typing import Annotated, Literal
+
 import numpy as np
 
-import json
-
-from luca_gym import seal as seal_mod
-from luca_gym.tools.session import MAX_PAYLOAD, ToolSessionBase
-from luca_gym.tools.table import play_policy
-from luca_gym.validate import check_seed
+from luca_gym.tools.session import MAX_PAYLOAD
+from luca_gym.tools.table import Field, TableToolSession, table_play, tool_table
 from luca_gym.worlds.graphs import core
 from luca_gym.worlds.graphs.config import MAX_NODES, DagConfig, RelationalConfig
 
-_EMPTY = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
+Node = Annotated[int, Field(minimum=0, maximum=lambda c: c.n - 1, description=lambda c: f"the {c.node_noun}, 0..{c.n - 1}")]
+_Row = Annotated[list[Literal[0, 1]], Field(items=lambda c: c.n)]
+_MATRIX_WORDS = "{n} rows of {n} entries, 0 or 1: row i, column j is 1 iff there is an edge from node i to node j"
+Matrix = Annotated[list[_Row], Field(items=lambda c: c.n, description=lambda c: _MATRIX_WORDS.format(n=c.n))]
+# The matrix an intervention states: offered (and required) under proposals="every" only.
+ProposedMatrix = Annotated[list[_Row], Field(items=lambda c: c.n, description=lambda c: _MATRIX_WORDS.format(n=c.n),
+                                            when=lambda c: c.proposals == "every")]
+_INTERVENE = """Costs 1 of the budget ({c.budget}){c.price_words}: {c.intervene_tool} one {c.node_noun}; it
+{c.effect_words}. Returns every state after it and the observation matrix so far.{c.proposal_words}"""
 
 
-def _matrix_schema(n: int) -> dict:
-    row = {"type": "array", "minItems": n, "maxItems": n, "items": {"type": "integer", "enum": [0, 1]}}
-    return {"type": "array", "minItems": n, "maxItems": n, "items": row,
-            "description": f"{n} rows of {n} entries, 0 or 1: row i, column j is 1 iff there is an edge from node i to node j"}
+def _typed_enums(schema):
+    """``schema`` with ``"type": "integer"`` before each enum of integers.
+    The table's schema of ``Literal[0, 1]`` is the bare enum; the graph
+    worlds' published matrices have always said the type too (so a JSON
+    ``true`` is refused), and this adapter keeps them so until the table's
+    schema of a Literal carries its type."""
+    if isinstance(schema, list):
+        return [_typed_enums(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    if "enum" in schema and "type" not in schema and all(type(v) is int for v in schema["enum"]):
+        schema = {"type": "integer", **schema}
+    return {k: _typed_enums(v) for k, v in schema.items()}
 
 
 def _longest_call(config, n: int) -> int:
@@ -60,8 +79,8 @@ def check_fits(config) -> None:
                          f"the batched baselines take up to {MAX_NODES})")
 
 
-class GraphToolSession(ToolSessionBase):
-    """A session of a graph world's tools; subclasses name the world.
+class GraphToolSession(TableToolSession):
+    """A session of a graph world's tools; subclasses name the world and its intervention's tool.
 
     Args:
         seed: the instance (sealed: its public seed).
@@ -69,21 +88,17 @@ class GraphToolSession(ToolSessionBase):
         settings: the config's fields (:class:`DagConfig` / :class:`RelationalConfig`).
     """
 
+    core = core
     config_class: type = DagConfig
     status_keys = ("budget_remaining",)
     end_tool = "end"
 
     def __init__(self, seed: int = 0, *, sealed=None, **settings):
-        super().__init__()
-        self.config = self.config_class(**settings)
+        super().__init__(seed, sealed=sealed, **settings)
         check_fits(self.config)
-        self.seed = check_seed(seed)
-        self.seal = seal_mod.make_seal(sealed)
-        self.state = core.reset(core.instance(self.seed, self.config, self.seal), self.config)
-        self.instance_id = seal_mod.instance_id(self.seed, self.seal, prefix=self.world)
+        self.set_specs(_typed_enums(self.tool_specs()))
         self.history = [np.asarray(self.state.shown).tolist()]
         self.targets: list[int] = []
-        self.set_specs(self._specs_of())
 
     # -- what the agent is told ----------------------------------------------------------
     @property
@@ -95,32 +110,6 @@ class GraphToolSession(ToolSessionBase):
         c = self.config
         return (f"The current states of the {c.n} {c.node_noun}s (0..{c.n - 1}) are {self.history[0]}. "
                 f"Choose an intervention.")
-
-    def _specs_of(self) -> list[dict]:
-        c, noun = self.config, self.config.node_noun
-        target = {noun: {"type": "integer", "minimum": 0, "maximum": c.n - 1, "description": f"the {noun}, 0..{c.n - 1}"}}
-        required = [noun]
-        effect = ("re-draws the state of each of its children (the intervened molecule keeps its state)" if c.directed
-                  else "raises its anger and the anger of each house allied to it by 1")
-        price = f" and {c.intervention_cost:g} of your return" if c.intervention_cost else ""
-        intervene_doc = f"Costs 1 of the budget ({c.budget}){price}: {c.intervene_tool} one {noun}; it {effect}. " \
-                        "Returns every state after it and the observation matrix so far."
-        if c.proposals == "every":
-            target["adjacency"] = _matrix_schema(c.n)
-            required.append("adjacency")
-            intervene_doc += (" State with it the adjacency matrix you believe from what you have seen so far: if it is "
-                              "right the session ends, solved, and the intervention is not made.")
-        return [
-            {"name": c.intervene_tool, "description": intervene_doc,
-             "input_schema": {"type": "object", "properties": target, "required": required, "additionalProperties": False}},
-            {"name": "submit_graph", "description": "Submit your adjacency matrix; ends the session (free).",
-             "input_schema": {"type": "object", "properties": {"adjacency": _matrix_schema(c.n)}, "required": ["adjacency"],
-                              "additionalProperties": False}},
-            {"name": "get_observations", "description": "The observation matrix and the interventions so far (free).",
-             "input_schema": dict(_EMPTY)},
-            {"name": "end", "description": "End the session without submitting (scored as unsolved).",
-             "input_schema": dict(_EMPTY)},
-        ]
 
     def system_prompt(self) -> str:
         """The rules for an agent: the hidden graph, what an intervention shows, the budget and the answer."""
@@ -178,53 +167,48 @@ class GraphToolSession(ToolSessionBase):
     def status(self) -> dict:
         return {"budget_remaining": int(self.state.budget_left)}
 
-    def observation(self) -> dict:
-        """The public view as numpy arrays (what a harness policy reads)."""
-        return jax.device_get(core.public_view(self.state))
-
     def _observations(self) -> dict:
         return {"observation_matrix": [list(row) for row in self.history], "interventions": list(self.targets)}
 
-    # -- calls -------------------------------------------------------------------------
-    def dispatch(self, name: str, args: dict) -> dict:
-        c = self.config
-        if name == "get_observations":
-            return {**self._observations(), **self.status()}
-        kind = {c.intervene_tool: core.INTERVENE, "submit_graph": core.SUBMIT, "end": core.END}[name]
-        hypothesis = np.asarray(args.get("adjacency", np.zeros((c.n, c.n), int)), bool)
-        node = args.get(c.node_noun, 0)
-        before = self.state
-        self.state, reward, error = core.step(self.state, kind, node, hypothesis, c)
-        error = int(error)
-        if error:
-            return self.error(core.ERRORS[error])
-        self.total_reward += float(reward)
-        result: dict = {}
-        if int(self.state.interventions) > int(before.interventions):
-            self.targets.append(int(node))
-            self.history.append(np.asarray(self.state.shown).tolist())
-            result = {c.node_noun: int(node), "states": self.history[-1], **self._observations()}
-        if kind == core.INTERVENE and c.proposals == "every":
-            result["adjacency_correct"] = bool(self.state.success)
-        if bool(self.state.ended):
-            self.ended, self.end_reason = True, "end"
-            self.scores = self.final_scores()
-            result.update(ended=True, end_reason=self.end_reason, scores=self.scores)
-        return {**result, **self.status()}
+    # -- the tool table (each world adds its intervention) -------------------------------
+    def _intervention(self, node: int, adjacency) -> core.Action:
+        return core.Action.make(core.INTERVENE, self.config, node, adjacency)
 
-    def final_scores(self) -> dict:
-        """The scores as JSON values (the core's :func:`core.scores`)."""
-        values = jax.device_get(core.scores(self.state, self.config.directed, self.config.intervention_cost))
-        # cost and return are float32 sums: 6 decimals say them (0.15, not 0.15000000596)
-        return {k: round(float(v), 6) if k in ("cost", "return") else float(v) if k in ("success", "edge_f1") else int(v)
-                for k, v in values.items()}
+    def submit_graph(self, adjacency: Matrix):
+        """Submit your adjacency matrix; ends the session (free)."""
+        return core.Action.make(core.SUBMIT, self.config, hypothesis=adjacency)
+
+    def get_observations(self):
+        """The observation matrix and the interventions so far (free)."""
+        return self._observations()
+
+    def end(self):
+        """End the session without submitting (scored as unsolved)."""
+        return core.Action.make(core.END, self.config)
+
+    def dispatch(self, name: str, args: dict) -> dict:
+        # Under proposals="final" an intervention states no matrix: its parameter is not offered, so it is
+        # given here (the table offers a parameter under a setting, and requires it there, through `when`).
+        if name == self.config.intervene_tool and self.config.proposals != "every":
+            args = {**args, "adjacency": None}
+        return super().dispatch(name, args)
+
+    def answer(self, name: str, args: dict) -> dict:
+        """An intervention made: the node, the states after it and the observation matrix so far; with a matrix
+        stated, whether it was right."""
+        c = self.config
+        result: dict = {}
+        if int(self.state.interventions) > len(self.targets):
+            self.targets.append(int(args[c.node_noun]))
+            self.history.append(np.asarray(self.state.shown).tolist())
+            result = {c.node_noun: self.targets[-1], "states": self.history[-1], **self._observations()}
+        if name == c.intervene_tool and c.proposals == "every":
+            result["adjacency_correct"] = bool(self.state.success)
+        return result
 
     # -- records -----------------------------------------------------------------------
-    def key_settings(self) -> dict:
-        return self.config.settings()
-
     def record_fields(self) -> dict:
-        return {"instance_id": self.instance_id, "budget": self.config.budget}
+        return {**super().record_fields(), "budget": self.config.budget}
 
     def record(self) -> dict:
         return {**self.record_fields(), **super().record()}
@@ -248,6 +232,12 @@ class DagToolSession(GraphToolSession):
     config_class = DagConfig
     world = "dag"
 
+    def intervene(self, molecule: Node, adjacency: ProposedMatrix):
+        return self._intervention(molecule, adjacency)
+
+    intervene.__doc__ = _INTERVENE
+    tools = tool_table(intervene, GraphToolSession.submit_graph, GraphToolSession.get_observations, GraphToolSession.end)
+
 
 class RelationalToolSession(GraphToolSession):
     """``relational``'s tools: ``attack(house)``, ``submit_graph(adjacency)``,
@@ -256,17 +246,12 @@ class RelationalToolSession(GraphToolSession):
     config_class = RelationalConfig
     world = "relational"
 
+    def attack(self, house: Node, adjacency: ProposedMatrix):
+        return self._intervention(house, adjacency)
 
-def play_dag(policy, seed: int, **options) -> dict:
-    """``World.play`` of ``dag``: one session of ``policy`` (``reset(config,
-    seed)``, ``act(observation) -> {"tool", "arguments"}``) on its tool
-    session (``env``, if given, one of these settings; ``max_calls``,
-    ``sealed`` and the config's fields as keywords). Returns the record's
-    parts (see :class:`luca_gym.protocol.World`): the generic
-    :func:`~luca_gym.tools.table.play_policy`."""
-    return play_policy(DagToolSession, policy, seed, **options)
+    attack.__doc__ = _INTERVENE
+    tools = tool_table(attack, GraphToolSession.submit_graph, GraphToolSession.get_observations, GraphToolSession.end)
 
 
-def play_relational(policy, seed: int, **options) -> dict:
-    """``World.play`` of ``relational`` (see :func:`play_dag`)."""
-    return play_policy(RelationalToolSession, policy, seed, **options)
+play_dag = table_play(DagToolSession)  # World.play of dag: a reset/act policy through the same tool session
+play_relational = table_play(RelationalToolSession)  # World.play of relational
