@@ -2,7 +2,8 @@
 drawing from them: a stored pool reads back bitwise what ``generate`` gives,
 every episode on a pool organism gets a fresh noise key, and
 ``organisms="fresh"`` keeps one new organism per episode, generated ahead of
-need. (``LucaSB3VecEnv``'s pool: tests/test_sb3.py.)"""
+need; the settings travel as one LucaConfig. (``LucaSB3VecEnv``'s pool:
+tests/test_sb3.py.)"""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 
 from luca_gym.testing import count_traces
 from luca_gym.worlds.luca import core, pools
+from luca_gym.worlds.luca.config import LucaConfig
 from luca_gym.worlds.luca import generator as world
 from luca_gym.worlds.luca.envs import LucaVectorEnv
 
@@ -131,3 +133,18 @@ def test_fresh_organisms_are_generated_ahead_of_need_and_never_reused(monkeypatc
 def test_bad_pool_arguments_raise_naming_them(kwargs, name):
     with pytest.raises(ValueError, match=name):
         LucaVectorEnv(2, TIER, MODE, N, **kwargs)
+
+
+def test_episode_organisms_take_the_settings_as_one_config():
+    with pytest.raises(ValueError, match="settings"):
+        pools.EpisodeOrganisms("pool", (TIER, N, MODE), None)
+    episodes = pools.EpisodeOrganisms("pool", LucaConfig(tier=TIER, mode=MODE, n_genes=N, budget=12), None, pool_size=2)
+    assert (episodes.tier, episodes.mode, episodes.n_genes, episodes.backwards) == (TIER, MODE, N, False)
+
+
+def test_the_organism_memo_keys_on_the_organism_settings_not_the_budget():
+    from luca_gym.worlds.luca.session import cached_organism, config_organism
+
+    organism = config_organism(0, LucaConfig(tier=TIER, mode=MODE, n_genes=N, budget=12))
+    assert organism is config_organism(0, LucaConfig(tier=TIER, mode=MODE, n_genes=N)) is cached_organism(0, TIER, N, MODE)
+    assert not same_bits(organism.arrays, world.make_organism(0, TIER, N, MODE).arrays)

@@ -3,7 +3,7 @@ the agent of the malfunction, and whether its diagnosis agrees with what it
 had measured before committing it.
 
 The organism is regenerated from the line's seed and settings
-(:func:`~luca_gym.worlds.luca.session.cached_organism`, as the scorer's
+(:func:`~luca_gym.worlds.luca.session.config_organism`, as the scorer's
 session opens it; a sealed line needs the secret and is not audited), and the
 hypotheses are the world's own candidate malfunctions
 (:func:`~luca_gym.worlds.luca.generator.malfunction.with_malfunction`'s
@@ -38,7 +38,8 @@ import numpy as np
 from luca_gym.worlds.luca import calls, sim
 from luca_gym.worlds.luca.generator.malfunction import with_malfunction
 from luca_gym.worlds.luca.generator.tiers import plan
-from luca_gym.worlds.luca.session import Session, cached_organism
+from luca_gym.worlds.luca.config import LucaConfig
+from luca_gym.worlds.luca.session import Session, config_organism
 from luca_gym.worlds.luca.spec import LOCK_HI, LOCK_LO, MALFUNCTION_TYPES, PERSIST
 
 # The calls that measure the organism.
@@ -59,8 +60,7 @@ def organism_of(record: dict):
     settings (None for a sealed line)."""
     if record.get("sealed"):
         return None
-    return cached_organism(record["seed"], record["tier"], record["n_genes"], record["mode"], record.get("backwards", False),
-                           vocabulary=record.get("vocabulary", "invented"))
+    return config_organism(record["seed"], LucaConfig.organism_settings_of(record))
 
 
 def candidate_index(n_genes: int, n_signals: int, target: int, kind: int) -> int:

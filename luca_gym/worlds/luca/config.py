@@ -5,7 +5,11 @@ with a seed, makes an organism, and the session's budget;
 :meth:`LucaConfig.organism`, :meth:`LucaConfig.params` and
 :meth:`LucaConfig.session` reach the functions that still take the settings
 one by one (some of them as tier, n_genes, mode), so a caller never has to
-know either order.
+know either order. Inside LUCA the organism's settings travel as one
+config: the organism memo (:func:`~luca_gym.worlds.luca.session.config_organism`,
+which a session, the flat env and the audit open organisms through) and the
+vector envs' episode organisms (:class:`~luca_gym.worlds.luca.pools.EpisodeOrganisms`)
+take a ``LucaConfig``.
 
 The budget is not part of a results line's key (``World.session_keys``): a
 session records it (``budget``), and a results folder refuses a line whose
@@ -14,11 +18,10 @@ budget)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from luca_gym.worlds.luca.core import make_params
 from luca_gym.worlds.luca.generator import make_organism
-from luca_gym.worlds.luca.session import Session
 from luca_gym.worlds.luca.spec import MAX_BUDGET, check_budget, check_organism, check_vocabulary  # noqa: F401  (re-exported)
 
 @dataclass(frozen=True)
@@ -56,13 +59,26 @@ class LucaConfig:
         object.__setattr__(self, "vocabulary", check_vocabulary(self.vocabulary, n_genes))
         object.__setattr__(self, "budget", check_budget(self.budget))
 
+    @classmethod
+    def organism_settings_of(cls, record: dict) -> "LucaConfig":
+        """The organism's settings of a LUCA results line, budget aside (a
+        line written before ``backwards`` or ``vocabulary`` existed: forwards,
+        invented names)."""
+        return cls(tier=record["tier"], mode=record["mode"], n_genes=record["n_genes"],
+                   backwards=record.get("backwards", False), vocabulary=record.get("vocabulary", "invented"))
+
+    def organism_settings(self) -> "LucaConfig":
+        """These settings without the session's budget: what, with a seed, names an organism."""
+        return replace(self, budget=None)
+
     @property
     def disease(self) -> bool:
         """True in disease mode."""
         return self.mode == "disease"
 
     def organism(self, seed: int, *, sealed=None):
-        """The organism ``seed`` of these settings (:func:`~luca_gym.worlds.luca.generator.make_organism`)."""
+        """The organism ``seed`` of these settings (:func:`~luca_gym.worlds.luca.generator.make_organism`;
+        memoised: :func:`luca_gym.worlds.luca.session.config_organism`)."""
         return make_organism(seed, self.tier, self.n_genes, self.mode, self.backwards, sealed=sealed, vocabulary=self.vocabulary)
 
     def params(self, **options):
@@ -73,5 +89,7 @@ class LucaConfig:
 
     def session(self, **options):
         """A host :class:`~luca_gym.worlds.luca.session.Session` of these settings (``options``: max_steps, sealed, ...)."""
+        from luca_gym.worlds.luca.session import Session  # the session holds its config: imported when used
+
         return Session(self.tier, self.mode, self.n_genes, self.backwards, vocabulary=self.vocabulary,
                        **{"budget": self.budget, **options})

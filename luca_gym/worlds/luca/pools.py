@@ -45,6 +45,7 @@ from luca_gym.functional import DEFAULT_POOL_SIZE, TRAINING_SEED_START, training
 from luca_gym.validate import DRAWN_SEED_LIMIT, check_positive_int, is_integer, short_repr
 from luca_gym.worlds.luca import generator as world
 from luca_gym.worlds.luca import spec
+from luca_gym.worlds.luca.config import LucaConfig
 from luca_gym.worlds.luca.functional import organism_batch
 from luca_gym.worlds.luca.generator.organisms import _source_digest, check_seeds
 from luca_gym.worlds.luca.types import OrganismArrays
@@ -159,13 +160,18 @@ class EpisodeOrganisms:
             episode, never used again, with the seed's own noise key, as a
             single env opens it; generated ahead of need, ``generation_batch``
             times a power of two at a time).
-        tier, n_genes, mode, backwards, seal: the organisms' settings.
+        settings: the organisms' settings (a
+            :class:`~luca_gym.worlds.luca.config.LucaConfig`; its budget is
+            the sessions', not the organisms'). seal: None or a
+            :class:`luca_gym.seal.Seal`.
     """
 
-    def __init__(self, organisms: str, tier: str, n_genes: int, mode: str, backwards: bool, seal, *,
+    def __init__(self, organisms: str, settings: LucaConfig, seal, *,
                  pool_size: int = DEFAULT_POOL_SIZE, pool_start: int = TRAINING_SEED_START, generation_batch: int = 16):
         self.organisms = check_organisms(organisms)
-        self.tier, self.n_genes, self.mode, self.backwards = spec.check_organism(tier, n_genes, mode, backwards)
+        if not isinstance(settings, LucaConfig):
+            raise ValueError(f"settings: {short_repr(settings)} is not a LucaConfig")
+        self.tier, self.n_genes, self.mode, self.backwards = settings.tier, settings.n_genes, settings.mode, settings.backwards
         self.seal = seal
         self.pool_size = check_positive_int(pool_size, "pool_size")
         self.seeds = pool_seeds(self.pool_size, pool_start) if self.organisms == "pool" else None

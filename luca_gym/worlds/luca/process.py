@@ -39,10 +39,10 @@ def signal_label(record: dict) -> str | None:
     scores = record.get("scores") or {}
     if record.get("mode") != "disease" or scores.get("malfunction_type") != PERSIST or record.get("sealed"):
         return None
-    from luca_gym.worlds.luca.session import cached_organism
+    from luca_gym.worlds.luca.config import LucaConfig
+    from luca_gym.worlds.luca.session import config_organism
 
-    organism = cached_organism(record["seed"], record["tier"], record["n_genes"], record["mode"],
-                               record.get("backwards", False), vocabulary=record.get("vocabulary", "invented"))
+    organism = config_organism(record["seed"], LucaConfig.organism_settings_of(record))
     return organism.meta.signal_labels[int(scores["malfunction_target"]) - organism.n_genes]
 
 

@@ -4,7 +4,8 @@
 stand on: it builds the core's params from the settings, opens organism k,
 steps dict actions through :func:`~luca_gym.worlds.luca.core.parse_action` and
 the core, and reveals the scores once the session has ended. It decides no
-rule; the core does. :func:`cached_organism` is the organism memo beside it.
+rule; the core does. :func:`config_organism` (and :func:`cached_organism`, the
+same with the settings one by one) is the organism memo beside it.
 """
 
 from __future__ import annotations
@@ -17,24 +18,31 @@ import numpy as np
 from luca_gym import seal as seal_mod
 from luca_gym.boundary import to_numpy_observation, to_python
 from luca_gym.worlds.luca import core, spec
+from luca_gym.worlds.luca.config import LucaConfig
 from luca_gym.worlds.luca import generator as world
 from luca_gym.worlds.luca.spec import INTERVENTION_TYPES
 from luca_gym.worlds.luca.types import Organism
 
 
 @lru_cache(maxsize=512)
-def _cached_organism(seed: int, tier: str, n_genes: int, mode: str, backwards: bool, seal, vocabulary: str) -> Organism:
-    return world.make_organism(seed, tier, n_genes, mode, backwards, sealed=seal, vocabulary=vocabulary)
+def _cached_organism(seed: int, config: LucaConfig, seal) -> Organism:
+    return config.organism(seed, sealed=seal)
+
+
+def config_organism(seed: int, config: LucaConfig, *, sealed=None) -> Organism:
+    """The organism ``seed`` of ``config``'s settings (its budget aside),
+    memoised: an organism is a pure function of its seed and settings, so
+    reusing one is indistinguishable from regenerating it. The seed is
+    checked first, so the cache never decides what is valid."""
+    return _cached_organism(spec.check_seed(seed), config.organism_settings(), seal_mod.make_seal(sealed))
 
 
 def cached_organism(seed: int, tier: str, n_genes: int, mode: str = "healthy", backwards: bool = False, *, sealed=None,
                     vocabulary: str = "invented") -> Organism:
-    """``make_organism`` memoised: an organism is a pure function of its
-    arguments, so reusing one is indistinguishable from regenerating it. The
-    arguments are checked first, so the cache never decides what is valid."""
-    tier, n_genes, mode, backwards = spec.check_organism(tier, n_genes, mode, backwards)
-    vocabulary = spec.check_vocabulary(vocabulary, n_genes)
-    return _cached_organism(spec.check_seed(seed), tier, n_genes, mode, backwards, seal_mod.make_seal(sealed), vocabulary)
+    """``make_organism`` memoised (:func:`config_organism`; the settings are
+    checked by :class:`~luca_gym.worlds.luca.config.LucaConfig` first)."""
+    config = LucaConfig(tier=tier, mode=mode, n_genes=n_genes, backwards=backwards, vocabulary=vocabulary)
+    return config_organism(seed, config, sealed=sealed)
 
 
 def ended_scores(state: core.EnvState | None, params: core.EnvParams) -> dict:
@@ -73,7 +81,10 @@ class Session:
             shaping_scale=shaping_scale, shaping_gamma=shaping_gamma,
         )
         backwards = spec.check_bool(backwards, "backwards")
-        self.vocabulary = spec.check_vocabulary(vocabulary, n_genes)
+        # The organism's settings (the budget is the session's: params.budget, any size make_params allows).
+        self.organism_settings = LucaConfig(tier=tier, mode=mode, n_genes=n_genes, backwards=bool(backwards),
+                                            vocabulary=vocabulary)
+        self.vocabulary = self.organism_settings.vocabulary
         self.tier, self.mode, self.n_genes, self.backwards = tier, mode, n_genes, bool(backwards)
         self.state: core.EnvState | None = None
         self.organism: Organism | None = None
@@ -82,8 +93,7 @@ class Session:
         """Start a session on organism ``organism_seed`` (checked). Returns
         (first observation, ``{"organism_seed", "budget"}``)."""
         organism_seed = spec.check_seed(organism_seed, "organism_seed")
-        self.organism = cached_organism(organism_seed, self.tier, self.n_genes, self.mode, self.backwards,
-                                        sealed=self.seal, vocabulary=self.vocabulary)
+        self.organism = config_organism(organism_seed, self.organism_settings, sealed=self.seal)
         key = core.noise_key(organism_seed, self.tier, self.n_genes, self.seal)
         obs, self.state = core.reset(key, self.organism.arrays, self.params)
         return to_numpy_observation(obs), {"organism_seed": organism_seed, "budget": self.params.budget}

@@ -18,7 +18,7 @@ import numpy as np
 from luca_gym.worlds.luca.envs.spaces import action_space, observation_space, reset_options
 from luca_gym.validate import DRAWN_SEED_LIMIT, check_render_mode
 from luca_gym.worlds.luca import core, spec
-from luca_gym.worlds.luca.session import Session, cached_organism, ended_scores, render_text  # noqa: F401  (ended_scores: re-exported)
+from luca_gym.worlds.luca.session import Session, config_organism, ended_scores, render_text  # noqa: F401  (ended_scores: re-exported)
 from luca_gym.worlds.luca.types import Organism
 
 RENDER_MODES = ("ansi", "rgb_array")
@@ -101,13 +101,12 @@ def open_organism(env: gym.Env, options) -> tuple[int, Organism, jax.Array]:
     """The organism a single env's ``reset`` opens: ``options["organism_seed"]``
     (checked before any cache), or a seed drawn with the env's ``np_random``.
     Returns (organism seed, organism, session noise key). ``env`` carries
-    ``tier``, ``n_genes``, ``mode``, ``backwards``, ``seal`` (None unsealed)
-    and, if it names genes in text, ``vocabulary`` (default invented)."""
+    ``organism_settings`` (a :class:`~luca_gym.worlds.luca.config.LucaConfig`)
+    and ``seal`` (None unsealed)."""
     organism_seed = organism_seed_of(env, options)
-    seal = getattr(env, "seal", None)
-    organism = cached_organism(organism_seed, env.tier, env.n_genes, env.mode, env.backwards, sealed=seal,
-                               vocabulary=getattr(env, "vocabulary", "invented"))
-    return organism_seed, organism, core.noise_key(organism_seed, env.tier, env.n_genes, seal)
+    seal, settings = getattr(env, "seal", None), env.organism_settings
+    organism = config_organism(organism_seed, settings, sealed=seal)
+    return organism_seed, organism, core.noise_key(organism_seed, settings.tier, settings.n_genes, seal)
 
 
 class LucaEnv(Session, gym.Env):

@@ -33,6 +33,7 @@ from luca_gym.validate import check_render_mode
 from luca_gym.worlds.luca import analysts, core, spec
 from luca_gym.worlds.luca.core import flat
 from luca_gym import seal as seal_mod
+from luca_gym.worlds.luca.config import LucaConfig
 from luca_gym.worlds.luca.envs.env import RENDER_MODES, ended_scores, open_organism, render_frame
 from luca_gym.worlds.luca.types import Organism
 
@@ -144,6 +145,7 @@ class LucaFlatEnv(gym.Env):
         backwards = spec.check_bool(backwards, "backwards")
         check_render_mode(render_mode, RENDER_MODES)
         self.tier, self.mode, self.n_genes, self.backwards, self.analyst = tier, mode, n_genes, backwards, analyst
+        self.organism_settings = LucaConfig(tier=tier, mode=mode, n_genes=n_genes, backwards=backwards)
         self.render_mode = render_mode
         self.layout = flat.layout(self.params)
         self.action_space = spaces.Discrete(self.layout.size)

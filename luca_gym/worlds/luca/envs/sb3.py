@@ -28,6 +28,7 @@ from luca_gym import seal as seal_mod
 from luca_gym.worlds.luca import core, spec
 from luca_gym.worlds.luca.core import flat
 from luca_gym.worlds.luca.functional import LucaFlatCodec, organism_batch
+from luca_gym.worlds.luca.config import LucaConfig
 from luca_gym.worlds.luca.pools import DEFAULT_POOL_SIZE, EpisodeOrganisms
 
 __all__ = ["LucaSB3VecEnv", "TRAINING_SEED_LOW", "GENERATION_BATCH", "SCORE_NAMES"]
@@ -111,8 +112,8 @@ class LucaSB3VecEnv(FlatSB3VecEnv):
                          generation_batch=generation_batch, seed=seed)
         self.tier, self.mode, self.n_genes, self.analyst = tier, mode, n_genes, analyst
         self.layout = flat.layout(self.params)
-        self.episodes = EpisodeOrganisms(organisms, tier, n_genes, mode, self.backwards, self.seal, pool_size=pool_size,
-                                         pool_start=self.min_instance_seed)
+        self.episodes = EpisodeOrganisms(organisms, LucaConfig(tier=tier, mode=mode, n_genes=n_genes, backwards=self.backwards),
+                                         self.seal, pool_size=pool_size, pool_start=self.min_instance_seed)
         self.organisms = self.episodes.organisms
         # The base class's pool_size (a pool of codec instances that reuse their
         # own noise keys) is not used here; say what this env draws from.

@@ -29,6 +29,7 @@ from luca_gym.worlds.luca import core, spec
 from luca_gym.worlds.luca.envs.spaces import action_space, observation_space, organism_seeds, parse_action, reset_options, to_numpy_observation
 from luca_gym import seal as seal_mod
 from luca_gym.worlds.luca.functional import organism_batch
+from luca_gym.worlds.luca.config import LucaConfig
 from luca_gym.worlds.luca.pools import DEFAULT_POOL_SIZE, EpisodeOrganisms
 
 _batched_reset = jax.jit(jax.vmap(core.reset, in_axes=(0, 0, None)), static_argnums=2)
@@ -129,8 +130,8 @@ class LucaVectorEnv(gym.vector.VectorEnv):
         self.num_envs = int(num_envs)
         backwards = spec.check_bool(backwards, "backwards")
         self.tier, self.mode, self.n_genes, self.backwards = tier, mode, n_genes, backwards
-        self.episodes = EpisodeOrganisms(organisms, tier, n_genes, mode, backwards, self.seal, pool_size=pool_size,
-                                         generation_batch=generation_batch)
+        self.episodes = EpisodeOrganisms(organisms, LucaConfig(tier=tier, mode=mode, n_genes=n_genes, backwards=backwards),
+                                         self.seal, pool_size=pool_size, generation_batch=generation_batch)
         self.organisms = self.episodes.organisms
         self.numpy = spec.check_bool(numpy, "numpy")
         self.single_observation_space = observation_space(self.params)
