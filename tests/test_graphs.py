@@ -216,6 +216,7 @@ def test_the_budget_ends_interventions_not_the_submission():
     ("submit_graph", {"adjacency": [[0, 1, 0], [0, 0, 0], [0, 0, 0]]}, "symmetric"),
     ("submit_graph", {"adjacency": [[0, 1], [1, 0]]}, "fewer than 3 items"),
     ("submit_graph", {"adjacency": [[0, 2, 0], [2, 0, 0], [0, 0, 0]]}, "not allowed"),
+    ("submit_graph", {"adjacency": [[False, True, False]] * 3}, "expected integer, got bool"),  # the enum's type
     ("attack", {"house": -1}, "below the minimum"),
     ("attack", {"house": "1"}, "expected integer"),
     ("attack", {"house": 1, "extra": 1}, "unknown field"),
@@ -229,6 +230,15 @@ def test_malformed_calls_are_refused_for_free(name, arguments, fragment):
     after = jax.device_get(session.state)
     assert all(np.array_equal(a, b) for a, b in zip(jax.tree_util.tree_leaves(before), jax.tree_util.tree_leaves(after)))
 
+
+
+def test_an_intervention_takes_a_matrix_exactly_where_the_papers_loop_asks_for_one():
+    every, final = DagToolSession(0, n_nodes=3), DagToolSession(0, n_nodes=3, proposals="final")
+    assert every.tool_specs()[0]["input_schema"]["required"] == ["molecule", "adjacency"]
+    assert final.tool_specs()[0]["input_schema"]["required"] == ["molecule"]
+    assert "required" in every.call("intervene", {"molecule": 1})["error"] and int(every.state.interventions) == 0
+    assert "unknown field" in final.call("intervene", {"molecule": 1, "adjacency": [[0] * 3] * 3})["error"]
+    assert final.call("intervene", {"molecule": 1})["interventions"] == [1] and int(final.state.interventions) == 1
 
 JSONISH = st.recursive(st.none() | st.booleans() | st.integers(-5, 70) | st.floats(allow_nan=True) | st.text(max_size=8),
                        lambda children: st.lists(children, max_size=7) | st.dictionaries(st.text(max_size=10), children, max_size=3),
