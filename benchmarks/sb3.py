@@ -143,7 +143,7 @@ def main() -> None:
     print(f"\n## MaskablePPO on LucaSB3VecEnv ({args.num_envs} envs), {args.train_steps} steps")
     with tempfile.TemporaryDirectory() as scratch:
         out = args.out or scratch
-        summary = train_maskable_ppo(tier, mode, N, steps=args.train_steps, num_envs=args.num_envs, out=out, seed=0)
+        summary = train_maskable_ppo(tier, mode, N, world="luca", steps=args.train_steps, num_envs=args.num_envs, out=out, seed=0)
         with open(os.path.join(out, "learning_curve.csv")) as f:
             curve = list(csv.DictReader(f))  # the JAX PPO's columns: one row per update
         rate = "n/a (one update)" if summary["steps_per_s"] is None else f"{summary['steps_per_s']:,.0f}"

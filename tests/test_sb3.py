@@ -178,7 +178,7 @@ def test_maskable_ppo_trains_saves_and_runs_in_the_harness(tmp_path, monkeypatch
     stray = tmp_path / "sb3-default-log"
     monkeypatch.setenv("SB3_LOGDIR", str(stray))  # where SB3's default logger would make its folder
     rows = []
-    summary = train_maskable_ppo("easy", "healthy", N, steps=300, num_envs=B, out=str(tmp_path), seed=0, pool_size=POOL,
+    summary = train_maskable_ppo("easy", "healthy", N, world="luca", steps=300, num_envs=B, out=str(tmp_path), seed=0, pool_size=POOL,
                                  progress=rows.append)
     assert plan(300, B).startswith("512 env steps = 2 updates x 4 envs x 64 steps (300 rounded up to whole rollouts)")
     assert plan(300, B, POOL).endswith("a pool of 8 training instances") and plan(300, B, None).endswith("per episode")

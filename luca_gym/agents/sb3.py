@@ -201,7 +201,7 @@ def train_maskable_ppo(
     out: str = "runs/maskable-ppo",
     seed: int = 0,
     min_instance_seed: int | None = None,
-    world="luca",
+    world,
     min_organism_seed: int | None = None,
     pool_size: int | None = DEFAULT_POOL_SIZE,
     progress: Callable[[dict], None] | None = None,
