@@ -290,6 +290,7 @@ def test_one_compiled_step_serves_every_density_noise_and_cost(config_class, siz
         return core.step(state, core.Action.make(core.INTERVENE, config, 1), config)
 
     play(config_class(**{size: 4}), 0)
+    play(config_class(**{size: 4}, observation_noise=0.01), 0)  # the eager misreading at reset, once
     values = ((0.2, 0.0, 0.0), (0.3, 0.1, 0.0), (0.5, 0.2, 0.5), (0.9, 0.5, 1.25))
     with count_traces() as traced:
         for seed, (density, noise, cost) in enumerate(values):
@@ -297,9 +298,9 @@ def test_one_compiled_step_serves_every_density_noise_and_cost(config_class, siz
                                                      intervention_cost=cost), seed)
             assert int(error) == 0 and float(reward) == pytest.approx(-cost)  # the traced price is paid
     assert not traced
-    with count_traces() as traced:  # a static setting (the graph's size) compiles anew
-        play(config_class(**{size: 5}), 0)
-    assert {"_generate_batch", "step"} <= set(traced)
+    with count_traces() as traced:  # a static setting (a graph's size no other test uses) compiles anew
+        play(config_class(**{size: 13}), 0)
+    assert {"_generate_batch", "step_pure"} <= set(traced)
 
 
 def test_a_tool_session_says_how_large_a_matrix_a_call_can_carry():

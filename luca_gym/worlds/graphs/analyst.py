@@ -305,7 +305,7 @@ def step_session(state: AnalystSession, node, config):
     node = jnp.asarray(node, jnp.int32)
     adjacency = best_unrefuted(state.posterior, state.memory, config)
     kind = jnp.where(node == config.n, core.SUBMIT, core.INTERVENE)
-    session, reward, error = core.step(state.session, core.Action(kind, node, adjacency), config)
+    session, reward, error = core.step_pure(state.session, core.Action(kind, node, adjacency), config)
     ok = error == 0
     stated = ok & (kind == core.INTERVENE) & (config.proposals == "every")
     posterior = edge_posterior(core.public_view(session), config)

@@ -345,7 +345,7 @@ def play_bayes_batch(instances, config) -> dict:
             state, memory, total = carry
             node, adjacency, new_memory = choose(core.public_view(state), memory)
             kind = jnp.where(node == config.n, core.SUBMIT, core.INTERVENE)
-            new, reward, _ = core.step(state, core.Action(kind, node, adjacency), config)
+            new, reward, _ = core.step_pure(state, core.Action(kind, node, adjacency), config)
             live = ~state.ended
             keep = lambda a, b: jnp.where(live, a, b)  # noqa: E731
             return (jax.tree_util.tree_map(keep, new, state), jax.tree_util.tree_map(keep, new_memory, memory),

@@ -241,7 +241,7 @@ def read(states: jax.Array, key: jax.Array, index, config) -> jax.Array:
     intervention): each misread, with probability ``observation_noise``, as
     a uniformly random other value of the ``config.n_readings``, drawn from
     ``key`` and ``index`` alone. Without noise, the states. Pure; the noise
-    may be traced (a concrete 0, as a reset outside jit has, skips the draw)."""
+    may be traced (a concrete 0, as a flat codec's config holds, skips the draw)."""
     if isinstance(config.observation_noise, (int, float)) and config.observation_noise == 0:
         return states
     bits = jax.random.bits(jax.random.fold_in(jax.random.fold_in(key, _MISREAD_STREAM), index), (2, states.shape[0]),
@@ -353,8 +353,7 @@ def _pick(flag, new: GraphState, old: GraphState) -> GraphState:
     return jax.tree_util.tree_map(lambda a, b: jnp.where(flag, a, b), new, old)
 
 
-@jax.jit
-def step(state: GraphState, action: Action, config):
+def step_pure(state: GraphState, action: Action, config):
     """One :class:`Action`: INTERVENE on ``action.node`` (with
     ``action.hypothesis`` under ``proposals="every"``), SUBMIT
     ``action.hypothesis`` (bool (N, N)) or END. Returns (state, reward
@@ -363,7 +362,10 @@ def step(state: GraphState, action: Action, config):
     the truth, less the session's ``intervention_cost`` on each call that
     makes an intervention, so the return equals ``success`` less the cost
     times the interventions (``success`` itself at the default cost 0).
-    Pure (jit and vmap apply); one compile per static settings.
+    Pure (jit and vmap apply): :func:`step` is it jitted, the config traced
+    (one compile per static settings); a flat codec, which holds a concrete
+    config, calls it inside its own jit, so a setting that is off there
+    (no observation noise) costs nothing.
 
     Under ``proposals="every"`` (the paper's loop) the matrix that comes with
     an intervention is the agent's hypothesis from the cycles seen so far,
@@ -391,6 +393,9 @@ def step(state: GraphState, action: Action, config):
     )
     reward = success.astype(jnp.float32) - state.intervention_cost * made.astype(jnp.float32)
     return new, reward, error
+
+
+step = jax.jit(step_pure)  # the config a pytree: its static settings compile, its traced ones do not
 
 
 def iterations(state: GraphState) -> jax.Array:

@@ -399,7 +399,7 @@ class GraphFlat:
         kind = jnp.where(action == n, core.SUBMIT, core.INTERVENE)
         # An edit is no call of the session: the core sees an index out of range, refuses it and the edit replaces that.
         hypothesis = state.hypothesis if self.raw else core.implied_hypothesis(session.evidence)
-        called, reward, error = core.step(session, core.Action(kind, action, hypothesis), self.config)
+        called, reward, error = core.step_pure(session, core.Action(kind, action, hypothesis), self.config)
         if self.raw:
             made = called.interventions > session.interventions
             pair = action - (n + 1)
@@ -434,7 +434,7 @@ class GraphFlat:
         committed = jnp.where(committing, _committed(state.hypothesis, state.last, state.before, states,
                                                      self.config.directed), state.hypothesis)
         kind = jnp.where(call == n, core.SUBMIT, core.INTERVENE)
-        called, reward, error = core.step(state.session, core.Action(kind, call, committed), self.config)
+        called, reward, error = core.step_pure(state.session, core.Action(kind, call, committed), self.config)
         kept = error == 0
         made = called.interventions > state.session.interventions
         new = RawSession(

@@ -69,7 +69,7 @@ def _empty_at_once(config):
 
     def one(instance):
         state = core.reset(instance, config)
-        state, _, _ = core.step(state, core.Action(core.SUBMIT, 0, jnp.zeros((config.n, config.n), bool)), config)
+        state, _, _ = core.step_pure(state, core.Action(core.SUBMIT, 0, jnp.zeros((config.n, config.n), bool)), config)
         return core.score_arrays(state, bool(config.intervention_cost))
 
     return jax.jit(jax.vmap(one))
