@@ -26,9 +26,12 @@ from luca_gym.protocol import World
 from luca_gym.config import ConfigBase, choice, int_in, number_in, probability, setting
 from luca_gym.results.report import write_report
 from luca_gym.testing import check_world, count_traces
-from luca_gym.tools.table import Field, schema_of, spec_of
+from luca_gym.tools.table import Field, Refusal, per_session, schema_of, spec_of, tool
 
 SMALL = {"n_coins": 5, "weighings": 2}
+# Module level: the handlers' annotations are strings (postponed), read in the module's namespace.
+Inputs = Annotated[dict[str, Annotated[float, Field(minimum=1)]], Field(keys=per_session(lambda s: s.names))]
+Text = Annotated[str, Field(min_length=1, when=lambda c: c.on, required=True)]
 ALL_CHECKS = ["registry", "return-equals-headline", "refusals", "schemas", "replay", "sealed", "no-retrace", "text-env", "mcp",
               "core", "flat", "flat-no-retrace", "check_env"]
 
@@ -95,6 +98,51 @@ def test_the_schema_builder_reads_every_supported_annotation_and_refuses_others(
     assert spec_of(Handlers.f, C())["description"] == "Uses 3 things."
     with pytest.raises(TypeError, match="parameter 'y' has no type annotation"):
         spec_of(Handlers.g, C())
+
+
+def test_the_schema_builder_reads_objects_named_per_session_and_descriptions_from_the_config():
+    @dataclass(frozen=True)
+    class C:
+        k: int = 3
+        on: bool = True
+
+    session = SimpleNamespace(names=["mass", "time"])
+    assert schema_of(Inputs, C(), session) == {
+        "type": "object", "properties": {"mass": {"type": "number", "minimum": 1}, "time": {"type": "number", "minimum": 1}},
+        "required": ["mass", "time"], "additionalProperties": False}
+    with pytest.raises(TypeError, match="needs the session"):
+        schema_of(Inputs, C())
+    with pytest.raises(TypeError, match="property names"):
+        schema_of(dict[str, int], C())
+
+    class Handlers:
+        @tool(description=lambda c: f"{c.k} things" + (", on" if c.on else ""), title="t")
+        def f(self, inputs: Inputs, text: Text = ""):
+            """Not the description."""
+
+    spec = spec_of(Handlers.f, C(), session)
+    assert spec["description"] == "3 things, on" and spec["input_schema"]["required"] == ["inputs", "text"]
+    assert spec["input_schema"]["properties"]["text"] == {"type": "string", "minLength": 1}
+    off = spec_of(Handlers.f, C(on=False), session)
+    assert off["description"] == "3 things" and off["input_schema"]["required"] == ["inputs"]
+    assert list(off["input_schema"]["properties"]) == ["inputs"] and Handlers.f.annotations == {"title": "t"}
+
+
+def test_a_handler_refusal_costs_nothing_and_changes_nothing():
+    class Refusing(coin_world.CoinToolSession):
+        def guess(self, coin: int):
+            """Refuses coin 0 before the core."""
+            if coin == 0:
+                raise Refusal("coin 0 is not offered")
+            return coin_world.CoinToolSession.tools["guess"](self, coin)
+
+        tools = {**coin_world.CoinToolSession.tools, "guess": guess}
+
+    session = Refusing(3, **SMALL)
+    before = jax.tree.map(np.asarray, session.state)
+    assert session.call("guess", {"coin": 0}) == {"error": "coin 0 is not offered", "weighings_left": 2}
+    assert not session.ended and session.total_reward == 0
+    jax.tree.map(np.testing.assert_array_equal, before, jax.tree.map(np.asarray, session.state))
 
 
 def test_the_core_refuses_by_its_rules_and_a_refusal_changes_nothing():

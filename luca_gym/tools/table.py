@@ -13,14 +13,21 @@ the schema check stay in :class:`~luca_gym.tools.session.ToolSessionBase`.
 same session a tool agent or a model plays (``World.play``: :func:`table_play`).
 
 A handler is a method whose parameters are annotated with ``int``,
-``float``, ``str``, ``bool``, ``list[...]``, ``Literal[...]`` or
-``Annotated[T, Field(...)]`` (bounds and a description; any value of a
-Field may be a function of the session's config, as a shape is). Its
-docstring's first paragraph is the tool's description, formatted with the
-config as ``c`` (``"Y ({c.length} rows)"``; write braces as ``{{ }}``). It
-returns the core's action (stepped by the session, refused or not by the
-core) or a dict (an answer that touches no core state). A parameter with a
-default is optional. ``@tool(title=..., readOnlyHint=...)`` adds MCP
+``float``, ``str``, ``bool``, ``list[...]``, ``dict[str, T]`` (an object
+whose property names are ``Field(keys=...)``, each a required ``T``),
+``Literal[...]`` or ``Annotated[T, Field(...)]`` (bounds and a description;
+any value of a Field may be a function of the session's config, as a shape
+is, or, wrapped in :func:`per_session`, of the session itself, as an
+instance's variable names are). Its docstring's first paragraph is the
+tool's description, formatted with the config as ``c`` (``"Y ({c.length}
+rows)"``; write braces as ``{{ }}``), unless ``@tool(description=...)``
+gives it (a string or a function of the config). It returns the core's
+action (stepped by the session, refused or not by the core) or a dict (an
+answer that touches no core state), or raises :class:`Refusal` (what the
+core never sees, such as text that cannot be read: an error that costs
+nothing and changes nothing). A parameter with a default is optional, unless
+its Field says ``required=True`` (the default then serves where ``when``
+leaves the parameter out). ``@tool(title=..., readOnlyHint=...)`` adds MCP
 annotations::
 
     class CoinToolSession(TableToolSession):
@@ -52,6 +59,20 @@ _SCALARS = {int: "integer", float: "number", str: "string", bool: "boolean"}
 CALL_LIMIT = 1000  # calls a policy may make before play_policy gives up on it
 
 
+class Refusal(Exception):
+    """Raised by a handler to refuse a call before the core sees it (its
+    message is the error the agent reads); the call costs nothing and
+    changes nothing."""
+
+
+@dataclass(frozen=True)
+class per_session:  # noqa: N801 -- read as a function: Field(keys=per_session(lambda s: s.variables))
+    """A Field value that is a function of the session (read once the session
+    holds its instance), not of its config."""
+
+    of: Any
+
+
 @dataclass(frozen=True)
 class Field:
     """What an ``Annotated`` parameter (or list item) adds to its schema.
@@ -61,9 +82,11 @@ class Field:
         description: words for the agent.
         minimum, maximum: a number's bounds.
         min_items, max_items: a list's length; ``items`` sets both.
-        max_length: a string's length.
+        min_length, max_length: a string's length.
+        keys: a ``dict[str, T]``'s property names (each required).
         when: a function of the config: the parameter is offered only where
             it is true (a setting that adds an argument).
+        required: a parameter with a default is required where it is offered.
     """
 
     description: Any = None
@@ -72,19 +95,25 @@ class Field:
     items: Any = None
     min_items: Any = None
     max_items: Any = None
+    min_length: Any = None
     max_length: Any = None
+    keys: Any = None
     when: Any = None
+    required: bool = False
 
 
 _KEYWORDS = (("minimum", "minimum"), ("maximum", "maximum"), ("min_items", "minItems"), ("max_items", "maxItems"),
-             ("max_length", "maxLength"))
+             ("min_length", "minLength"), ("max_length", "maxLength"))
 
 
-def tool(**annotations):
-    """Mark a handler with its MCP annotations (``title``, ``readOnlyHint``, ...)."""
+def tool(*, description=None, **annotations):
+    """Mark a handler with its MCP annotations (``title``, ``readOnlyHint``,
+    ...) and, where its words depend on the settings in ways a format string
+    cannot say, its ``description`` (a string or a function of the config)."""
 
     def mark(handler):
         handler.annotations = dict(annotations)
+        handler.description = description
         return handler
 
     return mark
@@ -95,12 +124,20 @@ def tool_table(*handlers) -> dict:
     return {h.__name__: h for h in handlers}
 
 
-def _value(value, config):
+def _value(value, config, session=None):
+    if isinstance(value, per_session):
+        if session is None:
+            raise TypeError("tool parameter: a per_session value needs the session (spec_of(handler, config, session))")
+        return value.of(session)
     return value(config) if callable(value) else value
 
 
-def schema_of(annotation, config) -> dict:
-    """The JSON Schema of one annotated type under ``config``."""
+def _fields(extra) -> list:
+    return [e for e in extra if isinstance(e, Field)]
+
+
+def schema_of(annotation, config, session=None) -> dict:
+    """The JSON Schema of one annotated type under ``config`` (and ``session``, for :func:`per_session` values)."""
     extra = ()
     if typing.get_origin(annotation) is Annotated:
         annotation, *extra = typing.get_args(annotation)
@@ -109,47 +146,58 @@ def schema_of(annotation, config) -> dict:
         kept = [a for a in args if a is not type(None)]
         if len(kept) != 1:
             raise TypeError(f"tool parameter: {annotation!r} not supported; one type, or one type | None")
-        schema = schema_of(kept[0], config)
+        schema = schema_of(kept[0], config, session)
     elif annotation in _SCALARS:
         schema = {"type": _SCALARS[annotation]}
     elif origin is list:
-        schema = {"type": "array", "items": schema_of(args[0], config)}
+        schema = {"type": "array", "items": schema_of(args[0], config, session)}
+    elif origin is dict and args[:1] == (str,):
+        keys = [_value(f.keys, config, session) for f in _fields(extra) if f.keys is not None]
+        if len(keys) != 1:
+            raise TypeError(f"tool parameter: {annotation!r} needs its property names, Annotated[..., Field(keys=...)]")
+        item = schema_of(args[1], config, session)
+        schema = {"type": "object", "properties": {k: dict(item) for k in keys[0]}, "required": list(keys[0]),
+                  "additionalProperties": False}
     elif origin is Literal:
         schema = {"enum": list(args)}
     else:
-        raise TypeError(f"tool parameter: {annotation!r} not supported; int, float, str, bool, list[...], Literal[...], "
-                        "Annotated[..., Field(...)]")
-    for field in (e for e in extra if isinstance(e, Field)):
+        raise TypeError(f"tool parameter: {annotation!r} not supported; int, float, str, bool, list[...], "
+                        "dict[str, ...], Literal[...], Annotated[..., Field(...)]")
+    for field in _fields(extra):
         if field.items is not None:
-            schema["minItems"] = schema["maxItems"] = _value(field.items, config)
+            schema["minItems"] = schema["maxItems"] = _value(field.items, config, session)
         for name, keyword in _KEYWORDS:
             if getattr(field, name) is not None:
-                schema[keyword] = _value(getattr(field, name), config)
+                schema[keyword] = _value(getattr(field, name), config, session)
         if field.description is not None:
-            schema["description"] = _value(field.description, config)
+            schema["description"] = _value(field.description, config, session)
     return schema
 
 
-def _when(annotation, config) -> bool:
-    if typing.get_origin(annotation) is not Annotated:
-        return True
-    return all(_value(f.when, config) for f in typing.get_args(annotation)[1:] if isinstance(f, Field) and f.when is not None)
+def _extras(annotation) -> list:
+    return _fields(typing.get_args(annotation)[1:]) if typing.get_origin(annotation) is Annotated else []
 
 
-def spec_of(handler, config) -> dict:
-    """A handler's spec ``{"name", "description", "input_schema"}`` under ``config``, from its signature and docstring."""
+def spec_of(handler, config, session=None) -> dict:
+    """A handler's spec ``{"name", "description", "input_schema"}`` under
+    ``config`` (and ``session``, for :func:`per_session` values), from its
+    signature and docstring (or ``@tool(description=...)``)."""
     hints = typing.get_type_hints(handler, include_extras=True)
     properties, required = {}, []
     for name, parameter in list(inspect.signature(handler).parameters.items())[1:]:  # past self
         if name not in hints:
             raise TypeError(f"tool {handler.__name__}: parameter {name!r} has no type annotation")
-        if not _when(hints[name], config):
+        extras = _extras(hints[name])
+        if not all(_value(f.when, config, session) for f in extras if f.when is not None):
             continue
-        properties[name] = schema_of(hints[name], config)
-        if parameter.default is inspect.Parameter.empty:
+        properties[name] = schema_of(hints[name], config, session)
+        if parameter.default is inspect.Parameter.empty or any(f.required for f in extras):
             required.append(name)
-    doc = textwrap.dedent(handler.__doc__ or "").strip().split("\n\n")[0]
-    return {"name": handler.__name__, "description": " ".join(doc.split()).format(c=config),
+    description = getattr(handler, "description", None)
+    if description is None:
+        doc = textwrap.dedent(handler.__doc__ or "").strip().split("\n\n")[0]
+        description = " ".join(doc.split()).format(c=config)
+    return {"name": handler.__name__, "description": _value(description, config, session),
             "input_schema": {"type": "object", "properties": properties, "required": required, "additionalProperties": False}}
 
 
@@ -159,7 +207,8 @@ class TableToolSession(ToolSessionBase):
     Class attributes a world sets: ``core`` (its core: ``instance``,
     ``reset``, ``step``, ``ended``, ``scores``, ``ERRORS``), ``config_class``
     (its config), ``tools`` (:func:`tool_table` of its handlers), ``world``
-    (its name, the instance id's prefix); and as on any tool session
+    (its name, the instance id's prefix unless ``id_prefix`` names another);
+    and as on any tool session
     ``opening``, ``status_keys``, ``title``, :meth:`status`,
     :meth:`system_prompt` and :meth:`demo_calls`. :meth:`answer` adds what a
     stepped call reports beyond its ending (default nothing).
@@ -173,22 +222,28 @@ class TableToolSession(ToolSessionBase):
     core: Any = None
     config_class: type | None = None
     tools: dict = {}
+    id_prefix: str | None = None
 
     def __init__(self, seed: int = 0, *, sealed=None, **settings):
         super().__init__()
         check_keys(settings, "settings", [f.name for f in fields(self.config_class)])
         self.config, self.seed = self.config_class(**settings), seed
         self.seal = seal_mod.make_seal(sealed)
-        self.state = self.core.reset(self.core.instance(seed, self.config, self.seal), self.config)
-        self.instance_id = seal_mod.instance_id(seed, self.seal, prefix=self.world)
-        self.set_specs([spec_of(handler, self.config) for handler in self.tools.values()])
+        self.instance = self.core.instance(seed, self.config, self.seal)  # host side: never shown
+        self.state = self.core.reset(self.instance, self.config)
+        self.instance_id = seal_mod.instance_id(seed, self.seal, prefix=self.id_prefix or self.world)
+        self.set_specs([spec_of(handler, self.config, self) for handler in self.tools.values()])
 
     def dispatch(self, name: str, args: dict) -> dict:
         """Run handler ``name``; step the core with the action it returns:
-        a refusal (error != 0) is ``self.error`` of the core's message, a
-        step pays its reward into ``total_reward`` and, where it ended the
-        session, sets ``ended``, ``end_reason`` and ``scores``."""
-        action = self.tools[name](self, **args)
+        a refusal (the handler's :class:`Refusal`, or the core's error != 0)
+        is ``self.error`` of its message, a step pays its reward into
+        ``total_reward`` and, where it ended the session, sets ``ended``,
+        ``end_reason`` and ``scores``."""
+        try:
+            action = self.tools[name](self, **args)
+        except Refusal as refusal:
+            return self.error(str(refusal))
         if isinstance(action, dict):
             return {**action, **self.status()}
         self.state, reward, error = self.core.step(self.state, action, self.config)
@@ -253,4 +308,5 @@ def table_play(session_class):
     return partial(play_policy, session_class)
 
 
-__all__ = ["Field", "TableToolSession", "play_policy", "schema_of", "spec_of", "table_play", "tool", "tool_table"]
+__all__ = ["Field", "Refusal", "TableToolSession", "per_session", "play_policy", "schema_of", "spec_of", "table_play", "tool",
+           "tool_table"]
