@@ -64,13 +64,13 @@ def test_the_world_declares_its_keys_scores_and_baselines(world):
 
 
 @pytest.mark.parametrize("field, value, match", [
-    ("complexity", "hard", "complexity: 'hard' not allowed; allowed 'simple', 'medium', 'complex'"),
+    ("complexity", "hard", "complexity: 'hard' not allowed; one of 'simple', 'medium', 'complex'"),
     ("n_variables", 0, r"n_variables: 0 not allowed; an integer in 1\.\.8"),
     ("n_variables", 3.0, "n_variables: 3.0 not allowed"),
     ("n_distractors", 5, r"n_distractors: 5 not allowed; an integer in 0\.\.4"),
     ("budget", 0, "budget: 0 not allowed"),
     ("budget", True, "budget: True not allowed"),
-    ("proposals", "each", "proposals: 'each' not allowed; allowed 'every', 'final'"),
+    ("proposals", "each", "proposals: 'each' not allowed; one of 'every', 'final'"),
 ])
 def test_the_config_names_a_bad_field(field, value, match):
     with pytest.raises(ValueError, match=match):
@@ -339,7 +339,7 @@ def test_a_times_b_plus_c_equals_a_times_b_plus_a_times_c(evaluate):
                           ("(mass**2*velocity + mass**2*time)/mass", 1.0), ("mass*velocity + time", 0.0),
                           ("mass*velocity + mass*time + 1e-3", 0.0)]:
         state = core.reset(hand, config)
-        state, reward, error, _ = core.step(state, core.SUBMIT, None, parse(text, VARIABLES), config=config)
+        state, reward, error = core.step(state, core.Action.make(core.SUBMIT, config, submission=parse(text, VARIABLES)), config)
         assert int(error) == 0 and float(reward) == float(state.success) == success, text
 
 
@@ -377,6 +377,7 @@ def test_one_query_then_the_right_formula_is_one_iteration():
     answer = s.call("query", {"inputs": point, "formula": truth})
     assert answer["ended"] and answer["scores"] == {"success": 1.0, "iterations": 1} and s.total_reward == 1.0
     assert answer["budget_remaining"] == 9 and int(s.state.queries) == 1  # the right formula's query was not made
+    assert set(answer) == {"ended", "end_reason", "scores", "budget_remaining"}  # no output of a query not made
     s = session(7, complexity="medium", n_distractors=1)
     assert s.call("query", {"inputs": point, "formula": truth})["scores"] == {"success": 1.0, "iterations": 1}
     s = session(7, complexity="medium", n_distractors=1)
@@ -389,6 +390,23 @@ def test_one_query_then_the_right_formula_is_one_iteration():
     assert "unknown field 'formula'" in final.call("query", {"inputs": point, "formula": truth})["error"]
     final.call("query", {"inputs": point})
     assert final.call("submit_formula", {"formula": truth})["scores"] == {"success": 1.0, "iterations": 1}
+
+
+def test_the_tool_session_is_a_tool_table_over_the_core():
+    """No rule in the session: refusals, rewards and the ending are the generic table's; the
+    query's inputs are an object named by the instance's variables (per session)."""
+    assert {"dispatch", "error", "record", "_step"}.isdisjoint(vars(EquationToolSession))
+    for seed in (0, 1):
+        s = session(seed, n_distractors=2)
+        inputs = s.tool_specs()[1]["input_schema"]["properties"]["inputs"]
+        assert list(inputs["properties"]) == inputs["required"] == s.variables and inputs["additionalProperties"] is False
+    config = EquationConfig()
+    state = core.reset(core.instance(0, config), config)
+    state, reward, error = core.step(state, core.Action.make(core.QUERY, config, [2.0, 3.0, 4.0]), config)
+    assert int(error) == 0 and float(reward) == 0.0 and float(state.output) != 0.0 and not bool(core.ended(state))
+    state, reward, error = core.step(state, core.Action.make(core.END, config), config)
+    assert core.scores(state) == {"success": 0.0, "iterations": 1} and bool(core.ended(state))
+    assert float(state.output) == 0.0 and set(core.public_view(state, config)) == {"budget_left", "queries", "output"}
 
 
 def test_the_step_compiles_once_whatever_the_protocol():
@@ -426,8 +444,9 @@ def test_the_core_refuses_inputs_out_of_range_itself():
     config = EquationConfig()
     state = core.reset(core.instance(0, config), config)
     for bad in ([0.5, 2, 2], [2, 2, np.nan], [2, 2, 6]):
-        new, reward, error, output = core.step(state, core.QUERY, np.array(bad, float), config=config)
-        assert core.ERRORS[int(error)].startswith("inputs:") and int(new.budget_left) == 10 and float(output) == 0.0
+        new, reward, error = core.step(state, core.Action.make(core.QUERY, config, np.array(bad, float)), config)
+        assert core.ERRORS[int(error)].startswith("inputs:") and int(new.budget_left) == 10 and float(new.output) == 0.0
+        jax.tree.map(np.testing.assert_array_equal, new, state)  # a refusal changes nothing
 
 
 def test_nothing_an_agent_sees_reveals_the_formula_or_the_distractors():

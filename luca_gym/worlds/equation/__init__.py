@@ -23,9 +23,10 @@ Its parts: :mod:`~luca_gym.worlds.equation.config` (settings and the
 grammar, written down), :mod:`~luca_gym.worlds.equation.grammar` (formulas
 as postfix programs, their JAX evaluator, the generator, the renderer),
 :mod:`~luca_gym.worlds.equation.formula` (the parser of submitted text),
-:mod:`~luca_gym.worlds.equation.core` (pure ``reset``/``step``, rules and
-scorer), :mod:`~luca_gym.worlds.equation.tools` (the tool session),
-:mod:`~luca_gym.worlds.equation.envs` (``luca_gym/EquationDiscovery-v0``),
+:mod:`~luca_gym.worlds.equation.core` (pure ``reset``/``step`` on a typed
+``Action``, rules and scorer), :mod:`~luca_gym.worlds.equation.tools` (the
+tool table), :mod:`~luca_gym.worlds.equation.envs` (``luca_gym/EquationDiscovery-v0``,
+its own env: a formula is text the host reads before the core; the module says why),
 :mod:`~luca_gym.worlds.equation.baselines` (``random``, ``systematic``),
 :mod:`~luca_gym.worlds.equation.batched` (a batched JAX equation world for
 learners over a finite family of the grammar's formulas:

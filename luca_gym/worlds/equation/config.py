@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from luca_gym.validate import is_integer, short_repr
+from luca_gym.config import ConfigBase, choice, int_in, number_in, setting
 
 COMPLEXITIES = ("simple", "medium", "complex")
 GRAMMARS_SHOWN = ("listed", "words")  # how the agent is told the grammar: the templates (the paper's), or prose
@@ -87,7 +87,7 @@ Inputs are real numbers in [{INPUT_LOW:g}, {INPUT_HIGH:g}]."""
 
 
 @dataclass(frozen=True)
-class EquationConfig:
+class EquationConfig(ConfigBase):
     """The settings that, with a seed, name an equation instance.
 
     Attributes:
@@ -120,38 +120,25 @@ class EquationConfig:
     formula is 1 iteration.
 
     Checked on construction (ValueError naming the field, the value and what
-    is allowed), so a config that exists is a valid one.
+    is allowed), so a config that exists is a valid one. ``n_variables`` and
+    ``n_distractors`` fix the shapes (the inputs a query takes: static); one
+    compiled step serves every complexity, budget, protocol, noise and
+    grammar shown.
     """
 
-    complexity: str = "simple"
-    n_variables: int = 3
-    n_distractors: int = 0
-    budget: int = 10
-    proposals: str = "every"
-    measurement_noise: float = 0.0
-    grammar_shown: str = "listed"
+    complexity: str = setting("simple", choice(*COMPLEXITIES))
+    n_variables: int = setting(3, int_in(N_VARIABLES.start, N_VARIABLES.stop - 1), static=True)
+    n_distractors: int = setting(0, int_in(N_DISTRACTORS.start, N_DISTRACTORS.stop - 1), static=True)
+    budget: int = setting(10, int_in(1, MAX_BUDGET))
+    proposals: str = setting("every", choice(*PROPOSALS))
+    measurement_noise: float = setting(0.0, number_in(0.0, MAX_NOISE))
+    grammar_shown: str = setting("listed", choice(*GRAMMARS_SHOWN))
 
     def __post_init__(self):
-        if not isinstance(self.complexity, str) or self.complexity not in COMPLEXITIES:
-            raise ValueError(f"complexity: {short_repr(self.complexity)} not allowed; allowed {', '.join(map(repr, COMPLEXITIES))}")
-        _check_range(self.n_variables, "n_variables", N_VARIABLES)
-        _check_range(self.n_distractors, "n_distractors", N_DISTRACTORS)
-        _check_range(self.budget, "budget", range(1, MAX_BUDGET + 1))
-        if not isinstance(self.proposals, str) or self.proposals not in PROPOSALS:
-            raise ValueError(f"proposals: {short_repr(self.proposals)} not allowed; allowed {', '.join(map(repr, PROPOSALS))}")
+        super().__post_init__()
         if self.complexity == "complex" and self.n_variables < 2:
             raise ValueError(f"n_variables: {self.n_variables} not allowed with complexity 'complex'; allowed 2..8 "
                              "(f(M2) and M3 each hold a variable)")
-        for name in ("n_variables", "n_distractors", "budget"):
-            object.__setattr__(self, name, int(getattr(self, name)))
-        noise = self.measurement_noise
-        if isinstance(noise, bool) or not isinstance(noise, (int, float)) or not 0.0 <= noise <= MAX_NOISE:
-            raise ValueError(f"measurement_noise: {short_repr(noise)} not allowed; a relative standard deviation from 0 "
-                             f"to {MAX_NOISE:g}")
-        object.__setattr__(self, "measurement_noise", float(noise))
-        if not isinstance(self.grammar_shown, str) or self.grammar_shown not in GRAMMARS_SHOWN:
-            raise ValueError(f"grammar_shown: {short_repr(self.grammar_shown)} not allowed; allowed "
-                             f"{', '.join(map(repr, GRAMMARS_SHOWN))}")
 
     @property
     def grammar_text(self) -> str:
@@ -162,11 +149,6 @@ class EquationConfig:
     def n_inputs(self) -> int:
         """m: the variables an agent sees (the formula's and the distractors)."""
         return self.n_variables + self.n_distractors
-
-
-def _check_range(value, name: str, allowed: range) -> None:
-    if not is_integer(value) or value not in allowed:
-        raise ValueError(f"{name}: {short_repr(value)} not allowed; an integer in {allowed.start}..{allowed.stop - 1}")
 
 
 def expected_fields(**settings) -> dict:

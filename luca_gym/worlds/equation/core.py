@@ -1,5 +1,7 @@
-"""The pure core: an instance from its seed, ``reset`` and a jitted ``step``.
-The session's rules and the scorer live here once; the tool session translates.
+"""The pure core: an instance from its seed, ``reset`` and a jitted ``step``
+on a typed :class:`Action`, the scores and what an agent sees. The
+session's rules and the scorer live here once; the tool session (a tool
+table, :mod:`luca_gym.tools.table`) translates.
 
 Rules: a query costs one unit of the budget and answers the hidden formula's
 output (float64) at the agent's inputs, each in [1, 5]; once the budget is
@@ -24,8 +26,16 @@ before the formula that ended the session, at least 1, so one query and then
 the right formula is 1 iteration; a session ended without a formula counts its
 queries. A refused step returns the state unchanged and reward 0. The step
 reads no setting but the state's (the budget and the noise live there) and
-its traced arguments, so it compiles once per number of inputs, whatever the
-complexity, budget, noise or protocol.
+the action's (whether a query states a formula is decided as the action is
+made, :meth:`Action.make`), so it compiles once per number of inputs,
+whatever the complexity, budget, noise or protocol.
+
+A formula arrives as text, read by :mod:`~luca_gym.worlds.equation.formula`
+on the host before the core sees it (text that cannot be read is refused
+there, at no cost); the core takes the parsed
+:class:`~luca_gym.worlds.equation.grammar.Program`. That is why the world
+declares no ``World.core`` for the generic env (:mod:`~luca_gym.worlds.equation.envs`
+says more).
 
 Evaluation is float64 throughout (:func:`~luca_gym.worlds.equation.grammar.x64`):
 the public functions here enter ``jax.enable_x64`` themselves.
@@ -60,6 +70,37 @@ NO_SUBMISSION = Program(op=np.full(MAX_NODES, NOP, np.int32), arg=np.zeros(MAX_N
 
 @jax.tree_util.register_dataclass
 @dataclass(frozen=True)
+class Action:
+    """One action.
+
+    Attributes:
+        kind: int32 (): QUERY, SUBMIT or END.
+        inputs: float64 (m,): a query's inputs (read by QUERY only).
+        submission: a :class:`~luca_gym.worlds.equation.grammar.Program`
+            (MAX_NODES nodes): the formula a SUBMIT states, or a QUERY under
+            the paper's loop (:data:`NO_SUBMISSION`: none).
+        proposing: bool (): whether ``submission`` is a formula the agent
+            states (a SUBMIT's always; a QUERY's under ``proposals="every"``
+            where it carries one).
+    """
+
+    kind: jax.Array
+    inputs: jax.Array
+    submission: Program
+    proposing: jax.Array
+
+    @classmethod
+    def make(cls, kind: int, config: EquationConfig, inputs=None, submission: Program | None = None) -> "Action":
+        """An action of ``kind`` under ``config``: ``inputs`` (m numbers) for a
+        QUERY; ``submission`` (a parsed formula) for a SUBMIT, or for a QUERY
+        under ``config.proposals == "every"`` (None: it states none)."""
+        inputs = np.zeros(config.n_inputs) + INPUT_LOW if inputs is None else np.asarray(inputs, np.float64)
+        proposing = kind == SUBMIT or (kind == QUERY and config.proposals == "every" and submission is not None)
+        return cls(np.int32(kind), inputs, NO_SUBMISSION if submission is None else submission, np.bool_(proposing))
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
 class EquationState:
     """A session's state.
 
@@ -72,6 +113,8 @@ class EquationState:
             formula ended the session (0 before the end).
         noise: float64 (): the measurement noise's relative standard deviation.
         noise_key: uint32 (2,): what it is drawn from (the instance's key, a stream of its own).
+        output: float64 (): the answer of the last step, where it made a
+            query (0 after a step that made none).
     """
 
     program: Program
@@ -84,6 +127,7 @@ class EquationState:
     iterations: jax.Array
     noise: jax.Array
     noise_key: jax.Array
+    output: jax.Array
 
 
 def instance(seed: int, config: EquationConfig, seal=None) -> Instance:
@@ -105,6 +149,7 @@ def reset(inst: Instance, config: EquationConfig) -> EquationState:
         heldout_y=jnp.asarray(inst.heldout_y), budget_left=jnp.int32(config.budget), queries=jnp.int32(0),
         ended=jnp.bool_(False), success=jnp.float64(0.0), iterations=jnp.int32(0),
         noise=jnp.float64(config.measurement_noise), noise_key=jax.random.fold_in(key, _NOISE_STREAM),
+        output=jnp.float64(0.0),
     )
 
 
@@ -130,27 +175,42 @@ def _step(state: EquationState, kind, inputs, submission: Program, proposing):
     output = evaluate(state.program, jnp.clip(inputs, INPUT_LOW, INPUT_HIGH)[None])[0]
     # The query's noise, from the instance's key and the query's index (times 0 without noise: the exact value).
     z = jax.random.normal(jax.random.fold_in(state.noise_key, state.queries), (), jnp.float64)
-    output = output * (1.0 + state.noise * z)
+    output = jnp.where(queried, output * (1.0 + state.noise * z), 0.0)
     new = replace(
         state, budget_left=state.budget_left - queried.astype(jnp.int32),
         queries=state.queries + queried.astype(jnp.int32),
         ended=state.ended | ending,
         success=jnp.where(ending, success, state.success),
         iterations=jnp.where(ending, jnp.maximum(state.queries, proposed.astype(jnp.int32)), state.iterations),
+        output=jnp.where(ok, output, state.output),
     )
-    return new, success, error, jnp.where(queried, output, 0.0)
+    return new, success, error, output
 
 
 @x64
-def step(state: EquationState, kind: int, inputs=None, submission: Program | None = None, *, config: EquationConfig):
-    """(state, reward float64 (), error code int (), output float64 ()): a
-    query's output at ``inputs`` (float (m,)), or the score of the session a
-    formula ended. ``submission``: a SUBMIT's formula, or under
-    ``config.proposals == "every"`` the formula a QUERY states (None: the
-    query states none; the tool session asks for one every cycle). A right
-    formula with a query ends the session solved and the query is not made
-    (output 0). A refused action (error != 0; ERRORS[error] says why)
-    changes nothing."""
-    inputs = np.zeros(config.n_inputs) + INPUT_LOW if inputs is None else np.asarray(inputs, np.float64)
-    proposing = kind == SUBMIT or (kind == QUERY and config.proposals == "every" and submission is not None)
-    return _step(state, jnp.int32(kind), inputs, NO_SUBMISSION if submission is None else submission, jnp.bool_(proposing))
+def step(state: EquationState, action: Action, config: EquationConfig | None = None):
+    """One :class:`Action`: (state, reward float64 (), error code int ()).
+    A query's answer is the new state's ``output``; a formula that ends the
+    session pays its ``success``. A right formula with a query ends the
+    session solved and the query is not made (output 0). A refused action
+    (error != 0; ERRORS[error] says why) changes nothing. ``config`` is not
+    read (the state and the action hold what the rules need)."""
+    state, reward, error, _ = _step(state, action.kind, action.inputs, action.submission, action.proposing)
+    return state, reward, error
+
+
+def ended(state: EquationState) -> jax.Array:
+    """Whether the session has ended, bool ()."""
+    return state.ended
+
+
+def scores(state: EquationState) -> dict:
+    """The session's scores as JSON-ready Python values: ``success`` (float) and ``iterations`` (int)."""
+    return {"success": float(state.success), "iterations": int(state.iterations)}
+
+
+def public_view(state: EquationState, config: EquationConfig | None = None) -> dict:
+    """What an agent sees of the state: ``budget_left`` and ``queries`` (int32
+    ()) and the last query's ``output`` (float64 ()); never the formula or the
+    held-out inputs."""
+    return {"budget_left": state.budget_left, "queries": state.queries, "output": state.output}

@@ -13,6 +13,15 @@ Each action is the tool session's call (:class:`~luca_gym.worlds.equation.tools.
 the same parsing and rules), so a refused one (a formula that cannot be
 read, a query beyond the budget) earns nothing and changes nothing, and says
 why in ``info["error"]``.
+
+Why the world keeps this env rather than the generic
+:class:`~luca_gym.envs.core.CoreEnv` over its core: the action carries the
+formula as text, which the host reads (:mod:`~luca_gym.worlds.equation.formula`)
+before the core sees a parsed program, and text that cannot be read is a
+refusal at no cost (``info["error"]``), where CoreEnv takes an element of the
+core's action space and raises on anything else; and the observation is the
+history of queries, which the tool session's transcript holds and the core's
+state (whose shapes do not depend on the budget) does not.
 """
 
 from __future__ import annotations

@@ -93,11 +93,12 @@ def floor_scores(config, seeds, random: bool = True) -> dict:
         points, stated, final = random_plan(info)
         state = core.reset(instance, config)
         for k, x in enumerate(points):
-            state, *_ = core.step(state, core.QUERY, x, parse(stated[k], names) if stated else None, config=config)
+            query = core.Action.make(core.QUERY, config, x, parse(stated[k], names) if stated else None)
+            state, *_ = core.step(state, query, config)
             if bool(state.ended):
                 break
         else:
-            state, *_ = core.step(state, core.SUBMIT, None, parse(final, names), config=config)
+            state, *_ = core.step(state, core.Action.make(core.SUBMIT, config, submission=parse(final, names)), config)
         random["success"].append(float(state.success))
         random["iterations"].append(int(state.iterations))
     return {"fixed": fixed, "random": {k: np.asarray(v, float) for k, v in random.items()}}

@@ -1,5 +1,5 @@
-"""The equation world's tools, on the generic dispatcher:
-:class:`EquationToolSession`.
+"""The equation world's tools, a tool table on
+:class:`~luca_gym.tools.table.TableToolSession`: :class:`EquationToolSession`.
 
 Tools: ``describe`` (free: the variables, their range, the budget, the
 protocol and the grammar, listed or in words as the config says, and the
@@ -7,31 +7,45 @@ measurement noise where there is some), ``query`` (one unit of the budget: the o
 chosen inputs; under ``proposals="every"``, the paper's loop and the default,
 with the formula the agent believes so far, which ends the session solved
 when it is right), ``submit_formula`` (ends the session with the scores) and
-``end`` (ends it without a formula, success 0). A formula that cannot be read
-(:mod:`~luca_gym.worlds.equation.formula`) is refused: it costs nothing and
-changes nothing. No answer, error or record field holds the hidden formula,
-which variables are distractors, or the held-out inputs.
+``end`` (ends it without a formula, success 0). The schemas are built from
+the handlers' signatures; the query's inputs are an object whose properties
+are the instance's variable names. A formula that cannot be read
+(:mod:`~luca_gym.worlds.equation.formula`) is refused by the handler before
+the core sees it: it costs nothing and changes nothing. Every rule and the
+scorer are the core's (:mod:`~luca_gym.worlds.equation.core`). No answer,
+error or record field holds the hidden formula, which variables are
+distractors, or the held-out inputs.
 """
 
 from __future__ import annotations
 
-from luca_gym import seal as seal_mod
-from luca_gym.tools.session import ToolSessionBase
+from functools import cached_property
+from typing import Annotated
+
+from luca_gym.tools.table import Field, Refusal, TableToolSession, per_session, tool, tool_table
 from luca_gym.worlds.equation import core
 from luca_gym.worlds.equation.config import INPUT_HIGH, INPUT_LOW, N_HELDOUT, TOLERANCE, EquationConfig
 from luca_gym.worlds.equation.formula import MAX_CHARS, FormulaError, parse
 from luca_gym.worlds.equation.grammar import names_of
 
-_NO_ARGUMENTS = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
-ANNOTATIONS = {
-    "describe": {"title": "Describe the task", "readOnlyHint": True},
-    "query": {"title": "Measure the output", "readOnlyHint": False},
-    "submit_formula": {"title": "Submit the formula (ends the session)", "destructiveHint": True},
-    "end": {"title": "End without a formula", "destructiveHint": True},
-}
+Input = Annotated[float, Field(minimum=INPUT_LOW, maximum=INPUT_HIGH)]
+Inputs = Annotated[dict[str, Input], Field(keys=per_session(lambda s: s.variables))]
+FormulaText = Annotated[str, Field(min_length=1, max_length=MAX_CHARS)]
+# Under the paper's loop a query states the formula the agent believes (required); under "final" it takes none.
+StatedFormula = Annotated[str, Field(min_length=1, max_length=MAX_CHARS, description="the formula you believe from the answers so far",
+                                     when=lambda c: c.proposals == "every", required=True)]
 
 
-class EquationToolSession(ToolSessionBase):
+def _query_description(c: EquationConfig) -> str:
+    noise = f", measured with a relative error of about {c.measurement_noise:g}." if c.measurement_noise else "."
+    loop = (" State with it the formula you believe from the answers so far: if it is right the session ends, solved, and "
+            "the query is not made. A formula that cannot be read is refused and costs nothing."
+            if c.proposals == "every" else "")
+    return (f"Costs 1 of the budget of {c.budget}: the hidden formula's output at the inputs you choose, one number in "
+            f"[{INPUT_LOW:g}, {INPUT_HIGH:g}] for every variable{noise}{loop}")
+
+
+class EquationToolSession(TableToolSession):
     """One equation-discovery session driven by tool calls.
 
     Args:
@@ -45,54 +59,66 @@ class EquationToolSession(ToolSessionBase):
     """
 
     world = "equation"
+    id_prefix = "eq"
+    core = core
+    config_class = EquationConfig
     opening = "A new hidden formula is ready. Begin."
     status_keys = ("budget_remaining",)
     title = "luca-gym equation discovery"
 
-    def __init__(self, seed: int = 0, *, sealed=None, complexity: str = "simple", n_variables: int = 3,
-                 n_distractors: int = 0, budget: int = 10, proposals: str = "every", measurement_noise: float = 0.0,
-                 grammar_shown: str = "listed"):
-        super().__init__()
-        self.config = EquationConfig(complexity, n_variables, n_distractors, budget, proposals, measurement_noise,
-                                     grammar_shown)
-        self.seal = seal_mod.make_seal(sealed)
-        self.seed = int(seed)
-        instance = core.instance(seed, self.config, self.seal)
-        self.variables = names_of(instance)
-        self.state = core.reset(instance, self.config)
-        self.instance_id = seal_mod.instance_id(self.seed, self.seal, prefix="eq")
-        number = {"type": "number", "minimum": INPUT_LOW, "maximum": INPUT_HIGH}
-        formula = {"type": "string", "minLength": 1, "maxLength": MAX_CHARS}
-        query = {"inputs": {"type": "object", "properties": {v: number for v in self.variables},
-                            "required": list(self.variables), "additionalProperties": False}}
-        query_doc = (f"Costs 1 of the budget of {self.config.budget}: the hidden formula's output at the inputs you "
-                     f"choose, one number in [{INPUT_LOW:g}, {INPUT_HIGH:g}] for every variable"
-                     + (f", measured with a relative error of about {self.config.measurement_noise:g}."
-                        if self.config.measurement_noise else "."))
-        if self.every:
-            query["formula"] = {**formula, "description": "the formula you believe from the answers so far"}
-            query_doc += (" State with it the formula you believe from the answers so far: if it is right the session "
-                          "ends, solved, and the query is not made. A formula that cannot be read is refused and costs "
-                          "nothing.")
-        self.set_specs([
-            {"name": "describe", "description": "Free: the variables, their range, the budget, the protocol and the grammar "
-                                                "of the hidden formula.",
-             "input_schema": _NO_ARGUMENTS},
-            {"name": "query", "description": query_doc,
-             "input_schema": {"type": "object", "properties": query, "required": list(query), "additionalProperties": False}},
-            {"name": "submit_formula",
-             "description": "Submit the formula as Python-style text over the variables (e.g. 3*mass*velocity**2/radius; "
-                            "+ - * /, ** with an integer exponent, sin cos exp log sqrt); ends the session with the scores. "
-                            "A formula that cannot be read is refused and costs nothing.",
-             "input_schema": {"type": "object", "properties": {"formula": formula},
-                              "required": ["formula"], "additionalProperties": False}},
-            {"name": "end", "description": "End the session without a formula (success 0).", "input_schema": _NO_ARGUMENTS},
-        ])
+    @cached_property
+    def variables(self) -> list[str]:
+        """The instance's variable names, in input order."""
+        return names_of(self.instance)
 
     @property
     def every(self) -> bool:
         """Whether the session runs the paper's loop (a formula stated with every query)."""
         return self.config.proposals == "every"
+
+    def _parse(self, text: str):
+        """A stated formula as the core's program; :class:`Refusal` (nothing spent) where it cannot be read."""
+        if self.ended:
+            raise Refusal(core.ERRORS[1])
+        try:
+            return parse(text, self.variables)
+        except FormulaError as exc:
+            raise Refusal(f"{exc}; nothing was spent") from None
+
+    @tool(title="Describe the task", readOnlyHint=True)
+    def describe(self):
+        """Free: the variables, their range, the budget, the protocol and the grammar of the hidden formula."""
+        c = self.config
+        noise = {"measurement_noise": c.measurement_noise} if c.measurement_noise else {}
+        return {"variables": list(self.variables), "input_range": [INPUT_LOW, INPUT_HIGH], "complexity": c.complexity,
+                "n_distractors": c.n_distractors, "budget": c.budget, "proposals": c.proposals,
+                "grammar": c.grammar_text, **noise}
+
+    @tool(description=_query_description, title="Measure the output", readOnlyHint=False)
+    def query(self, inputs: Inputs, formula: StatedFormula = ""):
+        """One unit of the budget: the output at the inputs chosen (with the formula believed, under the paper's loop)."""
+        program = self._parse(formula) if self.every else None
+        return core.Action.make(core.QUERY, self.config, [inputs[v] for v in self.variables], program)
+
+    @tool(title="Submit the formula (ends the session)", destructiveHint=True)
+    def submit_formula(self, formula: FormulaText):
+        """Submit the formula as Python-style text over the variables (e.g. 3*mass*velocity**2/radius; + - * /, ** with
+        an integer exponent, sin cos exp log sqrt); ends the session with the scores. A formula that cannot be read is
+        refused and costs nothing."""
+        return core.Action.make(core.SUBMIT, self.config, submission=self._parse(formula))
+
+    @tool(title="End without a formula", destructiveHint=True)
+    def end(self):
+        """End the session without a formula (success 0)."""
+        return core.Action.make(core.END, self.config)
+
+    tools = tool_table(describe, query, submit_formula, end)
+
+    def answer(self, name: str, args: dict) -> dict:
+        if name != "query" or bool(self.state.ended):  # a right formula ended the session: the query was not made
+            return {}
+        return {"inputs": {v: args["inputs"][v] for v in self.variables}, "output": float(self.state.output),
+                **({"formula_correct": False} if self.every else {})}
 
     def system_prompt(self) -> str:
         """The rules for an agent: the variables, the grammar, the budget, the protocol and how a formula is scored."""
@@ -118,45 +144,6 @@ class EquationToolSession(ToolSessionBase):
             "right formula (at least 1): use as few as you can. `describe` is free."
         )
 
-    def describe(self) -> dict:
-        """What ``describe`` answers: the variables, their range, the complexity, the budget, the protocol and the grammar."""
-        c = self.config
-        noise = {"measurement_noise": c.measurement_noise} if c.measurement_noise else {}
-        return {"variables": list(self.variables), "input_range": [INPUT_LOW, INPUT_HIGH], "complexity": c.complexity,
-                "n_distractors": c.n_distractors, "budget": c.budget, "proposals": c.proposals,
-                "grammar": c.grammar_text, **noise, **self.status()}
-
-    def dispatch(self, name: str, args: dict) -> dict:
-        if name == "describe":
-            return self.describe()
-        if name == "end":
-            return self._step(core.END)
-        program = None
-        if name == "submit_formula" or self.every:
-            if self.ended:
-                return self.error(core.ERRORS[1])
-            try:
-                program = parse(args["formula"], self.variables)
-            except FormulaError as exc:
-                return self.error(f"{exc}; nothing was spent")
-        if name == "query":
-            inputs = [args["inputs"][v] for v in self.variables]
-            return self._step(core.QUERY, inputs=inputs, submission=program,
-                              echo={"inputs": {v: args["inputs"][v] for v in self.variables}})
-        return self._step(core.SUBMIT, submission=program)
-
-    def _step(self, kind: int, inputs=None, submission=None, echo=None) -> dict:
-        state, reward, error, output = core.step(self.state, kind, inputs, submission, config=self.config)
-        if int(error):
-            return self.error(core.ERRORS[int(error)])
-        self.state = state
-        if not bool(state.ended):
-            return {**echo, "output": float(output), **({"formula_correct": False} if self.every else {}), **self.status()}
-        self.total_reward += float(reward)
-        self.ended, self.end_reason = True, "end"
-        self.scores = {"success": float(state.success), "iterations": int(state.iterations)}
-        return {"ended": True, "end_reason": "end", "scores": dict(self.scores), **self.status()}
-
     def status(self) -> dict:
         return {"budget_remaining": int(self.state.budget_left)}
 
@@ -164,15 +151,8 @@ class EquationToolSession(ToolSessionBase):
         return {"instance_id": self.instance_id, "budget": self.config.budget}
 
     def key_settings(self) -> dict:
-        c = self.config
-        return {"complexity": c.complexity, "n_variables": c.n_variables, "n_distractors": c.n_distractors,
-                "proposals": c.proposals, "measurement_noise": c.measurement_noise, "grammar_shown": c.grammar_shown}
-
-    def record(self) -> dict:
-        return {"instance_id": self.instance_id, **super().record()}
-
-    def annotations(self, name: str) -> dict | None:
-        return ANNOTATIONS.get(name)
+        # The budget is a recorded field of the session (record_fields), not a key setting.
+        return {k: v for k, v in self.config.settings().items() if k != "budget"}
 
     def demo_calls(self) -> list[tuple[str, dict]]:
         """A short legal session that ends: describe, two queries (each with a likely wrong
