@@ -76,7 +76,8 @@ class per_session:  # noqa: N801 -- read as a function: Field(keys=per_session(l
 @dataclass(frozen=True)
 class Field:
     """What an ``Annotated`` parameter (or list item) adds to its schema.
-    Each value may be a function of the session's config.
+    Each value may be a function of the session's config, or, wrapped in
+    :func:`per_session`, of the session.
 
     Attributes:
         description: words for the agent.
