@@ -5,7 +5,7 @@ tables: :mod:`luca_gym.worlds.luca.tables`)."""
 
 from __future__ import annotations
 
-from luca_gym.results.summaries import agents_in, cell, group, stats
+from luca_gym.results.summaries import agents_in, cell, group, markdown_table, stats
 
 __all__ = ["agents_in", "group", "world_table"]
 

@@ -30,6 +30,7 @@ import numpy as np
 
 from luca_gym import worlds
 from luca_gym.protocol import Contrast, World
+from luca_gym.results.summaries import markdown_table
 
 RESAMPLES = 10_000
 BOOTSTRAP_SEED = 0
@@ -185,12 +186,8 @@ def contrast_table(rows: list[Paired], c: Contrast) -> str:
         return ""
     fields = [f for f, _ in rows[0].setting]
     head = ["Model", *fields, "n", *c.labels, f"Δ ({c.delta_text})", "95% CI", "p"]
-    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
-    for p in rows:
-        cells = [p.agent, *(str(v) for _, v in p.setting), str(p.n), *(_pm(p.arms[a]) for a in c.arms),
-                 f"{p.delta:+.3f}", format_ci(p.ci), format_p(p.p)]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    return markdown_table(head, [[p.agent, *(v for _, v in p.setting), p.n, *(_pm(p.arms[a]) for a in c.arms),
+                                  f"{p.delta:+.3f}", format_ci(p.ci), format_p(p.p)] for p in rows])
 
 
 def main_records(records, world) -> tuple[list, str | None]:

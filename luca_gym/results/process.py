@@ -20,6 +20,7 @@ import re
 
 from luca_gym import worlds
 from luca_gym.protocol import load
+from luca_gym.results.summaries import markdown_table
 
 # The three families of reasoning terms. A word counts for a term when it
 # begins with it (case-insensitive): "cause" counts causes and caused,
@@ -162,17 +163,6 @@ def token_table(records) -> str:
 
 
 # -- the report's sections ---------------------------------------------------------------------
-def markdown_table(head, body) -> str:
-    """A markdown table of ``head`` (column names) and ``body`` (rows of
-    cells); a ``|`` in a cell is escaped."""
-    def cell(v):
-        return str(v).replace("|", "\\|").replace("\n", " ")
-
-    lines = ["| " + " | ".join(map(cell, head)) + " |", "|" + " --- |" * len(head)]
-    lines += ["| " + " | ".join(map(cell, row)) + " |" for row in body]
-    return "\n".join(lines)
-
-
 def sections(records) -> list[str]:
     """The report's process sections (markdown blocks) for ``records``' sessions
     with a transcript: reasoning keywords, tokens per round, then each world's

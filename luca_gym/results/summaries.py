@@ -1,6 +1,7 @@
 """Statistics over results lines that every world's tables use: mean,
 population std and count per cell (:func:`stats`, as the paper reports
-them), :func:`group` and :func:`agents_in`."""
+them), :func:`group` and :func:`agents_in`, and the one way a table is
+written in markdown (:func:`markdown_table`)."""
 
 from __future__ import annotations
 
@@ -37,3 +38,15 @@ def agents_in(records) -> list:
         if name in worlds.names():
             order += [a for a in worlds.get(name).baseline_policies() if a not in order]
     return sorted({r["agent"] for r in records}, key=lambda a: (order.index(a) if a in order else len(order), a))
+
+
+def markdown_table(head, body) -> str:
+    """A markdown table of ``head`` (column names) and ``body`` (rows of
+    cells, any values: written with ``str``); a ``|`` in a cell is escaped
+    and a line break becomes a space, so a cell cannot break the table."""
+    def text(v):
+        return str(v).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(map(text, head)) + " |", "|" + " --- |" * len(head)]
+    lines += ["| " + " | ".join(map(text, row)) + " |" for row in body]
+    return "\n".join(lines)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 
-from luca_gym.results.process import groups, markdown_table, with_transcripts
+from luca_gym.results.process import groups, with_transcripts
+from luca_gym.results.summaries import markdown_table
 
 GRAPH_WORLDS = ("dag", "relational")  # the worlds whose proposals (adjacency matrices) are scored per cycle
 MAX_CYCLES = 30  # cycles shown per agent in the per-cycle table (the rest are counted in a note)

@@ -25,7 +25,7 @@ import os
 import numpy as np
 
 from luca_gym.results.figures import agent_color, agent_colors, legend_right, panel_letters, pyplot, save, score_axis
-from luca_gym.results.summaries import agents_in, group
+from luca_gym.results.summaries import agents_in, group, markdown_table
 
 CONDITION = ("n_nodes", "n_colors", "change_prob")  # what Table 2 holds fixed (one table each)
 FIGURE = "tracking_positions.png"
@@ -72,7 +72,7 @@ def table2(records) -> str:
     at each trajectory length M of ``records`` (one condition of CONDITION)."""
     lengths = sorted({r["length"] for r in records})
     cells = group(records, "agent", "cot", "length")
-    lines = ["| agent | CoT | " + " | ".join(f"M={m}" for m in lengths) + " |", "|" + " --- |" * (len(lengths) + 2)]
+    body = []
     for agent, cot in _series(records):
         row = []
         for m in lengths:
@@ -83,8 +83,8 @@ def table2(records) -> str:
                 row.append(f"{oa:.3f} / {at:.3f} ({len(rs)})")
             else:
                 row.append("-")
-        lines.append(f"| {agent} | {'yes' if cot else 'no'} | " + " | ".join(row) + " |")
-    return "\n".join(lines)
+        body.append([agent, "yes" if cot else "no", *row])
+    return markdown_table(["agent", "CoT", *(f"M={m}" for m in lengths)], body)
 
 
 def prose_table2(records) -> str | None:
@@ -92,13 +92,13 @@ def prose_table2(records) -> str | None:
     condition ``records`` (one condition of CONDITION) hold runs of, labelled
     as prose figures under the paper's protocol; None where none matches."""
     present = {(r["cot"], r["length"]) for r in records}
-    rows = [f"| {model} | {'yes' if cot else 'no'} | M={m} | {value} | \"{words}\" |"
+    rows = [[model, "yes" if cot else "no", f"M={m}", value, f'"{words}"']
             for model, cot, m, value, words in PROSE_TABLE2 if (cot, m) in present]
     if not rows:
         return None
     return "\n".join([f"Prose figures, OA-Acc, read from the paper's text beside the runs of the same M and CoT condition "
-                      f"({PAPER_PROTOCOL}):", "", "| model (paper) | CoT | M | OA-Acc (prose figure) | the paper's words |",
-                      "|" + " --- |" * 5, *rows])
+                      f"({PAPER_PROTOCOL}):", "",
+                      markdown_table(["model (paper)", "CoT", "M", "OA-Acc (prose figure)", "the paper's words"], rows)])
 
 
 def prose_figure5(records, length: int) -> str | None:
