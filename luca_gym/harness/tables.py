@@ -25,10 +25,8 @@ def world_table(records, world) -> str:
     shown = [i for i, n in enumerate(names) if n not in constant]
     columns = [names[i] for i in shown]
     lines = [f"every row: {', '.join(f'{n}={next(iter(values[n]))}' for n in constant)}", ""] if constant else []
-    lines += [f"| agent | {' | '.join(columns)} | {world.headline} |" if columns else f"| agent | {world.headline} |",
-              "| --- " * (len(columns) + 2) + "|"]
-    for key, rs in cells.items():
-        row = [key[0], *(key[1 + i] for i in shown)]
-        lines.append("| " + " | ".join(map(str, row)) + f" | {cell(stats([r['scores'][world.headline] for r in rs]))} |")
+    body = [[key[0], *(key[1 + i] for i in shown), cell(stats([r["scores"][world.headline] for r in rs]))]
+            for key, rs in cells.items()]
+    lines.append(markdown_table(["agent", *columns, world.headline], body))
     return "\n".join(lines)
 
