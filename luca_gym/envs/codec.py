@@ -5,7 +5,10 @@ and ``info["action_mask"]``). One instance per episode: ``reset(seed=...)``
 seeds the draw of instance seeds (from
 :data:`luca_gym.functional.TRAINING_SEED_START` up, so never an evaluation
 seed), ``options={"instance_seed": k}`` pins instance k. A world names a
-subclass (``World.flat_env``) that says which world it is.
+subclass (``World.flat_env``) that says which world it is; a subclass may
+build its codec itself (``codec=``: settings the world's codec factory does
+not take) and open its instances its own way (:meth:`CodecEnv.open_session`:
+LUCA opens organisms through its memo, sealed where asked).
 
 An action that is not an integer in [0, K) raises ValueError and changes
 nothing; a masked action reaches the world's core, which refuses it at no
@@ -54,7 +57,9 @@ class CodecEnv(gym.Env):
     """One session of a world's flat codec per episode.
 
     Args:
-        render_mode: None or "ansi" (one line: the instance, the calls, the score so far).
+        render_mode: None or "ansi" (one line: the instance, the calls, the
+            score so far), or another of the class's ``metadata["render_modes"]``.
+        codec: the flat codec, built by a subclass (then no ``settings``).
         settings: the codec's settings (the world's config fields).
 
     ``info`` carries ``instance_seed`` and ``action_mask`` on reset,
@@ -66,9 +71,9 @@ class CodecEnv(gym.Env):
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
     world = ""  # a subclass names its world
 
-    def __init__(self, render_mode: str | None = None, **settings):
-        self.codec = worlds.get(self.world).make_flat(**settings)
-        self.render_mode = check_render_mode(render_mode)
+    def __init__(self, render_mode: str | None = None, *, codec=None, **settings):
+        self.codec = worlds.get(self.world).make_flat(**settings) if codec is None else codec
+        self.render_mode = check_render_mode(render_mode, tuple(self.metadata["render_modes"]))
         self.action_space = spaces.Discrete(self.codec.num_actions)
         low, high = getattr(self.codec, "observation_bounds", (-np.inf, np.inf))
         self.observation_space = spaces.Box(low, high, (self.codec.observation_size,), np.float32)
@@ -77,11 +82,18 @@ class CodecEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
-        self.instance_seed = instance_seed(self.np_random, options)
-        self.state, vector, mask = _open(self.codec.instances([self.instance_seed]), self.codec)
+        self.state, vector, mask, opened = self.open_session(options)
         vector, self._mask = jax.device_get((vector, mask))
         self.calls, self.total = 0, 0.0
-        return np.array(vector, np.float32), {"instance_seed": self.instance_seed, "action_mask": np.array(self._mask, bool)}
+        return np.array(vector, np.float32), {**opened, "action_mask": np.array(self._mask, bool)}
+
+    def open_session(self, options):
+        """The session a ``reset`` opens: (codec state, vector, mask, what
+        ``info`` says of the instance). Here instance :func:`instance_seed`
+        of the codec's ``instances``."""
+        self.instance_seed = instance_seed(self.np_random, options)
+        state, vector, mask = _open(self.codec.instances([self.instance_seed]), self.codec)
+        return state, vector, mask, {"instance_seed": self.instance_seed}
 
     def step(self, action):
         if self.state is None:

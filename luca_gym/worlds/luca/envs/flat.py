@@ -3,12 +3,17 @@
 choices, a ``Box(-1, 1, (D,), float32)`` observation vector and an action mask
 (``action_masks()``, sb3-contrib's convention, and ``info["action_mask"]``).
 
-An adapter over the core like :class:`~luca_gym.worlds.luca.envs.LucaEnv`: the agent
+The generic :class:`luca_gym.envs.codec.CodecEnv` over LUCA's flat codec
+(:class:`~luca_gym.worlds.luca.functional.LucaFlatCodec`): the agent
 chooses experiments, the named analyst (:mod:`luca_gym.worlds.luca.analysts`) writes the
 values (predictions, network, the analyst's diagnosis), the core decides. An
 action that is not an integer in [0, K) raises ``ValueError`` and changes
 nothing; a masked action reaches the core, which refuses it at no cost
-(``info["error_code"]``).
+(``info["error_code"]``). What LUCA adds to the generic env: its organisms
+opened through the organism memo (sealed where asked, ``organism_seed``
+options, any seed below the drawn-seed limit, as
+:class:`~luca_gym.worlds.luca.envs.LucaEnv` opens them), the core's session
+settings (``max_steps``, shaping), its frames and the score breakdown.
 
 Torch's threads: PyTorch (under SB3) on as many threads as the process has
 cores runs a small policy network many times slower; the first ``reset`` in
@@ -21,20 +26,18 @@ from __future__ import annotations
 import os
 import sys
 import warnings
-from typing import Any
 
-import gymnasium as gym
-import jax
 import numpy as np
 from gymnasium import spaces
 
 from luca_gym.boundary import check_flat_actions  # noqa: F401  (re-exported)
-from luca_gym.validate import check_render_mode
-from luca_gym.worlds.luca import analysts, core, spec
+from luca_gym.envs.codec import CodecEnv
+from luca_gym.worlds.luca import core, spec
 from luca_gym.worlds.luca.core import flat
 from luca_gym import seal as seal_mod
 from luca_gym.worlds.luca.config import LucaConfig
 from luca_gym.worlds.luca.envs.env import RENDER_MODES, ended_scores, open_organism, render_frame
+from luca_gym.worlds.luca.functional import LucaFlatCodec
 from luca_gym.worlds.luca.types import Organism
 
 _torch_checked = False  # torch_on_one_thread_where_needed acts once per process
@@ -75,7 +78,7 @@ def torch_on_one_thread_where_needed() -> bool:
     return True
 
 
-class LucaFlatEnv(gym.Env):
+class LucaFlatEnv(CodecEnv):
     """One LUCA session per episode on the flat action and observation.
 
     Args:
@@ -120,6 +123,7 @@ class LucaFlatEnv(gym.Env):
     """
 
     metadata = {"render_modes": list(RENDER_MODES), "render_fps": 4}
+    world = "luca"
 
     def __init__(
         self,
@@ -141,52 +145,34 @@ class LucaFlatEnv(gym.Env):
             tier, n_genes, mode, budget=budget, max_steps=max_steps, dense_shaping=dense_shaping,
             shaping_scale=shaping_scale, shaping_gamma=shaping_gamma,
         )
-        analysts.get(analyst)
+        codec = LucaFlatCodec(self.params, tier, analyst)  # checks the tier and the analyst
         backwards = spec.check_bool(backwards, "backwards")
-        check_render_mode(render_mode, RENDER_MODES)
+        super().__init__(render_mode, codec=codec)
         self.tier, self.mode, self.n_genes, self.backwards, self.analyst = tier, mode, n_genes, backwards, analyst
         self.organism_settings = LucaConfig(tier=tier, mode=mode, n_genes=n_genes, backwards=backwards)
-        self.render_mode = render_mode
         self.layout = flat.layout(self.params)
-        self.action_space = spaces.Discrete(self.layout.size)
         self.observation_space = spaces.Box(-1.0, 1.0, (flat.observation_size(self.params),), np.float32)
-        self.state: core.EnvState | None = None
         self.organism: Organism | None = None
-        self._mask: np.ndarray | None = None
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        super().reset(seed=seed)
         torch_on_one_thread_where_needed()
+        return super().reset(seed=seed, options=options)
+
+    def open_session(self, options):
+        """Organism ``options["organism_seed"]`` (or one drawn below the
+        drawn-seed limit) from the organism memo, with its own noise key."""
         organism_seed, self.organism, key = open_organism(self, options)
-        vector, mask, self.state = flat.reset(key, self.organism.arrays, self.params, self.analyst)
-        vector, self._mask = jax.device_get((vector, mask))
-        info = {"organism_seed": organism_seed, "budget": self.params.budget, "action_mask": self._mask.copy()}
-        return np.array(vector, np.float32), info
+        state, vector, mask = self.codec.open((self.organism.arrays, key))
+        return state, vector, mask, {"organism_seed": organism_seed, "budget": self.params.budget}
 
     def step(self, action):
-        if self.state is None:
-            raise RuntimeError("step() called before reset()")
-        index = check_flat_actions(action, self.layout.size)
-        vector, mask, self.state, reward, terminated, truncated, core_info = flat.step(self.state, index, self.params, self.analyst)
-        vector, self._mask, reward, terminated, truncated, code = jax.device_get(
-            (vector, mask, reward, terminated, truncated, core_info["error"])
-        )
-        code = int(code)
-        info: dict[str, Any] = {"error_code": code, "error": core.ERROR_MESSAGES[code] or None, "action_mask": self._mask.copy()}
-        terminated, truncated = bool(terminated), bool(truncated)
-        if terminated or truncated:
-            info["scores"] = ended_scores(self.state, self.params)
-        return np.array(vector, np.float32), float(reward), terminated, truncated, info
+        vector, reward, terminated, truncated, info = super().step(action)
+        error = core.ERROR_MESSAGES[info["error_code"]] or None
+        return vector, reward, terminated, truncated, {"error_code": info["error_code"], "error": error, **info}
 
-    def action_masks(self) -> np.ndarray:
-        """bool (K,): the flat actions the rules accept now (all False once the
-        session has ended)."""
-        if self._mask is None:
-            raise RuntimeError("action_masks() called before reset()")
-        return self._mask.copy()
+    def scores(self) -> dict:
+        """The ended session's score breakdown (JSON-ready)."""
+        return ended_scores(self.state, self.params)
 
     def render(self):
         return render_frame(self)
-
-    def close(self):
-        self.state = self._mask = None
