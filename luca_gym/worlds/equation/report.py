@@ -17,7 +17,7 @@ from functools import lru_cache
 import numpy as np
 
 from luca_gym.results.figures import agent_color, legend_right, panel_letters, pyplot, save
-from luca_gym.results.summaries import agents_in, group
+from luca_gym.results.summaries import agents_in, group, markdown_table
 
 KEYS = ("complexity", "n_variables", "n_distractors")
 log = logging.getLogger("luca_gym.results.report")  # what the report is computing (luca-gym report prints it)
@@ -112,13 +112,12 @@ def _config_of(record):
                           grammar_shown=record.get("grammar_shown", "listed"))
 
 
-def _row(name: str, key, scores) -> str:
-    """One table row: name, the setting, sessions, success, iterations over the successful and over all."""
+def _row(name: str, key, scores) -> list:
+    """One table row's cells: name, the setting, sessions, success, iterations over the successful and over all."""
     success, iterations = np.asarray(scores["success"], float), np.asarray(scores["iterations"], float)
     won = iterations[success == 1.0]
     mean_won = f"{won.mean():.2f}" if len(won) else "∞"
-    return (f"| {name} | " + " | ".join(map(str, key)) + f" | {len(success)} | {success.mean():.0%} | {mean_won} | "
-            f"{iterations.mean():.2f} |")
+    return [name, *key, len(success), f"{success.mean():.0%}", mean_won, f"{iterations.mean():.2f}"]
 
 
 def table(records, floors=None, papers_settings: bool = True) -> str:
@@ -128,8 +127,7 @@ def table(records, floors=None, papers_settings: bool = True) -> str:
     the paper's best model where the paper quotes it and the records ran the
     paper's protocol at its settings (``papers_settings``: no measurement
     noise, the grammar listed)."""
-    lines = ["| agent | complexity | Var | Dis | sessions | success | iterations (successful) | iterations (all) |",
-             "| --- " * 8 + "|"]
+    lines = []
     papers = papers_settings and {r.get("proposals", "final") for r in records} == {PAPERS_PROTOCOL}  # no field: version 1
     for key, rs in group(records, *KEYS).items():
         by_agent = group(rs, "agent")
@@ -140,9 +138,9 @@ def table(records, floors=None, papers_settings: bool = True) -> str:
             lines.append(_row(f"*{name}*", key, floors[key][name_key]))
         if papers and key in PAPER_BEST:
             success, iterations, model = PAPER_BEST[key]
-            lines.append(f"| *paper's best ({model})* | " + " | ".join(map(str, key)) + f" | - | {success:.0%} | "
-                         f"{iterations} | - |")
-    return "\n".join(lines)
+            lines.append([f"*paper's best ({model})*", *key, "-", f"{success:.0%}", iterations, "-"])
+    return markdown_table(["agent", "complexity", "Var", "Dis", "sessions", "success", "iterations (successful)",
+                           "iterations (all)"], lines)
 
 
 def _floors(records) -> dict:

@@ -40,7 +40,7 @@ from luca_gym.results.paired import (  # noqa: F401 -- the statistics are the ge
     wilcoxon_p,
 )
 from luca_gym.protocol import Contrast  # noqa: F401
-from luca_gym.results.summaries import agents_in
+from luca_gym.results.summaries import agents_in, markdown_table
 from luca_gym.worlds.luca import WORLD
 from luca_gym.worlds.luca.evaluation import SCORE_FIELDS
 from luca_gym.worlds.luca.spec import MODES, TIER_NAMES
@@ -101,13 +101,10 @@ def backwards_table(records, metric: str = "composite") -> str:
         group = [p for p in rows if (p.tier, p.mode, p.n_genes, fixed(p)) == cond]
         heur = next((p for p in group if p.agent == NULL_CONTROL), None)
         tier, mode, n, arms = cond
-        lines = [f"**{tier} {mode}, N={n}, {_fixed_text(arms)}** ({metric}; Δ = forward - backward)", "",
-                 "| Model | n | Forward | Backward | Δ | 95% CI | p | Δ - Δheur |", "|" + " --- |" * 8]
-        for p in group:
-            adjusted = "—" if heur is None or p is heur else f"{p.delta - heur.delta:+.3f}"
-            lines.append(f"| {p.agent} | {p.n} | {_pm(p.arms[False])} | {_pm(p.arms[True])} | {p.delta:+.3f} | {_ci(p.ci)} "
-                         f"| {format_p(p.p)} | {adjusted} |")
-        blocks.append("\n".join(lines))
+        body = [[p.agent, p.n, _pm(p.arms[False]), _pm(p.arms[True]), f"{p.delta:+.3f}", _ci(p.ci), format_p(p.p),
+                 "—" if heur is None or p is heur else f"{p.delta - heur.delta:+.3f}"] for p in group]
+        blocks.append("\n".join([f"**{tier} {mode}, N={n}, {_fixed_text(arms)}** ({metric}; Δ = forward - backward)", "",
+                                 markdown_table(["Model", "n", "Forward", "Backward", "Δ", "95% CI", "p", "Δ - Δheur"], body)]))
     return "\n\n".join(blocks)
 
 
@@ -132,30 +129,27 @@ def vocabulary_stance_table(records, metric: str = "composite") -> str:
         if not table:
             continue
         order = agents_in([{"agent": a} for _, _, a in table])
-        head = " | ".join(f"{CELL_NAMES[v]} / {CELL_NAMES[s]}" for v, s in CELLS_2X2)
-        lines = [f"**{mode}{', backwards' if backwards else ''}** ({metric}, mean ± std)", "",
-                 f"| Tier | Model | {head} | n |", "|" + " --- |" * 7]
+        head = ["Tier", "Model", *(f"{CELL_NAMES[v]} / {CELL_NAMES[s]}" for v, s in CELLS_2X2), "n"]
+        body = []
         for tier, n, agent in sorted(table, key=lambda k: (TIER_NAMES.index(k[0]), k[1], order.index(k[2]))):
             got = table[(tier, n, agent)]
             values = [got.get(c) for c in CELLS_2X2]
             counts = sorted({len(v) for v in values if v})
-            shown = " | ".join("-" if v is None else f"{np.mean(v):.3f} ± {np.std(v):.3f}" for v in values)
-            lines.append(f"| {tier}, N={n} | {agent} | {shown} | {'/'.join(map(str, counts))} |")
-        blocks.append("\n".join(lines))
+            shown = ["-" if v is None else f"{np.mean(v):.3f} ± {np.std(v):.3f}" for v in values]
+            body.append([f"{tier}, N={n}", agent, *shown, "/".join(map(str, counts))])
+        blocks.append("\n".join([f"**{mode}{', backwards' if backwards else ''}** ({metric}, mean ± std)", "",
+                                 markdown_table(head, body)]))
     return "\n\n".join(blocks)
 
 
 def contrast_table(records, contrasts=("vocabulary", "stance"), metric: str = "composite") -> str:
     """Markdown: the paired tests of ``contrasts``, one row per agent and
     condition: Tier | Model | Contrast (Δ = ...) | At | n | Δ | 95% CI | p."""
-    lines = ["| Tier | Model | Contrast | At | n | Δ | 95% CI | p |", "|" + " --- |" * 8]
     rows = [p for name in contrasts for p in paired(records, name, metric)]
-    for p in rows:
-        c = CONTRASTS[p.contrast]
-        at = _fixed_text(fixed(p)) + ("" if p.mode == "healthy" else f", {p.mode}")
-        lines.append(f"| {p.tier}, N={p.n_genes} | {p.agent} | {c.delta_text} | {at} | {p.n} | {p.delta:+.3f} | {_ci(p.ci)} "
-                     f"| {format_p(p.p)} |")
-    return "\n".join(lines) if rows else ""
+    body = [[f"{p.tier}, N={p.n_genes}", p.agent, CONTRASTS[p.contrast].delta_text,
+             _fixed_text(fixed(p)) + ("" if p.mode == "healthy" else f", {p.mode}"), p.n, f"{p.delta:+.3f}", _ci(p.ci),
+             format_p(p.p)] for p in rows]
+    return markdown_table(["Tier", "Model", "Contrast", "At", "n", "Δ", "95% CI", "p"], body) if rows else ""
 
 
 def main_records(records) -> tuple[list, str | None]:

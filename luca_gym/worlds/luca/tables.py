@@ -5,7 +5,7 @@ metrics)."""
 
 from __future__ import annotations
 
-from luca_gym.results.summaries import agents_in, cell as _cell, group, stats as _stats
+from luca_gym.results.summaries import agents_in, cell as _cell, group, markdown_table, stats as _stats
 from luca_gym.worlds.luca import generator as world
 from luca_gym.worlds.luca.evaluation import SCORE_FIELDS, STRATEGY_FIELDS
 from luca_gym.worlds.luca.spec import MODES, TIER_NAMES
@@ -55,8 +55,7 @@ def composite_table(records, n_genes: int = 20, with_paper: bool = True) -> str:
     the paper's baseline figures beside ours (Tables 6-7)."""
     s = summary([r for r in records if r["n_genes"] == n_genes])
     conds = [(t, m) for m in MODES for t in TIER_NAMES if any((a, t, m, n_genes) in s for a in agents_in(records))]
-    header = "| agent | " + " | ".join(f"{t} {m[0].upper()}" for t, m in conds) + " |"
-    lines = [header, "|" + " --- |" * (len(conds) + 1)]
+    lines = []
     for a in agents_in(records):
         cells = []
         for t, m in conds:
@@ -66,39 +65,36 @@ def composite_table(records, n_genes: int = 20, with_paper: bool = True) -> str:
             if with_paper and paper is not None and st:
                 cell += f" (paper {paper:.3f})"
             cells.append(cell)
-        lines.append(f"| {a} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        lines.append([a, *cells])
+    return markdown_table(["agent", *(f"{t} {m[0].upper()}" for t, m in conds)], lines)
 
 
 def disease_table(records, n_genes: int = 20) -> str:
     """Markdown: disease sub-scores and the rescue - diagnosis gap (Table 8)."""
     s = summary([r for r in records if r["n_genes"] == n_genes and r["mode"] == "disease"])
-    lines = ["| tier | agent | prediction | diagnosis | rescue | composite | rescue - diagnosis |", "|" + " --- |" * 7]
+    lines = []
     for t in TIER_NAMES:
         for a in agents_in(records):
             st = s.get((a, t, "disease", n_genes))
             if st:
                 gap = st["rescue"][0] - st["diagnosis"][0]
-                lines.append(
-                    f"| {t} | {a} | {st['prediction'][0]:.3f} | {st['diagnosis'][0]:.3f} | {st['rescue'][0]:.3f} "
-                    f"| {st['composite'][0]:.3f} | {gap:+.3f} |"
-                )
-    return "\n".join(lines)
+                lines.append([t, a, *(f"{st[k][0]:.3f}" for k in ("prediction", "diagnosis", "rescue", "composite")),
+                              f"{gap:+.3f}"])
+    return markdown_table(["tier", "agent", "prediction", "diagnosis", "rescue", "composite", "rescue - diagnosis"], lines)
 
 
 def strategy_table(records, tier: str = "medium", mode: str = "healthy", n_genes: int = 20) -> str:
     """Markdown: budget fraction, single-gene %, coverage % (Table 10)."""
     s = summary([r for r in records if (r["tier"], r["mode"], r["n_genes"]) == (tier, mode, n_genes)])
-    lines = ["| agent | budget frac | single-gene % | coverage % | BLOCK % | redundancy | commit point |", "|" + " --- |" * 7]
+    lines = []
     for a in agents_in(records):
         st = s.get((a, tier, mode, n_genes))
         if st:
-            lines.append(
-                f"| {a} | {st['budget_fraction'][0]:.2f} | {100 * st['single_gene_fraction'][0]:.1f}% "
-                f"| {100 * st['gene_coverage'][0]:.1f}% | {100 * st['block_fraction'][0]:.1f}% "
-                f"| {st['redundancy'][0]:.2f} | {st['commit_point'][0]:.2f} |"
-            )
-    return "\n".join(lines)
+            lines.append([a, f"{st['budget_fraction'][0]:.2f}", f"{100 * st['single_gene_fraction'][0]:.1f}%",
+                          f"{100 * st['gene_coverage'][0]:.1f}%", f"{100 * st['block_fraction'][0]:.1f}%",
+                          f"{st['redundancy'][0]:.2f}", f"{st['commit_point'][0]:.2f}"])
+    return markdown_table(["agent", "budget frac", "single-gene %", "coverage %", "BLOCK %", "redundancy", "commit point"],
+                          lines)
 
 
 def scaling_table(records, tier: str = "medium", mode: str = "healthy", with_paper: bool = True) -> str:
@@ -107,7 +103,7 @@ def scaling_table(records, tier: str = "medium", mode: str = "healthy", with_pap
     s = summary(rs)
     ns = sorted({r["n_genes"] for r in rs})
     agents = agents_in(rs)
-    lines = ["| N | budget | " + " | ".join(agents) + " |", "|" + " --- |" * (len(agents) + 2)]
+    lines = []
     for n in ns:
         cells = []
         for a in agents:
@@ -117,5 +113,5 @@ def scaling_table(records, tier: str = "medium", mode: str = "healthy", with_pap
             if with_paper and paper is not None and st:
                 cell += f" (paper {paper:.3f})"
             cells.append(cell)
-        lines.append(f"| {n} | {world.sizes(n).budget} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        lines.append([n, world.sizes(n).budget, *cells])
+    return markdown_table(["N", "budget", *agents], lines)
