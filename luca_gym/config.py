@@ -33,6 +33,12 @@ import numpy as np
 from luca_gym.validate import check_bool, is_integer, short_repr
 
 
+# When a hypothesis world checks the agent's proposal (the discovery worlds' ``proposals``
+# setting: dag, relational, equation): after every experiment ("every", the paper's protocol)
+# or once, at the end ("final").
+PROPOSALS = ("every", "final")
+
+
 def _is_number(value) -> bool:
     return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
 

@@ -35,12 +35,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from luca_gym.config import ConfigBase, choice, int_in, number_in, setting
+from luca_gym.config import PROPOSALS, ConfigBase, choice, int_in, number_in, setting
 
 COMPLEXITIES = ("simple", "medium", "complex")
 GRAMMARS_SHOWN = ("listed", "words")  # how the agent is told the grammar: the templates (the paper's), or prose
 MAX_NOISE = 1.0  # the largest relative standard deviation of a measurement
-PROPOSALS = ("every", "final")  # when the agent's formula is checked (see EquationConfig); the first is the paper's
 INPUT_LOW, INPUT_HIGH = 1.0, 5.0  # the range of every input, queried or held out
 CONSTANTS = tuple(range(1, 10))  # c1, c2
 EXPONENTS = (-2, -1, 1, 2)  # of a variable in M1 or M3

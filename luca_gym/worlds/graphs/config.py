@@ -26,13 +26,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from luca_gym.config import ConfigBase, boolean, choice, int_in, number_in, probability, pytree, setting
+from luca_gym.config import PROPOSALS, ConfigBase, boolean, choice, int_in, number_in, probability, pytree, setting
 
 MAX_NODES = 256  # the largest graph; any N from 2 to this (the core's arrays are N x N)
 MAX_LATENT = 256  # the most latent nodes beside the N shown
 MAX_STATES = 64  # the most states a molecule can take
 MAX_NOISE = 0.5  # the largest misreading probability: beyond, a reading is wrong more often than right
-PROPOSALS = ("every", "final")  # when the agent's hypothesis is checked (see DagConfig); the first is the paper's
 # The paper's settings (Auto-Discovery-Bench, Table 1).
 DAG_SETTINGS = ((3, 3), (3, 5), (10, 5))  # (molecules, states)
 RELATIONAL_SETTINGS = (3, 5, 10)  # houses
