@@ -149,7 +149,7 @@ def test_the_shortcuts_stay_on_the_floor_on_unseen_small_worlds(tmp_path):
     gives the figures): artefact-sweep at most 1.5 of 15 bias points (0.00) and below cis-mr, blanket labels of
     either kind no better than cis-mr, cue-spotter at most 3 bias points, causal-pipeline at least 45 (45.19) and
     20 above cis-mr (14.83), the other shortcuts 20 below it. A world's nine sessions run one after another, so it
-    is generated once (before, each session generated its world: 429 s for 9701-9720)."""
+    is generated once, not once a session."""
     _check_floor(_sweep(tmp_path, range(9901, 9921)), pipeline_margin=20.0, pipeline_floor=45.0, sweep_bias=1.5)
 
 
