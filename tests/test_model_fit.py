@@ -12,16 +12,16 @@ import pytest
 
 from luca_gym import harness as ev
 from luca_gym.worlds.luca.baselines import BASELINES, make_policy
-from luca_gym.worlds.luca.baselines import model_fit as mf
+from luca_gym.worlds.luca.baselines import fitting, model_fit as mf
 from luca_gym.worlds.luca.spec import BLOCK, BOOST
 from luca_gym.worlds.luca.evaluation import luca_spec
 
 SMALL = mf.AgentConfig(
-    fit=mf.FitConfig(members=4, steps=40),
-    refit=mf.FitConfig(members=4, steps=10),
-    hypothesis_fit=mf.FitConfig(members=2, steps=20),
+    fit=fitting.FitConfig(members=4, steps=40),
+    refit=fitting.FitConfig(members=4, steps=10),
+    hypothesis_fit=fitting.FitConfig(members=2, steps=20),
     finalists=2,
-    finalist_fit=mf.FitConfig(members=3, steps=20),
+    finalist_fit=fitting.FitConfig(members=3, steps=20),
     discriminate=1,
 )
 
@@ -39,23 +39,23 @@ def test_fit_recovers_a_known_network():
     """Data from a known candidate network (noise 0.01): the fitted ensemble
     explains it (the fit term falls far below its starting value) and predicts
     held-out interventions better than knowing nothing (0.5)."""
-    cfg = mf.FitConfig(members=4, steps=300, noise=0.01)
+    cfg = fitting.FitConfig(members=4, steps=300, noise=0.01)
     n, s, p = 8, 2, 3
     rng = np.random.default_rng(0)
-    truth = mf.init_theta(jax.random.PRNGKey(42), n, s, p, mf.FitConfig(init_scale=1.0))
+    truth = fitting.init_theta(jax.random.PRNGKey(42), n, s, p, fitting.FitConfig(init_scale=1.0))
     truth["R"] = truth["R"] * 2.0
     lock, persist = jnp.zeros(n, jnp.int8), jnp.zeros(s, bool)
     codes, flags = _interventions(n, s, 24, rng)
-    y = np.asarray(mf.predict(truth, lock, persist, jnp.asarray(codes), jnp.asarray(flags), cfg))
+    y = np.asarray(fitting.predict(truth, lock, persist, jnp.asarray(codes), jnp.asarray(flags), cfg))
     y = y + rng.normal(0, 0.01, y.shape)
     train = 18
-    data = mf.pad_data(codes[:train], flags[:train], y[:train], np.ones(train), 20)
-    starts = jax.vmap(lambda k: mf.init_theta(k, n, s, p, cfg))(jax.random.split(jax.random.PRNGKey(0), 4))
+    data = fitting.pad_data(codes[:train], flags[:train], y[:train], np.ones(train), 20)
+    starts = jax.vmap(lambda k: fitting.init_theta(k, n, s, p, cfg))(jax.random.split(jax.random.PRNGKey(0), 4))
     locks, persists = jnp.zeros((4, n), jnp.int8), jnp.zeros((4, s), bool)
-    _, before, _ = mf.fit(starts, locks, persists, data, mf.FitConfig(members=4, steps=0, noise=0.01))
-    thetas, after, _ = mf.fit(starts, locks, persists, data, cfg)
+    _, before, _ = fitting.fit(starts, locks, persists, data, fitting.FitConfig(members=4, steps=0, noise=0.01))
+    thetas, after, _ = fitting.fit(starts, locks, persists, data, cfg)
     assert float(np.min(after)) < 0.05 * float(np.min(before))
-    pred = np.asarray(mf.predict_batch(thetas, locks, persists, jnp.asarray(codes[train:]), jnp.asarray(flags[train:]), cfg))
+    pred = np.asarray(fitting.predict_batch(thetas, locks, persists, jnp.asarray(codes[train:]), jnp.asarray(flags[train:]), cfg))
     w = mf._weights(np.asarray(after))
     mean = np.einsum("k,kcp->cp", w, pred)
     err_fit = np.abs(mean - y[train:]).mean()
@@ -115,8 +115,8 @@ def test_plays_whole_sessions_through_the_harness(tier, mode, seed):
 
 LOCAL = mf.AgentConfig(
     family="local",
-    local_fit=mf.FitConfig(members=4, steps=80),
-    local_refit=mf.FitConfig(members=4, steps=20),
+    local_fit=fitting.FitConfig(members=4, steps=80),
+    local_refit=fitting.FitConfig(members=4, steps=20),
     local_rounds=2,
 )
 
@@ -125,20 +125,20 @@ def test_local_fit_predicts_a_known_local_network():
     """Singles from a known 4-node network (two task genes, two mediators; noise
     0.01): the fitted local ensemble predicts the pair, which it never saw,
     far better than knowing nothing, and close to the truth."""
-    cfg = mf.FitConfig(members=8, steps=300)
-    truth = mf.init_theta(jax.random.PRNGKey(1), 4, 1, 3, mf.FitConfig(init_scale=0.5))
+    cfg = fitting.FitConfig(members=8, steps=300)
+    truth = fitting.init_theta(jax.random.PRNGKey(1), 4, 1, 3, fitting.FitConfig(init_scale=0.5))
     truth["R"] = truth["R"].at[:, :2].set(jnp.array([[2.0, 1.5], [-1.5, 0.0], [0.0, 2.0]]))
     lock, persist = jnp.zeros(4, jnp.int8), jnp.zeros(1, bool)
-    singles = mf.local_interventions(2)
-    y = np.asarray(mf.predict(truth, lock, persist, singles, jnp.zeros((6, 1), bool), cfg))
+    singles = fitting.local_interventions(2)
+    y = np.asarray(fitting.predict(truth, lock, persist, singles, jnp.zeros((6, 1), bool), cfg))
     y = y + np.random.default_rng(0).normal(0, 0.01, y.shape)
     pairs = [(BLOCK, BLOCK), (BOOST, BOOST), (BLOCK, BOOST), (BOOST, BLOCK)]
     data = {"codes": singles, "flags": jnp.zeros((6, 1), bool), "y": jnp.asarray(y, jnp.float32), "weight": jnp.ones(6)}
-    thetas, fit_terms = mf.local_fit(mf.local_init(jax.random.PRNGKey(0), 2, cfg), data, 2, cfg)
+    thetas, fit_terms = fitting.local_fit(fitting.local_init(jax.random.PRNGKey(0), 2, cfg), data, 2, cfg)
     for codes in pairs:
-        task = mf.local_task(jnp.array(codes), 2)
-        true = np.asarray(mf.predict(truth, lock, persist, task, jnp.zeros((1, 1), bool), cfg))[0]
-        pred = mf._weights(fit_terms) @ np.asarray(mf.local_outcomes(thetas, task, 2, cfg))[:, 0]
+        task = fitting.local_task(jnp.array(codes), 2)
+        true = np.asarray(fitting.predict(truth, lock, persist, task, jnp.zeros((1, 1), bool), cfg))[0]
+        pred = mf._weights(fit_terms) @ np.asarray(fitting.local_outcomes(thetas, task, 2, cfg))[:, 0]
         assert np.abs(pred - true).max() < 0.1, (codes, pred, true)
         assert np.abs(pred - true).max() < 0.3 * np.abs(0.5 - true).max(), (codes, pred, true)
 
@@ -154,7 +154,7 @@ def test_local_data_reads_the_singles_table_and_the_agents_memory_alike():
     genes = [4, 9]
     mask[4, [0, 2]] = mask[9, :] = True
     mask[1, 0] = True  # another gene: not the task's
-    table = mf.local_data(jnp.asarray(results), jnp.asarray(mask), jnp.asarray(genes), 2)
+    table = fitting.local_data(jnp.asarray(results), jnp.asarray(mask), jnp.asarray(genes), 2)
     agent = mf.ModelFitPolicy(LOCAL)
     agent.codes, agent.flags, agent.y, agent.weight = [], [], [], []
     for g, c in zip(*np.nonzero(mask)):
@@ -256,7 +256,7 @@ def test_batched_form_runs_the_local_plan_and_answers_with_the_local_fit():
         kinds.append(np.asarray(action.kind))
         for b in np.flatnonzero(np.asarray(action.kind) == core.SUBMIT_PREDICTION):
             sub = jax.random.split(key, 3)[b]
-            expected = mf.local_prediction(sub, obs["single_results"][b], obs["single_mask"][b], obs["task_genes"][b],
+            expected = fitting.local_prediction(sub, obs["single_results"][b], obs["single_mask"][b], obs["task_genes"][b],
                                            obs["task_codes"][b].astype(jnp.int32), LOCAL.mediators, LOCAL.local_fit)
             np.testing.assert_allclose(np.asarray(action.prediction[b]), np.asarray(expected), atol=1e-5)
             answered += 1

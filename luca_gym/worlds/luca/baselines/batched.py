@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 
 from luca_gym.worlds.luca import analysts, core
-from luca_gym.worlds.luca.baselines import model_fit as mf
+from luca_gym.worlds.luca.baselines import fitting, model_fit as mf
 from luca_gym.worlds.luca.baselines.policies import PAPER_RULES
 from luca_gym.worlds.luca.baselines.sweep_flat import batched_policy as causal_sweep_flat_policy
 from luca_gym.worlds.luca.spec import BLOCK, BOOST
@@ -243,7 +243,7 @@ def model_fit_policy(params: core.EnvParams, config=None):
     cfg, mediators = config.local_fit, config.mediators
 
     def predict(keys, obs, genes, codes):
-        run = jax.vmap(lambda k, r, m, g, c: mf.local_prediction(k, r, m, g, c, mediators, cfg))
+        run = jax.vmap(lambda k, r, m, g, c: fitting.local_prediction(k, r, m, g, c, mediators, cfg))
         return run(keys, obs["single_results"], obs["single_mask"], genes, codes)
 
     def act(key, obs):
