@@ -70,7 +70,8 @@ ablation: $(DEMO_STAMP)
 
 # Two workers; tests that share an expensive program or organism (N=80, 320,
 # 1280, the traced generator) carry one xdist_group and run on one worker, so
-# it is compiled and generated once. `make test` is the quick tier: every
+# it is compiled and generated once; every other module runs whole on one
+# worker (tests/conftest.py groups it). `make test` is the quick tier: every
 # layer and world at small sizes. `make test-slow` runs what it leaves out
 # (tests marked slow: larger organisms, other processes, training runs, more
 # cases of a quick check; tests/conftest.py lists them and why); `make

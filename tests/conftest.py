@@ -65,20 +65,27 @@ SLOW = {
        for case in ("heuristic-hard-healthy", "heuristic-hard-disease", "causal-sweep-hard-healthy", "causal-sweep-hard-disease",
                     "task-directed-medium-healthy")},
     "tests/test_curriculum.py::test_functional_env_gets_a_codec_per_level": "a codec per level (the Gymnasium wrapper's test stays quick)",
+    "tests/test_graphs.py::test_check_world_passes_with_one_final_matrix_and_repeats":
+        "proposals=final is played quick by test_graphs' tool sessions and flat codecs; redraw_may_repeat goes through check_world quick in test_graph_settings' dag case",
+    "tests/test_graph_settings.py::test_check_world_passes_under_the_new_settings[relational-settings_1]":
+        "relational shares dag's graph core (the dag case stays quick; test_graphs runs check_world on relational)",
+    "tests/test_graph_settings.py::test_check_world_passes_under_the_new_settings[equation-settings_2]":
+        "check_world on equation stays quick in test_equation; its noise and words grammar are checked quick in test_graph_settings",
     "tests/test_generate.py::test_vector_autoreset_generates_only_the_ended_sub_envs": "fresh organisms at autoreset (test_vector checks it quick)",
 }
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Mark the :data:`SLOW` tests (before ``-m`` deselects), then tag the
-    ``xdist_group`` tests for ``--dist loadgroup``.
+    """Mark the :data:`SLOW` tests (before ``-m`` deselects), then tag each
+    test with its group for ``--dist loadgroup``.
 
     ``make test`` runs ``--dist loadgroup``: tests marked
-    ``xdist_group(name)`` (sharing an expensive organism or program) run on
-    one worker. pytest-xdist tags such a test's node id with ``@name`` by
-    writing ``Node._nodeid``, which pytest 9.2 no longer reads (node ids are
-    ``Node._id`` now), so the tag is written here the way pytest keeps it.
+    ``xdist_group(name)`` (sharing an expensive organism or program across
+    modules) run on one worker, and so does each other module, as one unit
+    (:func:`_group_names`). pytest-xdist tags a test's node id with ``@name``
+    by writing ``Node._nodeid``, which pytest 9.2 no longer reads (node ids
+    are ``Node._id`` now), so the tag is written here the way pytest keeps it.
     Where neither attribute exists the groups are ignored (plain ``load``:
     slower, still correct)."""
     for item in items:
@@ -91,9 +98,21 @@ def pytest_collection_modifyitems(config, items):
     except ImportError:
         return
     for item in items:
-        groups = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")})
-        if groups and "@" not in item.nodeid.rsplit("]", 1)[-1] and hasattr(item, "_id"):
+        groups = _group_names(item)
+        if "@" not in item.nodeid.rsplit("]", 1)[-1] and hasattr(item, "_id"):
             item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(groups)}")
+
+
+def _group_names(item) -> list[str]:
+    """The test's ``xdist_group`` names, else its module's (``tests.test_foo``).
+
+    Without a group of its own, each test would be a unit of its own, and
+    loadgroup hands units to whichever worker is free: a module's tests would
+    alternate between the workers, and each worker would build the module's
+    fixtures, organisms and compiled programs again (seen: a 26 s module
+    fixture built twice). A module as one unit builds them once."""
+    named = {str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")}
+    return sorted(named) or [item.nodeid.split("::")[0].removesuffix(".py").replace("/", ".")]
 
 
 TIERS = spec.TIER_NAMES
