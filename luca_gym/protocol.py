@@ -23,6 +23,10 @@ _ENTRY = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 _MODULE_ENTRY = re.compile(r"[A-Za-z_][\w.]*(:[A-Za-z_][\w.]*)?")  # a module may be the entry (World.core, World.audit)
 # What a world may mark as host-side (World.host_side).
 HOST_SIDE_PARTS = ("tools", "flat")
+# A results line written before worlds existed has no ``world`` field: it is
+# LUCA's. The one place a generic reader names a world (the harness re-exports
+# it as luca_gym.harness.spec.LEGACY_WORLD).
+LEGACY_WORLD = "luca"
 
 
 def load(entry_point: str) -> Any:

@@ -10,12 +10,13 @@ import itertools
 from dataclasses import MISSING, fields
 
 from luca_gym import worlds
-from luca_gym.protocol import SessionSpec, load
+from luca_gym.protocol import LEGACY_WORLD, SessionSpec, load
 from luca_gym.validate import check_seed
 from luca_gym.harness.agents import check_agent, is_llm_agent, is_module_agent
 
-# A line written before worlds existed has no ``world`` field: it is LUCA's.
-LEGACY_WORLD = "luca"
+# A line written before worlds existed has no ``world`` field: it is LUCA's
+# (LEGACY_WORLD, defined beside the results line's format in luca_gym.protocol,
+# so the results modules that worlds import read it without the harness).
 
 
 def session_key(spec: SessionSpec) -> tuple:

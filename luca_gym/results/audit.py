@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from luca_gym import worlds
-from luca_gym.protocol import load
+from luca_gym.protocol import LEGACY_WORLD, load
 
 
 def audit_function(world_name: str):
@@ -63,13 +63,13 @@ def audit_record(record: dict) -> dict | None:
     needs the secret; a LUCA healthy session: no malfunction hypotheses)."""
     if not isinstance(record, dict):
         return None
-    audit = audit_function(record.get("world", "luca"))
+    audit = audit_function(record.get("world", LEGACY_WORLD))
     if audit is None:
         return None
     out = audit(record)
     if out is None:
         return None
-    return {"world": record.get("world", "luca"), "agent": record.get("agent"), "seed": record.get("seed"), **out}
+    return {"world": record.get("world", LEGACY_WORLD), "agent": record.get("agent"), "seed": record.get("seed"), **out}
 
 
 def _mean(values) -> float | None:
@@ -108,7 +108,7 @@ def _cell(value, digits: int = 2) -> str:
 def _instance(record) -> tuple:
     """A line's instance: its world, seed and key settings (the agent aside), so that the sessions of one
     instance are audited one after another and a world's audit may keep the instance it regenerated."""
-    world = record.get("world", "luca")
+    world = record.get("world", LEGACY_WORLD)
     keys = worlds.get(world).session_keys if isinstance(world, str) and world in worlds.names() else ()
     return (str(world), str(record.get("seed")), tuple(str(record.get(k)) for k in keys))
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from luca_gym import worlds
-from luca_gym.protocol import Contrast, World
+from luca_gym.protocol import LEGACY_WORLD, Contrast, World
 from luca_gym.results.summaries import markdown_table
 
 RESAMPLES = 10_000
@@ -153,7 +153,7 @@ def paired(records, world, contrast: str, metric: str | None = None, resamples: 
     others = tuple(f for f in world.session_keys if f not in ("seed", c.field))
     cells: dict = {}
     for r in records:
-        if r.get("world", "luca") != world.name:
+        if r.get("world", LEGACY_WORLD) != world.name:
             continue
         arm = key_value(world, r, c.field)
         if arm not in c.arms:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 
 from luca_gym import worlds
-from luca_gym.protocol import load
+from luca_gym.protocol import LEGACY_WORLD, load
 from luca_gym.results.summaries import markdown_table
 
 # The three families of reasoning terms. A word counts for a term when it
@@ -56,7 +56,7 @@ def _spoke(record) -> bool:
 
 
 def _world(record) -> str:
-    return record.get("world", "luca")  # a line written before worlds existed is LUCA's
+    return record.get("world", LEGACY_WORLD)  # a line written before worlds existed is LUCA's
 
 
 def groups(records) -> list[tuple]:

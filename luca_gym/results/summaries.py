@@ -32,9 +32,10 @@ def agents_in(records) -> list:
     """The agents of ``records``: each world's baselines in their usual order
     (the registry's), then the others by name."""
     from luca_gym import worlds
+    from luca_gym.protocol import LEGACY_WORLD
 
     order: list = []
-    for name in dict.fromkeys(r.get("world", "luca") for r in records):
+    for name in dict.fromkeys(r.get("world", LEGACY_WORLD) for r in records):
         if name in worlds.names():
             order += [a for a in worlds.get(name).baseline_policies() if a not in order]
     return sorted({r["agent"] for r in records}, key=lambda a: (order.index(a) if a in order else len(order), a))
