@@ -67,8 +67,8 @@ def test_the_world_declares_its_keys_scores_and_gym_ids():
 
 
 @pytest.mark.parametrize("settings_, message", [
-    ({"profile": "huge"}, "profile: 'huge' not allowed; allowed small, tiny, paper"),
-    ({"tier": "easy"}, "tier: 'easy' not allowed; allowed auto, standard, hard"),
+    ({"profile": "huge"}, "profile: 'huge' not allowed; one of 'small', 'tiny', 'paper'"),
+    ({"tier": "easy"}, "tier: 'easy' not allowed; one of 'auto', 'standard', 'hard'"),
 ])
 def test_a_bad_setting_is_refused_by_name(settings_, message):
     with pytest.raises(ValueError, match=message):

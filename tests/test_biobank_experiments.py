@@ -34,7 +34,7 @@ def test_budget_setting_and_session_key():
     assert BiobankConfig().budget == "none" and BiobankConfig().dollars == 0
     assert BUDGETS == {"none": 0, "limited": 450_000, "expanded": 2_000_000}
     assert "budget" in WORLD.session_keys
-    with pytest.raises(ValueError, match="budget: 'lots' not allowed; allowed none, limited, expanded"):
+    with pytest.raises(ValueError, match="budget: 'lots' not allowed; one of 'none', 'limited', 'expanded'"):
         BiobankConfig(budget="lots")
 
 

@@ -23,10 +23,10 @@ pixels (8 KB; :mod:`~.imaging`): 88 MB for the paper profile's 10,800.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import NamedTuple
 
-from luca_gym.validate import short_repr
+from luca_gym.config import ConfigBase, choice, setting
 
 
 class Sizes(NamedTuple):
@@ -59,7 +59,7 @@ MAX_DRIVERS = 6
 
 
 @dataclass(frozen=True)
-class BiobankConfig:
+class BiobankConfig(ConfigBase):
     """The settings that, with a seed, name a biobank world.
 
     Attributes:
@@ -72,21 +72,16 @@ class BiobankConfig:
             world before its experiments), "limited" ($450,000: one knockdown or
             three cell perturbations) or "expanded" ($2,000,000).
 
-    Checked on construction (ValueError naming the field, the value and what
-    is allowed), so a config that exists is a valid one.
+    Checked on construction by the config base's shared validators
+    (ValueError naming the field, the value and what is allowed), so a
+    config that exists is a valid one. Every setting is static: the world
+    is generated and analysed on the host, and the profile fixes its shapes
+    (no compiled step takes a config).
     """
 
-    profile: str = "small"
-    tier: str = "auto"
-    budget: str = "none"
-
-    def __post_init__(self):
-        if self.profile not in PROFILES:
-            raise ValueError(f"profile: {short_repr(self.profile)} not allowed; allowed {', '.join(PROFILES)}")
-        if self.tier not in TIERS:
-            raise ValueError(f"tier: {short_repr(self.tier)} not allowed; allowed {', '.join(TIERS)}")
-        if self.budget not in BUDGETS:
-            raise ValueError(f"budget: {short_repr(self.budget)} not allowed; allowed {', '.join(BUDGETS)}")
+    profile: str = setting("small", choice(*PROFILES), static=True)
+    tier: str = setting("auto", choice(*TIERS), static=True)
+    budget: str = setting("none", choice(*BUDGETS), static=True)
 
     @property
     def dollars(self) -> int:
@@ -95,7 +90,3 @@ class BiobankConfig:
     @property
     def sizes(self) -> Sizes:
         return PROFILES[self.profile]
-
-    def settings(self) -> dict:
-        """The fields as keyword settings (a session's key settings but the seed)."""
-        return asdict(self)
