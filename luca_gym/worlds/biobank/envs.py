@@ -28,6 +28,15 @@ Every number comes from the tool session's own calls
 ``association_scan``, ``cis_mr``, ``submit``): the same released data and
 the same scorer, nothing re-implemented. An action outside the space raises
 ValueError and changes nothing.
+
+Why the biobank keeps its own env and declares no ``World.core``: a
+session's state is a released data set, the phenotypes an agent defines,
+an audit log of experiments and (with the python tool) a sandbox process,
+and its steps are numpy analyses run on the host over the release, the
+truth kept in the oracle in this process; no array pytree a jitted step
+could carry holds that, so a host "core" would be the tool session under
+other names. This env is therefore an adapter over
+:class:`~.tools.BiobankToolSession`, the one place the tools' rules live.
 """
 
 from __future__ import annotations

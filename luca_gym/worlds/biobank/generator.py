@@ -2,6 +2,13 @@
 key and a design (:func:`draw`), shapes fixed by the profile, so one compile
 serves every seed and every design of a profile.
 
+One module, one job: simulating the cohort (the jitted draw, the ECG, CT
+and record draws of :func:`follow_up`, the cine stacks, assembled by
+:func:`cohort`). Drawing the design lives in :mod:`~.design` and the
+release's tables in :mod:`~.release`; most of this module's length is the
+model's description below and its coefficients, kept beside the one
+function that uses them.
+
 The structural model (DrugTargetWorld S1.1-S1.3; every coefficient below is a
 design choice, not an estimate):
 
