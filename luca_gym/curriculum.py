@@ -4,7 +4,7 @@ hardest, a level per attribute, the caller or a rule moving them).
 
     from luca_gym.curriculum import Curriculum, CurriculumWrapper, CurriculumVectorWrapper
 
-    c = Curriculum({"tier": ["easy", "medium", "hard"], "budget": [None, 16, 8]},
+    c = Curriculum({"tier": ["easy", "medium", "hard"], "budget": [None, 16, 8]}, world="luca",
                    defaults={"mode": "disease", "n_genes": 20}, advance_at=0.8, success_score=0.7)
     c.settings()          # {'mode': 'disease', 'n_genes': 20, 'tier': 'easy', 'budget': None}
     c.increment("budget") # one attribute up a level; c.increment(): every attribute (the global level)
@@ -51,7 +51,7 @@ class Curriculum:
     Args:
         attributes: ``{setting: [value at level 0, level 1, ...]}``, easiest
             first (e.g. ``tier``, ``budget``, ``n_genes``); each at least one value.
-        world: a registered world's name (default LUCA).
+        world: a registered world's name (keyword-only, required).
         defaults: the settings no attribute moves (e.g. ``mode``, ``analyst``).
         advance_at: the success rate in (0, 1] that moves every attribute up
             a level (:meth:`record`); None: the caller alone moves levels.
@@ -63,7 +63,7 @@ class Curriculum:
     (a flat codec's ``analyst``, an env's options) by whatever is built from them.
     """
 
-    def __init__(self, attributes: dict, world: str = "luca", defaults: dict | None = None, *,
+    def __init__(self, attributes: dict, *, world: str, defaults: dict | None = None,
                  advance_at: float | None = None, success_score: float = 0.8, window: int = 64):
         self.world = worlds.get(world).name
         if not isinstance(attributes, dict) or not attributes:

@@ -17,11 +17,11 @@ N = 20  # each level compiles once
 
 
 def budgets(**kw) -> Curriculum:
-    return Curriculum({"budget": [None, 6, 3]}, defaults={"tier": "easy", "mode": "healthy", "n_genes": N}, **kw)
+    return Curriculum({"budget": [None, 6, 3]}, world="luca", defaults={"tier": "easy", "mode": "healthy", "n_genes": N}, **kw)
 
 
 def test_levels_move_per_attribute_and_globally():
-    c = Curriculum({"tier": ["easy", "medium", "hard"], "budget": [None, 8]}, defaults={"mode": "disease", "n_genes": 20})
+    c = Curriculum({"tier": ["easy", "medium", "hard"], "budget": [None, 8]}, world="luca", defaults={"mode": "disease", "n_genes": 20})
     assert c.num_levels == 3 and c.level == 0
     assert c.settings() == {"mode": "disease", "n_genes": 20, "tier": "easy", "budget": None}
     assert c.increment("budget") and c.settings()["budget"] == 8 and c.level == 0  # tier still at level 0
@@ -52,7 +52,7 @@ def test_levels_move_per_attribute_and_globally():
 ])
 def test_bad_schedules_are_refused_when_made(kwargs, words):
     with pytest.raises(ValueError) as err:
-        Curriculum(**kwargs)
+        Curriculum(**{"world": "luca", **kwargs})
     for w in words:
         assert w in str(err.value)
 
@@ -117,7 +117,7 @@ def test_gymnasium_wrapper_rebuilds_at_reset_when_the_level_changes():
         built.append(settings)
         return gym.make("luca_gym/LucaFlat-v0", **settings)
 
-    c = Curriculum({"budget": [None, 6]}, defaults={"tier": "easy", "mode": "healthy", "n_genes": N},
+    c = Curriculum({"budget": [None, 6]}, world="luca", defaults={"tier": "easy", "mode": "healthy", "n_genes": N},
                    advance_at=1.0, success_score=-1.0, window=2)  # every episode succeeds: two episodes a level
     env = CurriculumWrapper(c, make)
     levels, budgets_seen = [], []
@@ -137,7 +137,7 @@ def test_gymnasium_wrapper_rebuilds_at_reset_when_the_level_changes():
 
 
 def test_gymnasium_wrapper_by_id_and_bad_arguments():
-    env = CurriculumWrapper(Curriculum({"n_genes": [N]}, defaults={"tier": "easy"}), "luca_gym/LucaFlat-v0")
+    env = CurriculumWrapper(Curriculum({"n_genes": [N]}, world="luca", defaults={"tier": "easy"}), "luca_gym/LucaFlat-v0")
     obs, info = env.reset(seed=0)
     assert env.unwrapped.params.n_genes == N and info["curriculum_level"] == 0
     with pytest.raises(ValueError, match="curriculum"):

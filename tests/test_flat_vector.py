@@ -69,8 +69,8 @@ def test_sessions_run_autoreset_on_the_pool_and_report_their_scores(env):
     (None, "not allowed"),
 ])
 def test_bad_actions_are_refused_on_the_host_and_change_nothing(actions, words):
-    a = FlatVectorEnv(3, **SETTINGS)
-    b = FlatVectorEnv(3, **SETTINGS)
+    a = FlatVectorEnv(3, world="luca", **SETTINGS)
+    b = FlatVectorEnv(3, world="luca", **SETTINGS)
     _, info = a.reset(seed=3)
     b.reset(seed=3)
     with pytest.raises(ValueError) as error:
@@ -88,15 +88,15 @@ def test_bad_settings_name_what_is_allowed():
     with pytest.raises(ValueError, match="render_mode.*vectorization_mode='sync'"):
         gym.make_vec("luca_gym/LucaFlat-v0", num_envs=2, render_mode="ansi", **SETTINGS)
     with pytest.raises(ValueError, match="^tier"):
-        FlatVectorEnv(2, tier="extreme")
+        FlatVectorEnv(2, world="luca", tier="extreme")
     with pytest.raises(ValueError, match="pool_size and pool_seeds"):
-        FlatVectorEnv(2, pool_size=4, pool_seeds=[1, 2])
+        FlatVectorEnv(2, world="luca", pool_size=4, pool_seeds=[1, 2])
     with pytest.raises(ValueError, match="num_envs"):
-        FlatVectorEnv(0, **SETTINGS)
+        FlatVectorEnv(0, world="luca", **SETTINGS)
     with pytest.raises(RuntimeError, match="reset"):
-        FlatVectorEnv(2, **SETTINGS).step(np.zeros(2, int))
+        FlatVectorEnv(2, world="luca", **SETTINGS).step(np.zeros(2, int))
     with pytest.raises(ValueError, match="options"):
-        FlatVectorEnv(2, **SETTINGS).reset(options={"organism_seeds": [0, 1]})
+        FlatVectorEnv(2, world="luca", **SETTINGS).reset(options={"organism_seeds": [0, 1]})
 
 
 def test_the_discovery_worlds_flat_ids_batch_too():
@@ -111,9 +111,9 @@ def test_the_curriculum_follows_a_vector_env_and_rebuilds_it_at_reset():
 
     def make(num_envs, **settings):
         built.append(settings["budget"])
-        return FlatVectorEnv(num_envs, **settings)
+        return FlatVectorEnv(num_envs, world="luca", **settings)
 
-    c = Curriculum({"budget": [None, 6]}, defaults={"tier": "easy", "mode": "healthy", "n_genes": 20, "pool_size": 8},
+    c = Curriculum({"budget": [None, 6]}, world="luca", defaults={"tier": "easy", "mode": "healthy", "n_genes": 20, "pool_size": 8},
                    advance_at=1.0, success_score=-1.0, window=4)  # every episode succeeds: four episodes a level
     env = CurriculumVectorWrapper(c, make, num_envs=3)
     obs, info = env.reset(seed=0)
@@ -124,7 +124,7 @@ def test_the_curriculum_follows_a_vector_env_and_rebuilds_it_at_reset():
     obs, info = env.reset(seed=1)
     assert info["curriculum_level"] == 1 and env.env.env.params.budget == 6 and built == [None, 6]
     assert env.observation_space.contains(obs)
-    by_id = CurriculumVectorWrapper(Curriculum({"budget": [6]}, defaults={"tier": "easy", "pool_size": 8}),
+    by_id = CurriculumVectorWrapper(Curriculum({"budget": [6]}, world="luca", defaults={"tier": "easy", "pool_size": 8}),
                                     "luca_gym/LucaFlat-v0", num_envs=2)
     assert isinstance(by_id.env, FlatVectorEnv) and by_id.env.env.params.budget == 6
     with pytest.raises(ValueError, match="num_envs"):

@@ -64,7 +64,7 @@ class FlatVectorEnv(gym.vector.VectorEnv):
 
     Args:
         num_envs: sessions side by side.
-        world: a registered world's name (default LUCA).
+        world: a registered world's name (keyword-only, required).
         pool_size: training instances, seeds 10 000 .. 10 000 + pool_size - 1
             (default 1024).
         pool_seeds: the pool's instance seeds instead (e.g. a held-out range
@@ -81,7 +81,7 @@ class FlatVectorEnv(gym.vector.VectorEnv):
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
 
-    def __init__(self, num_envs: int, world: str = "luca", *, pool_size: int | None = None, pool_seeds=None,
+    def __init__(self, num_envs: int, *, world: str, pool_size: int | None = None, pool_seeds=None,
                  settings: dict | None = None, **kwargs):
         settings = worlds.unfold_settings(settings, kwargs)
         self.num_envs = check_positive_int(num_envs, "num_envs")

@@ -78,7 +78,8 @@ class ToolsEnv(gym.Env):
     """One session of a world's tools per episode, driven by tool calls as text.
 
     Args:
-        world: a registered world's name (or a :class:`~luca_gym.protocol.World`).
+        world: a registered world's name (or a :class:`~luca_gym.protocol.World`);
+            required (the registered ``luca_gym/<Stem>Tools-v0`` ids give it).
         render_mode: None or "ansi" (the conversation).
         sealed: None, a secret, a :class:`luca_gym.seal.Seal` or True.
         python: offer the generic ``python`` tool (a world whose tool session
@@ -114,7 +115,7 @@ class ToolsEnv(gym.Env):
     seed_option = "instance_seed"  # the reset option that pins an instance, and its key in reset's info
     seed_aliases: tuple[str, ...] = ("seed",)  # older names of seed_option, still accepted
 
-    def __init__(self, world="luca", render_mode=None, sealed=None, python=False, analysis_tools=False, **settings):
+    def __init__(self, world, render_mode=None, sealed=None, python=False, analysis_tools=False, **settings):
         check_render_mode(render_mode)
         self.world = worlds.get(world)
         if self.world.tools is None:

@@ -282,7 +282,7 @@ def _step(env: GymnaxEnv, key, state: EnvState, action, params: EnvParams):
     return obs, EnvState(flat=flat, action_mask=mask), reward, terminated, truncated, info
 
 
-def make(world: str = "luca", *, instance_seeds=None, **config) -> tuple[GymnaxEnv, EnvParams]:
+def make(world: str, *, instance_seeds=None, **config) -> tuple[GymnaxEnv, EnvParams]:
     """``(env, env_params)`` for ``world`` (a registered world with a flat
     codec: ``luca``, ``dag``, ``relational``) with gymnax 1.0's interface.
 
