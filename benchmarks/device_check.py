@@ -412,7 +412,7 @@ class _Stop(Exception):
 def ppo(args, out: str) -> None:
     """PPO steps/s and time to 0.95 on easy healthy N=20 (one run, stopped at
     the target or at its time cap)."""
-    config = PPOConfig(tier="easy", mode="healthy", n_genes=20, num_envs=args.ppo_envs, steps=args.ppo_steps,
+    config = PPOConfig("luca", tier="easy", mode="healthy", n_genes=20, num_envs=args.ppo_envs, steps=args.ppo_steps,
                        pool_size=args.ppo_pool)
     rows = []
     started = time.perf_counter()

@@ -62,7 +62,7 @@ def main() -> None:
     parser.add_argument("--clone-epochs", type=int, default=15)
     args = parser.parse_args()
 
-    config = ppo.PPOConfig(tier=args.tier, n_genes=args.train_n, mode=args.mode, network="pergene", steps=args.steps,
+    config = ppo.PPOConfig("luca", tier=args.tier, n_genes=args.train_n, mode=args.mode, network="pergene", steps=args.steps,
                            num_envs=args.num_envs, num_steps=args.num_steps, minibatches=args.minibatches,
                            token_width=args.token_width, attention_layers=args.attention_layers,
                            attention_heads=args.attention_heads, pool_size=args.pool_size, seed=args.seed,

@@ -35,13 +35,13 @@ def main() -> None:
     print("| envs | env steps/s | first update (compile + run) s |")
     print("|---|---|---|")
     for num_envs in [int(x) for x in args.envs.split(",")]:
-        config = PPOConfig(num_envs=num_envs, steps=num_envs * 32 * args.updates)
+        config = PPOConfig("luca", num_envs=num_envs, steps=num_envs * 32 * args.updates)
         summary = train(config)
         print(f"| {num_envs} | {summary['steps_per_s']:,.0f} | {summary['setup_s']:.1f} |", flush=True)
     if args.target_steps:
         rows = []
         started = time.perf_counter()
-        summary = train(PPOConfig(num_envs=1024, steps=args.target_steps), progress=rows.append)
+        summary = train(PPOConfig("luca", num_envs=1024, steps=args.target_steps), progress=rows.append)
         hit = next((r for r in rows if r["mean_composite"] >= 0.95), None)
         print(f"\n## Time to 0.95 (training curve, 1024 envs, {args.target_steps:,} steps)")
         if hit:

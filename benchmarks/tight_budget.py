@@ -76,7 +76,7 @@ def main() -> None:
           "| (d) - (b) | train s (c) | train s (d) |")
     print("|---|---|---|---|---|---|---|---|---|")
     for tier in args.tiers.split(","):
-        config = PPOConfig(tier=tier, mode="disease", budget=args.budget, steps=args.steps, num_envs=args.num_envs)
+        config = PPOConfig("luca", tier=tier, mode="disease", budget=args.budget, steps=args.steps, num_envs=args.num_envs)
         t0 = time.perf_counter()
         summary = train(config)
         train_s = time.perf_counter() - t0
@@ -88,7 +88,7 @@ def main() -> None:
         for policy, weights in ((F.masked_random, None), (flat_policy(env.params), None), (greedy_policy, summary["network"])):
             out = F.flat_rollout(policy, weights, key, env, pool, args.eval_envs, steps)
             scores.append(float(out["mean_composite"]))
-        warm = PPOConfig(tier=tier, mode="disease", budget=args.budget, rescue_features=True, steps=args.fine_tune_steps,
+        warm = PPOConfig("luca", tier=tier, mode="disease", budget=args.budget, rescue_features=True, steps=args.fine_tune_steps,
                          num_envs=1024, learning_rate=3e-4, ent_coef=0.01)
         warm_env = warm.make_env()
         t0 = time.perf_counter()

@@ -27,7 +27,7 @@ from luca_gym.worlds.luca.spec import DAMPEN, N_PHENOTYPES
 # One worker runs the module: its module fixtures (sessions, a trained run) are built once, not once per worker.
 pytestmark = pytest.mark.xdist_group("pergene")
 
-TINY = dict(tier="easy", n_genes=20, mode="healthy", network="pergene", steps=64, num_envs=8, num_steps=8, epochs=1,
+TINY = dict(world="luca", tier="easy", n_genes=20, mode="healthy", network="pergene", steps=64, num_envs=8, num_steps=8, epochs=1,
             minibatches=2, pool_size=8, token_width=8, attention_layers=1, attention_heads=2, seed=1)
 
 
@@ -199,17 +199,17 @@ def test_a_bad_layout_is_refused():
 
 def test_the_config_checks_the_network():
     with pytest.raises(ValueError, match="network: 'cnn' not allowed; one of 'mlp', 'pergene'"):
-        ppo.PPOConfig(network="cnn")
+        ppo.PPOConfig("luca", network="cnn")
     with pytest.raises(ValueError, match="attention_heads: 3 does not divide token_width 32"):
-        ppo.PPOConfig(network="pergene", attention_heads=3)
+        ppo.PPOConfig("luca", network="pergene", attention_heads=3)
     with pytest.raises(ValueError, match="token_width"):
-        ppo.PPOConfig(network="pergene", token_width=0)
+        ppo.PPOConfig("luca", network="pergene", token_width=0)
     with pytest.raises(ValueError, match="observation='raw' has no token layout; use network='mlp'"):
         ppo.PPOConfig(world="dag", settings={"observation": "raw"}, network="pergene")
     assert ppo.PPOConfig(world="dag", network="pergene").network == "pergene"  # the evidence codec has one
     config = ppo.PPOConfig(**TINY)
     assert ppo.PPOConfig.from_json(config.to_json()) == config and config.network == "pergene"
-    assert ppo.PPOConfig().network == "mlp"
+    assert ppo.PPOConfig("luca").network == "mlp"
 
 
 @pytest.fixture(scope="module")

@@ -39,7 +39,7 @@ def run(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def pool():
-    return F.make_pool(F.make_env("easy", 20, "healthy"), F.training_seeds(16))
+    return F.make_pool(F.make_env("easy", 20, "healthy", world="luca"), F.training_seeds(16))
 
 
 def test_train_writes_the_run_folder(run, capsys):
@@ -146,17 +146,17 @@ def test_gae_matches_the_recursion():
 )
 def test_config_names_bad_settings(settings, words):
     with pytest.raises(ValueError) as err:
-        ppo.PPOConfig(**settings)
+        ppo.PPOConfig("luca", **settings)
     for w in words:
         assert w in str(err.value)
 
 
 def test_plan_states_the_steps_run_and_that_they_set_the_learning_rate_horizon():
-    rounded = ppo.plan(ppo.PPOConfig(tier="easy", steps=1_500_000))
+    rounded = ppo.plan(ppo.PPOConfig("luca", tier="easy", steps=1_500_000))
     assert rounded.startswith("1,474,560 env steps = 45 updates x 1024 envs x 32 steps (1,500,000 rounded down to whole updates); ")
     assert ("annealed linearly to 0 over these 45 updates (the step count sets both the run's length and the "
             "schedule's horizon)") in rounded
-    exact = ppo.PPOConfig(tier="easy", steps=65_536, num_envs=256, anneal_lr=False)
+    exact = ppo.PPOConfig("luca", tier="easy", steps=65_536, num_envs=256, anneal_lr=False)
     assert ppo.plan(exact) == "65,536 env steps = 8 updates x 256 envs x 32 steps; learning rate 0.001, constant"
 
 
@@ -182,7 +182,7 @@ def test_a_corrupt_checkpoint_is_named(run, tmp_path):
 
 def test_train_starts_from_a_given_network(run):
     config, network = ppo.load_network(str(run))
-    still = ppo.PPOConfig(tier="easy", mode="healthy", n_genes=20, steps=512, num_envs=16, pool_size=16,
+    still = ppo.PPOConfig("luca", tier="easy", mode="healthy", n_genes=20, steps=512, num_envs=16, pool_size=16,
                           learning_rate=0.0)
     trained = ppo.train(still, network=network)["network"]
     for got, want in zip(jax.tree_util.tree_leaves(trained), jax.tree_util.tree_leaves(network)):
@@ -248,7 +248,7 @@ def test_rescue_features_are_opt_in_and_read_the_measured_table(disease_codecs):
 
 def test_train_refuses_a_network_of_other_shapes(run):
     _, network = ppo.load_network(str(run))
-    other = ppo.PPOConfig(tier="easy", mode="healthy", n_genes=20, steps=512, num_envs=16, pool_size=16, hidden=(32, 32))
+    other = ppo.PPOConfig("luca", tier="easy", mode="healthy", n_genes=20, steps=512, num_envs=16, pool_size=16, hidden=(32, 32))
     with pytest.raises(ValueError, match="network: not a network of this config"):
         ppo.train(other, network=network)
 
@@ -350,7 +350,7 @@ def test_train_refuses_a_bad_policy_or_device_count_in_one_line(flags, words, tm
 
 
 def test_a_rollout_refuses_a_device_count_that_does_not_divide_the_envs(pool):
-    env = F.make_env("easy", 20, "healthy")
+    env = F.make_env("easy", 20, "healthy", world="luca")
     with pytest.raises(ValueError, match="devices: 3 does not divide num_envs 16"):
         F.flat_rollout(F.masked_random, None, jax.random.PRNGKey(0), env, pool, 16, 4, devices=3)
     with pytest.raises(ValueError, match="devices: 8 not allowed; JAX sees"):

@@ -68,6 +68,7 @@ from luca_gym import __version__, worlds
 from luca_gym import functional as F
 from luca_gym.agents import pergene, recurrent
 from luca_gym.agents.base import FlatPolicy
+from luca_gym.protocol import LEGACY_WORLD
 from luca_gym.validate import check_bool, check_positive_int, check_seed, short_repr
 
 NETWORKS = ("mlp", "pergene", "recurrent")  # PPOConfig.network: over the whole vector, one token per entity, a GRU
@@ -113,7 +114,8 @@ class PPOConfig:
     the codec factory's defaults and read back as attributes (``config.tier``).
 
     Attributes:
-        world: the world (registry name) with a flat codec; default LUCA.
+        world: the world (registry name) with a flat codec; required (the
+            first argument: ``PPOConfig("dag", {"n_nodes": 5})``).
         settings: the codec's settings, sorted ``(name, value)`` pairs (LUCA:
             tier, n_genes, mode, budget, analyst, ...; ``budget`` None: the
             paper's N + S + 8).
@@ -151,7 +153,7 @@ class PPOConfig:
         seed: the run's PRNG seed.
     """
 
-    world: str = "luca"
+    world: str
     settings: tuple = ()
     steps: int = 5_000_000
     num_envs: int = 1024
@@ -177,7 +179,7 @@ class PPOConfig:
     pool_start: int = F.TRAINING_SEED_START
     seed: int = 0
 
-    def __init__(self, world: str = "luca", settings=(), **kwargs):
+    def __init__(self, world: str, settings=(), **kwargs):
         hyper = {f.name: f.default for f in dataclasses.fields(PPOConfig) if f.name not in _WORLD_FIELDS}
         given = {k: kwargs.pop(k) for k in list(kwargs) if k in hyper}
         try:
@@ -273,7 +275,7 @@ class PPOConfig:
         ``budget`` and ``analyst`` at the top level) reads as LUCA's."""
         data = dict(data)
         hyper = {f.name for f in dataclasses.fields(cls)} - set(_WORLD_FIELDS)
-        world, settings = data.pop("world", "luca"), dict(data.pop("settings", {}))
+        world, settings = data.pop("world", LEGACY_WORLD), dict(data.pop("settings", {}))
         if "world" not in data and not settings:  # format 1: LUCA's settings at the top level
             settings = {k: data.pop(k) for k in _LEGACY_LUCA if k in data}
         unknown = set(data) - hyper

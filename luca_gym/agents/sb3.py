@@ -50,6 +50,7 @@ from luca_gym.agents.base import FlatPolicy
 from luca_gym.agents.ppo import CURVE_CSV, CURVE_PNG, curve_fields, plot_curve
 from luca_gym.envs.sb3_vec import TRAINING_SEED_LOW, FlatSB3VecEnv
 from luca_gym.functional import DEFAULT_POOL_SIZE
+from luca_gym.protocol import LEGACY_WORLD
 from luca_gym.validate import check_bool, check_positive_int, check_seed, short_repr
 
 MODEL_FILE, CONFIG_FILE = "model.zip", "config.json"
@@ -314,7 +315,7 @@ def _codec_of(config: dict):
     if "settings" in config:
         return functional.make_env(world=config["world"], **config["settings"])
     legacy = {k: config[k] for k in ("tier", "mode", "budget") if k in config}
-    return functional.make_env(world=config.get("world", "luca"), n_genes=config["n_genes"], analyst=config["analyst"], **legacy)
+    return functional.make_env(world=config.get("world", LEGACY_WORLD), n_genes=config["n_genes"], analyst=config["analyst"], **legacy)
 
 
 def load_policy(path: str, deterministic: bool = True) -> FlatPolicy:
