@@ -106,12 +106,13 @@ def _check_settings(spec, config: dict) -> None:
                          f"{spec.name!r}; allowed {allowed}")
 
 
-def load_environment(world: str = "luca", seeds=None, num_examples: int = 16, sealed=None,
+def load_environment(world: str, seeds=None, num_examples: int = 16, sealed=None,
                      max_turns: int = DEFAULT_MAX_TURNS, **config):
     """A verifiers environment over ``world``'s tools.
 
     Args:
-        world: a registered world with tools (``luca``, ``dag``, ...).
+        world: a registered world with tools (``luca``, ``dag``, ...); required
+            (``vf-eval``: ``-a '{"world": "dag"}'``).
         seeds: the instance seeds of the dataset's rows (each row plays one
             instance); default ``range(num_examples)``.
         num_examples: the number of rows when ``seeds`` is not given.

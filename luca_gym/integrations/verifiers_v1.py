@@ -98,6 +98,9 @@ class LucaTasksetConfig(vf.TasksetConfig):
     """``--env.taskset.*``: which world, which instances, which settings."""
 
     id: str = TASKSET_ID
+    # The default of vf-eval's command line (``vf-eval luca_gym_verifiers`` without
+    # ``--env.taskset.world``), as ``luca-gym``'s own --world: load_environment
+    # always names its world.
     world: str = "luca"
     """A registered world with tools (``luca``, ``dag``, ...)."""
     seeds: list[int] | None = None
@@ -255,7 +258,7 @@ class LucaEnv(vf.Env[LucaEnvConfig]):
 sys.modules.setdefault(TASKSET_ID, sys.modules[__name__])
 
 
-def load_environment(world: str = "luca", seeds=None, num_examples: int = 16, sealed=None,
+def load_environment(world: str, seeds=None, num_examples: int = 16, sealed=None,
                      max_turns: int = DEFAULT_MAX_TURNS, **config) -> LucaEnv:
     """A verifiers 0.4 environment (:class:`LucaEnv`) over ``world``'s tools,
     with the arguments of :func:`luca_gym.integrations.verifiers.load_environment`:
