@@ -257,3 +257,21 @@ def _release_compiled_programs():
 
         jax.clear_caches()
         gc.collect()
+
+
+@pytest.fixture(scope="module")
+def no_cache_writes():
+    """A module that asks for it writes no compiled program to the persistent
+    cache. Twice in full runs (session 2 in check_world on LUCA, session 3 in the
+    toy PPO's update), a worker died with "Fatal Python error: Aborted" inside
+    XLA's ``executable.serialize()``, called by JAX's persistent cache write
+    (``compilation_cache.put_executable_and_time``); it did not reproduce in
+    a process of its own. The programs compiled here are not written to the
+    cache (they are read from it as before): the tests check the worlds, not
+    the cache."""
+    import jax
+
+    previous = jax.config.jax_persistent_cache_min_compile_time_secs
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 1e9)
+    yield
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", previous)

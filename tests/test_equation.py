@@ -16,7 +16,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from luca_gym import worlds
-from luca_gym.testing import check_world
 from luca_gym.llm.loop import run_agent
 from luca_gym.worlds.equation import baselines, core, grammar
 from luca_gym.worlds.equation.config import INPUT_HIGH, INPUT_LOW, N_HELDOUT, EquationConfig
@@ -46,11 +45,7 @@ def session(seed=0, **settings_):
     return EquationToolSession(seed, **{"complexity": "simple", "n_variables": 3, "n_distractors": 0, **settings_})
 
 
-# -- the world as every world ------------------------------------------------------------------
-def test_check_world(world):
-    ran = check_world(world, settings={"complexity": "complex", "n_variables": 3, "n_distractors": 2})
-    assert {"return-equals-headline", "refusals", "schemas", "replay", "sealed", "no-retrace", "text-env", "check_env"} <= set(ran)
-
+# -- the world as every world: check_world runs in tests/test_api.py ---------------------------------
 
 def test_the_world_declares_its_keys_scores_and_baselines(world):
     assert world.name == "equation" and world.headline == "success"

@@ -29,11 +29,6 @@ DAG = DagConfig(n_nodes=6, n_states=3)
 REL = RelationalConfig(n_houses=6)
 
 
-@pytest.mark.parametrize("world, settings_", [("dag", {"n_nodes": 4, "n_states": 3}), ("relational", {"n_houses": 4})])
-def test_check_world_passes(world, settings_):
-    assert check_world(world, settings=settings_) == ALL_CHECKS
-
-
 def test_check_world_passes_with_one_final_matrix_and_repeats():
     assert check_world("dag", settings={"n_nodes": 3, "n_states": 3, "proposals": "final", "redraw_may_repeat": True},
                        gym_ids=False, mcp=False)[:8] == ALL_CHECKS[:8]

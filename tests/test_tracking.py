@@ -31,9 +31,9 @@ def numpy_changes(x) -> np.ndarray:
     return np.array([[int(x[i, j] != x[i + 1, j]) for j in range(x.shape[1])] for i in range(x.shape[0] - 1)])
 
 
-@pytest.mark.parametrize("cot", [False, True])
-def test_check_world_passes(cot):
-    assert check_world(WORLD, settings={**SMALL, "cot": cot}) == TOOL_CHECKS
+def test_check_world_passes_under_cot():
+    """The chain-of-thought condition (a reason argument first); the default settings are tests/test_api.py's."""
+    assert check_world(WORLD, settings={**SMALL, "cot": True}) == TOOL_CHECKS
 
 
 def test_the_world_declares_its_keys_scores_and_gym_id():
