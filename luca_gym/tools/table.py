@@ -14,8 +14,10 @@ same session a tool agent or a model plays (``World.play``: :func:`table_play`).
 
 A handler is a method whose parameters are annotated with ``int``,
 ``float``, ``str``, ``bool``, ``list[...]``, ``dict[str, T]`` (an object
-whose property names are ``Field(keys=...)``, each a required ``T``),
-``Literal[...]`` or ``Annotated[T, Field(...)]`` (bounds and a description;
+whose property names are ``Field(keys=...)``, each a required ``T``, or a
+mapping of any names, ``Field(max_properties=...)``), a ``TypedDict`` (an
+object of named properties; ``NotRequired`` ones optional),
+``Literal[...]`` or ``Annotated[T, Field(...)]`` (bounds, an enum and a description;
 any value of a Field may be a function of the session's config, as a shape
 is, or, wrapped in :func:`per_session`, of the session itself, as an
 instance's variable names are). Its docstring's first paragraph is the
@@ -85,6 +87,11 @@ class Field:
         min_items, max_items: a list's length; ``items`` sets both.
         min_length, max_length: a string's length.
         keys: a ``dict[str, T]``'s property names (each required).
+        enum: the values a string (or number) may take, with its type
+            (``{"type": "string", "enum": [...]}``; a bare ``Literal`` gives
+            the bare enum).
+        max_properties: a ``dict[str, T]`` without ``keys``: a mapping of
+            any names to ``T``, at most this many.
         when: a function of the config: the parameter is offered only where
             it is true (a setting that adds an argument).
         required: a parameter with a default is required where it is offered.
@@ -99,12 +106,15 @@ class Field:
     min_length: Any = None
     max_length: Any = None
     keys: Any = None
+    enum: Any = None
+    max_properties: Any = None
     when: Any = None
     required: bool = False
 
 
-_KEYWORDS = (("minimum", "minimum"), ("maximum", "maximum"), ("min_items", "minItems"), ("max_items", "maxItems"),
-             ("min_length", "minLength"), ("max_length", "maxLength"))
+_KEYWORDS = (("enum", "enum"), ("minimum", "minimum"), ("maximum", "maximum"), ("min_items", "minItems"),
+             ("max_items", "maxItems"), ("min_length", "minLength"), ("max_length", "maxLength"),
+             ("max_properties", "maxProperties"))
 
 
 def tool(*, description=None, **annotations):
@@ -140,6 +150,8 @@ def _fields(extra) -> list:
 def schema_of(annotation, config, session=None) -> dict:
     """The JSON Schema of one annotated type under ``config`` (and ``session``, for :func:`per_session` values)."""
     extra = ()
+    if typing.get_origin(annotation) in (typing.NotRequired, typing.Required):  # a TypedDict's key: its type
+        annotation = typing.get_args(annotation)[0]
     if typing.get_origin(annotation) is Annotated:
         annotation, *extra = typing.get_args(annotation)
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
@@ -152,13 +164,22 @@ def schema_of(annotation, config, session=None) -> dict:
         schema = {"type": _SCALARS[annotation]}
     elif origin is list:
         schema = {"type": "array", "items": schema_of(args[0], config, session)}
+    elif typing.is_typeddict(annotation):  # an object of named properties (typing.NotRequired: optional)
+        hints = typing.get_type_hints(annotation, include_extras=True)
+        schema = {"type": "object", "properties": {k: schema_of(t, config, session) for k, t in hints.items()},
+                  "required": [k for k, t in hints.items() if k in annotation.__required_keys__
+                               and typing.get_origin(t) is not typing.NotRequired], "additionalProperties": False}
     elif origin is dict and args[:1] == (str,):
         keys = [_value(f.keys, config, session) for f in _fields(extra) if f.keys is not None]
-        if len(keys) != 1:
-            raise TypeError(f"tool parameter: {annotation!r} needs its property names, Annotated[..., Field(keys=...)]")
         item = schema_of(args[1], config, session)
-        schema = {"type": "object", "properties": {k: dict(item) for k in keys[0]}, "required": list(keys[0]),
-                  "additionalProperties": False}
+        if len(keys) == 1:
+            schema = {"type": "object", "properties": {k: dict(item) for k in keys[0]}, "required": list(keys[0]),
+                      "additionalProperties": False}
+        elif not keys and any(f.max_properties is not None for f in _fields(extra)):  # a mapping of any names
+            schema = {"type": "object", "additionalProperties": item}
+        else:
+            raise TypeError(f"tool parameter: {annotation!r} needs its property names, Annotated[..., Field(keys=...)], "
+                            "or, a mapping of any names, its size, Field(max_properties=...)")
     elif origin is Literal:
         schema = {"enum": list(args)}
     else:
@@ -169,7 +190,8 @@ def schema_of(annotation, config, session=None) -> dict:
             schema["minItems"] = schema["maxItems"] = _value(field.items, config, session)
         for name, keyword in _KEYWORDS:
             if getattr(field, name) is not None:
-                schema[keyword] = _value(getattr(field, name), config, session)
+                value = _value(getattr(field, name), config, session)
+                schema[keyword] = list(value) if name == "enum" else value
         if field.description is not None:
             schema["description"] = _value(field.description, config, session)
     return schema
