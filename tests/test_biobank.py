@@ -313,6 +313,27 @@ def test_hostile_claims_are_refused_and_change_nothing(claims, message):
     assert session.call("submit", {"nominations": []})["scores"]["total"] == 0.0
 
 
+def test_the_schemas_are_built_from_the_handlers_signatures():
+    session = BiobankToolSession(DRIVER_SEED, **TINY)
+    specs = {s["name"]: s["input_schema"] for s in session.tool_specs()}
+    submit = specs["submit"]["properties"]
+    nomination = submit["nominations"]["items"]
+    assert submit["nominations"]["maxItems"] == session.config.sizes.proteins
+    assert nomination["required"] == ["protein", "direction", "confidence"] and not nomination["additionalProperties"]
+    assert nomination["properties"]["direction"]["enum"] == ["down", "up", "unknown"]
+    assert nomination["properties"]["direction"]["type"] == "string"
+    assert submit["phenotype_values"] == {"type": "object", "additionalProperties": {"type": "number"},
+                                          "maxProperties": session.config.sizes.participants}
+    assert "phenotype_file" not in submit and specs["submit"]["required"] == ["nominations"]
+    assert specs["describe_release"]["properties"]["table"]["enum"] == list(session.release.tables)
+    assert specs["end"] == {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
+    unlabelled = {"protein": "PROT_0001", "direction": "up", "confidence": 0.5}
+    assert "error" in session.call("submit", {"nominations": [{k: unlabelled[k] for k in ("protein", "direction")}]})
+    assert "error" in session.call("submit", {"nominations": [], "phenotype_values": [1.0]})
+    assert not session.ended
+    assert session.call("submit", {"nominations": [unlabelled]})["ended"]
+
+
 def test_check_claims_names_the_first_problem():
     with pytest.raises(ValueError, match=r"nominations\[0\].confidence: True not allowed"):
         check_claims([{"protein": "PROT_0001", "direction": "up", "confidence": True}], [], ("PROT_0001",))

@@ -212,4 +212,4 @@ def test_bad_input_is_refused_at_no_cost():
     assert (session.budget_left, dict(session.defined), list(session.audit), session.ended) == before
     # called directly (past the schema), the tool checks the outcome itself
     with pytest.raises(ValueError, match="outcome"):
-        session._survival_association("PROT_0001", outcome="stroke")
+        session.survival_association("PROT_0001", outcome="stroke")

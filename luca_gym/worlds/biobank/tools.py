@@ -1,5 +1,14 @@
 """The biobank world's structured tools, on the generic dispatcher:
-:class:`BiobankToolSession`. Every answer is computed from the released data
+:class:`BiobankToolSession`. Each tool is a handler with a typed signature
+(a tool table, :func:`~luca_gym.tools.table.tool_table`); its JSON schema is
+built from the signature by the table's schema builder
+(:func:`~luca_gym.tools.table.spec_of`), never written beside it. The
+session keeps its own class rather than
+:class:`~luca_gym.tools.table.TableToolSession`, which steps a pure core:
+the biobank has none (a session's state is a release, defined phenotypes,
+an experiment log and a sandbox, its answers host-side analyses; see
+:mod:`~.envs`), so its handlers answer directly and ``submit``/``end`` set
+the scores the oracle gives. Every answer is computed from the released data
 (:mod:`~.analysis` over :class:`~.release.Release`), never from the truth;
 only ``submit`` reaches the oracle, and its scores come back once the session
 has ended.
@@ -73,12 +82,14 @@ from __future__ import annotations
 import collections
 import math
 import re
+from typing import Annotated, NotRequired, TypedDict
 
 import numpy as np
 
 from luca_gym import seal as seal_mod
 from luca_gym.sandbox import RELEASE, WORKDIR, Limits
 from luca_gym.tools.session import PYTHON_TURNS, ToolSessionBase, check_analysis_tools, check_sealed_for_code
+from luca_gym.tools.table import Field, per_session, spec_of, tool, tool_table
 from luca_gym.validate import check_keys, check_seed
 from luca_gym.worlds.biobank import analysis
 from luca_gym.worlds.biobank.config import BiobankConfig
@@ -105,10 +116,69 @@ VISIT_BASELINE = {**{c: f"imaging.{c}" for c in ("lvef_pct", "lvedv_ml", "max_wa
                                                  "wall_motion_score_index")}, "ntprobnp_pg_ml": "physiology.ntprobnp_pg_ml"}
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
 _PARTICIPANT = re.compile(r"P[0-9]{6}")
-_NO_ARGUMENTS = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
-_REFERENCE = {"type": "string", "minLength": 1, "maxLength": MAX_REFERENCE,
-              "description": "a column 'table.column', 'diagnoses.<ICD-10 code>' or a phenotype you defined"}
-_ADJUST = {"type": "boolean", "description": f"adjust for {', '.join(COVARIATES)} (default true)"}
+Protein = Annotated[str, Field(max_length=16)]
+Reference = Annotated[str, Field(min_length=1, max_length=MAX_REFERENCE,
+                                 description="a column 'table.column', 'diagnoses.<ICD-10 code>' or a phenotype you defined")]
+Adjust = Annotated[bool, Field(description=f"adjust for {', '.join(COVARIATES)} (default true)")]
+Top = Annotated[int, Field(minimum=1, maximum=MAX_TOP, description="rows returned, smallest p first (default 20)")]
+Proteins = Annotated[list[Protein], Field(min_items=1, max_items=lambda c: c.sizes.proteins)]
+
+
+class Nomination(TypedDict):
+    """A protein claimed to drive the disease."""
+
+    protein: Protein
+    direction: Annotated[str, Field(enum=DIRECTIONS, description="how to move the protein to treat the disease: down (lower "
+                                                                 "it, inhibit), up (raise it), unknown")]
+    confidence: Annotated[float, Field(minimum=0, maximum=1,
+                                       description="your probability that the protein causally drives the disease")]
+    outcome_alignment: NotRequired[Annotated[str, Field(
+        enum=ALIGNMENTS, description="optional: aligned (moving it as nominated improves both the disease phenotype and hard "
+                                     "outcomes) or misaligned (it improves one and harms the other); left out: no credit, no "
+                                     "penalty; a wrong label costs more")]]
+
+
+class Rejection(TypedDict):
+    """A protein claimed only to look causal, with the mechanism."""
+
+    protein: Protein
+    mechanism: Annotated[str, Field(enum=MECHANISMS, description="why it looks causal but is not")]
+
+
+class Abstention(TypedDict):
+    """A pair of proteins the evidence cannot tell apart."""
+
+    proteins: Annotated[list[Protein], Field(items=2, description="two proteins the evidence cannot tell apart (one drives the "
+                                                                  "disease, one not)")]
+    reason: Annotated[str, Field(min_length=1, max_length=MAX_REASON)]
+
+
+class Term(TypedDict):
+    """One column of a defined phenotype, with its weight."""
+
+    column: Reference
+    weight: Annotated[float, Field(minimum=-1e6, maximum=1e6)]
+    log: NotRequired[Annotated[bool, Field(description="take the natural log first (positive values only; default false)")]]
+
+
+def _submit_description(session) -> str:
+    return ("Submit your claims once; the session ends with the scores. nominations: proteins you claim drive the disease, with "
+            "the direction to move each, your confidence and optionally its outcome alignment; rejections: proteins you claim "
+            "only look causal, with the mechanism; abstentions: pairs of proteins you cannot tell apart, with the reason; the "
+            "phenotype, scored by how well it tracks the disease in the imaged participants: phenotype (a name), "
+            "phenotype_values (participant id -> value)"
+            + (f" or phenotype_file (a Parquet or CSV file you wrote in {WORKDIR}, columns participant_id and value; "
+               "participants it leaves out count as missing)" if session._phenotype_file else "")
+            + ", one of them at most.")
+
+
+def _submitted_phenotype(session) -> str:
+    """submit's phenotype: without the structured tools there is no defined phenotype to name."""
+    if not session._phenotype_named:
+        return "a column 'table.column' or 'diagnoses.<ICD-10 code>'"
+    return "a column 'table.column', 'diagnoses.<ICD-10 code>' or a phenotype you defined"
+
+
 ANNOTATIONS = {
     "describe_release": {"title": "Describe the release", "readOnlyHint": True, "idempotentHint": True},
     "column_summary": {"title": "Summarise a column", "readOnlyHint": True, "idempotentHint": True},
@@ -175,149 +245,9 @@ class BiobankToolSession(ToolSessionBase):
         self.budget_left = self.config.dollars
         self.audit: list[dict] = []  # every experiment request and delivery, for the record (never an observation)
         self._world_seed = world.world_seed
-        sizes = self.config.sizes
-        proteins = {"type": "array", "items": {"type": "string", "maxLength": 16}, "minItems": 1, "maxItems": sizes.proteins}
-        top = {"type": "integer", "minimum": 1, "maximum": MAX_TOP, "description": "rows returned, smallest p first (default 20)"}
-        nomination = {"type": "object", "properties": {
-            "protein": {"type": "string", "maxLength": 16},
-            "direction": {"type": "string", "enum": list(DIRECTIONS),
-                          "description": "how to move the protein to treat the disease: down (lower it, inhibit), up (raise it), unknown"},
-            "confidence": {"type": "number", "minimum": 0, "maximum": 1,
-                           "description": "your probability that the protein causally drives the disease"},
-            "outcome_alignment": {"type": "string", "enum": list(ALIGNMENTS),
-                                  "description": "optional: aligned (moving it as nominated improves both the disease "
-                                                 "phenotype and hard outcomes) or misaligned (it improves one and harms "
-                                                 "the other); left out: no credit, no penalty; a wrong label costs more"}},
-            "required": ["protein", "direction", "confidence"], "additionalProperties": False}
-        abstention = {"type": "object", "properties": {
-            "proteins": {"type": "array", "items": {"type": "string", "maxLength": 16}, "minItems": 2, "maxItems": 2,
-                         "description": "two proteins the evidence cannot tell apart (one drives the disease, one not)"},
-            "reason": {"type": "string", "minLength": 1, "maxLength": MAX_REASON}},
-            "required": ["proteins", "reason"], "additionalProperties": False}
-        rejection = {"type": "object", "properties": {
-            "protein": {"type": "string", "maxLength": 16},
-            "mechanism": {"type": "string", "enum": list(MECHANISMS), "description": "why it looks causal but is not"}},
-            "required": ["protein", "mechanism"], "additionalProperties": False}
-        term = {"type": "object", "properties": {
-            "column": _REFERENCE, "weight": {"type": "number", "minimum": -1e6, "maximum": 1e6},
-            "log": {"type": "boolean", "description": "take the natural log first (positive values only; default false)"}},
-            "required": ["column", "weight"], "additionalProperties": False}
-        self.set_specs([
-            {"name": "describe_release", "description": "Free. The release's tables (rows, columns, units, missing-value codes); "
-                                                        "give a table for its columns only.",
-             "input_schema": {"type": "object", "properties": {"table": {"type": "string", "enum": list(self.release.tables)}},
-                              "required": [], "additionalProperties": False}},
-            {"name": "column_summary", "description": "Free. A column's count, missing values, sentinel codes and quantiles "
-                                                      "(diagnoses.icd10: each code's count).",
-             "input_schema": {"type": "object", "properties": {"column": _REFERENCE}, "required": ["column"],
-                              "additionalProperties": False}},
-            {"name": "define_phenotype",
-             "description": "Free. Define a participant-level phenotype: the weighted sum of columns (each standardised to mean 0, "
-                            "SD 1 unless standardize is false; missing where any term is), optionally adjusted for the covariates. "
-                            f"Other tools and submit take its name. At most {MAX_DEFINED}; a name given again is replaced.",
-             "input_schema": {"type": "object", "properties": {
-                 "name": {"type": "string", "minLength": 1, "maxLength": 32, "description": "lower case, digits and _"},
-                 "terms": {"type": "array", "items": term, "minItems": 1, "maxItems": MAX_TERMS},
-                 "standardize": {"type": "boolean"}, "adjust": _ADJUST},
-                 "required": ["name", "terms"], "additionalProperties": False}},
-            {"name": "validate_phenotype",
-             "description": "Free. A phenotype's Pearson correlation with the clinical endpoints: the five-year cardiovascular "
-                            "event, log NT-proBNP and a recorded cardiac diagnosis.",
-             "input_schema": {"type": "object", "properties": {"phenotype": _REFERENCE}, "required": ["phenotype"],
-                              "additionalProperties": False}},
-            {"name": "association_scan",
-             "description": "Free. Each protein's linear association with a phenotype (beta per NPX unit, SE, p, Benjamini-Hochberg q).",
-             "input_schema": {"type": "object", "properties": {"phenotype": _REFERENCE, "adjust": _ADJUST, "top": top},
-                              "required": ["phenotype"], "additionalProperties": False}},
-            {"name": "cis_mr",
-             "description": "Free. Mendelian randomisation with each protein's cis instrument (the variant in its cis window most "
-                            "associated with it): the Wald ratio (phenotype units per NPX unit), its SE, p, q and the "
-                            "instrument's F statistic. All proteins unless named.",
-             "input_schema": {"type": "object", "properties": {"phenotype": _REFERENCE, "proteins": proteins, "adjust": _ADJUST,
-                                                               "top": top},
-                              "required": ["phenotype"], "additionalProperties": False}},
-            {"name": "conditional_analysis",
-             "description": "Free. At a variant's locus: the phenotype regressed on the locus's cis proteins jointly (two-stage "
-                            "least squares, the locus's variants as instruments), beside each protein's single-instrument Wald "
-                            "ratio: which proteins the locus's effect runs through. Proteins: those whose cis window holds the "
-                            f"variant (the first {MAX_CONDITIONAL}; the others listed as not_tested), unless named (at most "
-                            f"{MAX_CONDITIONAL}).",
-             "input_schema": {"type": "object", "properties": {
-                 "variant": {"type": "string", "maxLength": 16}, "phenotype": _REFERENCE,
-                 "proteins": {**proteins, "maxItems": MAX_CONDITIONAL}, "adjust": _ADJUST},
-                 "required": ["variant", "phenotype"], "additionalProperties": False}},
-            {"name": "protein_qc",
-             "description": "Free. Each protein's quality-control profile: connectivity (mean |r| with the other proteins), "
-                            "site_shift (the largest difference of one site's mean from the others', in SDs) and shift_site, "
-                            "bimodality (Sarle's coefficient; 1/3 normal, above 0.555 two modes), Pearson r with age, sex, BMI "
-                            "and exercise, and imaged_shift (the imaged participants' mean minus the others', in SDs). All "
-                            "proteins unless named; rows by sort_by, largest absolute value first (connectivity: smallest first).",
-             "input_schema": {"type": "object", "properties": {
-                 "proteins": proteins, "sort_by": {"type": "string", "enum": list(analysis.QC_FIELDS)}, "top": top},
-                 "required": [], "additionalProperties": False}},
-            {"name": "survival_association",
-             "description": "Free. A protein's (PROT_####) or a column's or phenotype's association with survival over five "
-                            "years: the hazard ratio per SD of the exposure (Cox proportional hazards, Breslow ties), its 95% "
-                            "CI, log hazard ratio, SE and p, the participants and events, and the crude event rates per 1,000 "
-                            "person-years by thirds of the exposure. Outcomes: cv_event (heart-failure hospitalisation or "
-                            "cardiac death), cardiac_death, all_cause_death.",
-             "input_schema": {"type": "object", "properties": {
-                 "exposure": {**_REFERENCE, "description": "a protein (PROT_####), a column 'table.column', "
-                                                           "'diagnoses.<ICD-10 code>' or a phenotype you defined"},
-                 "outcome": {"type": "string", "enum": list(OUTCOMES), "description": "default cv_event"},
-                 "adjust": _ADJUST},
-                 "required": ["exposure"], "additionalProperties": False}},
-            {"name": "visit_change",
-             "description": "Free. A measure's change from baseline to the follow-up visit (half the imaged, 2-3.5 years "
-                            "on): an MRI measure or ntprobnp_pg_ml of the visits table, or a protein (PROT_####): the paired "
-                            "means, the mean change (SE, p) and the mean change per year; with an exposure, the annual change "
-                            "regressed on the exposure (per SD; adjusted for the baseline value and, unless adjust is false, "
-                            "the covariates).",
-             "input_schema": {"type": "object", "properties": {
-                 "measure": {"type": "string", "minLength": 1, "maxLength": MAX_REFERENCE,
-                             "description": "a column of the visits table (e.g. lvef_pct or visits.lvef_pct) or a protein"},
-                 "exposure": {**_REFERENCE, "description": "optional: a protein (PROT_####), a column or a phenotype"},
-                 "log": {"type": "boolean", "description": "natural log of the measure first (positive values only; default false)"},
-                 "adjust": _ADJUST},
-                 "required": ["measure"], "additionalProperties": False}},
-            {"name": "experiment",
-             "description": "Paid from your budget. Lower a protein by 1 SD against a control sharing everything else: "
-                            "cell_perturbation ($150,000; n = 120, the first-visit effect, with assay noise) gives the effect on "
-                            "the imaging measure of disease (SD of severity, + is worse); knockdown ($400,000; n = 800, five-year follow-up, no assay "
-                            "noise) gives that and the effect on the five-year event log hazard. Each an estimate with its SE. "
-                            "Refused (costing nothing) over budget.",
-             "input_schema": {"type": "object", "properties": {
-                 "protein": {"type": "string", "maxLength": 16},
-                 "kind": {"type": "string", "enum": list(EXPERIMENTS)}},
-                 "required": ["protein", "kind"], "additionalProperties": False}},
-            {"name": "submit",
-             "description": "Submit your claims once; the session ends with the scores. nominations: proteins you claim drive "
-                            "the disease, with the direction to move each, your confidence and optionally its outcome "
-                            "alignment; rejections: proteins you claim only look causal, with the mechanism; abstentions: pairs "
-                            "of proteins you cannot tell apart, with the reason; the phenotype, scored by how well it tracks the disease in "
-                            "the imaged participants: phenotype (a name), phenotype_values (participant id -> value)"
-                            + (f" or phenotype_file (a Parquet or CSV file you wrote in {WORKDIR}, columns participant_id and "
-                               "value; participants it leaves out count as missing)" if python else "")
-                            + ", one of them at most.",
-             "input_schema": {"type": "object", "properties": {
-                 "nominations": {"type": "array", "items": nomination, "maxItems": sizes.proteins},
-                 "rejections": {"type": "array", "items": rejection, "maxItems": sizes.proteins},
-                 "abstentions": {"type": "array", "items": abstention, "maxItems": sizes.proteins // 2},
-                 "scorer_version": {"type": "string", "maxLength": 8,
-                                    "description": f"optional: the scorer version the claims were written for ({SCORER_VERSION}); "
-                                                   "claims written for another are refused"},
-                 "phenotype": _REFERENCE if not python or analysis_tools else {
-                     **_REFERENCE, "description": "a column 'table.column' or 'diagnoses.<ICD-10 code>'"},
-                 "phenotype_values": {"type": "object", "additionalProperties": {"type": "number"},
-                                      "maxProperties": sizes.participants},
-                 **({"phenotype_file": {
-                     "type": "string", "minLength": 1, "maxLength": MAX_PATH,
-                     "description": f"a path relative to {WORKDIR} (e.g. 'phenotype.parquet'): a .parquet or .csv file with "
-                                    "columns participant_id and value, one row a participant, at most "
-                                    f"{MAX_PHENOTYPE_FILE >> 20} MiB"}} if python else {})},
-                 "required": ["nominations"], "additionalProperties": False}},
-            {"name": "end", "description": "End the session without claims (every score 0).", "input_schema": _NO_ARGUMENTS},
-        ])
+        self._phenotype_file = python  # submit's phenotype_file: only where the python tool writes files
+        self._phenotype_named = not python or analysis_tools  # a defined phenotype to name: only with the structured tools
+        self.set_specs([spec_of(handler, self.config, self) for handler in self.tools.values()])
         if python:  # the generic python tool (ToolSessionBase.open_sandbox): sealed only, PYTHON_TURNS turns
             sandbox = self.open_sandbox("The release: one Parquet file per table and data_dictionary.json / .md", limits,
                                         isolation, turns, analysis_tools)
@@ -425,7 +355,7 @@ class BiobankToolSession(ToolSessionBase):
         if self.ended:
             return self.error("the session has ended")
         try:
-            return getattr(self, f"_{name}")(**args)
+            return self.tools[name](self, **args)
         except ValueError as exc:
             return self.error(f"{name}: {exc}; nothing changed")
 
@@ -481,7 +411,10 @@ class BiobankToolSession(ToolSessionBase):
         return np.array([index[n] for n in names], np.int64)
 
     # -- the tools ----------------------------------------------------------------------
-    def _describe_release(self, table: str | None = None) -> dict:
+    @tool(description="Free. The release's tables (rows, columns, units, missing-value codes); give a table for its "
+                      "columns only.")
+    def describe_release(self, table: Annotated[str, Field(enum=per_session(lambda s: list(s.release.tables)))] | None = None
+                         ) -> dict:
         dictionary = self.release.dictionary()
         if table is not None:
             return {"table": table, **dictionary["tables"][table], **self.status()}
@@ -492,7 +425,8 @@ class BiobankToolSession(ToolSessionBase):
         return {"release": dictionary["release"], "missing_values": dictionary["missing_values"],
                 "cis_window_kb": dictionary["cis_window_kb"], "tables": tables, **self.status()}
 
-    def _column_summary(self, column: str) -> dict:
+    @tool(description="Free. A column's count, missing values, sentinel codes and quantiles (diagnoses.icd10: each code's count).")
+    def column_summary(self, column: Reference) -> dict:
         if column == "diagnoses.icd10":
             codes, counts = np.unique(self.release.tables["diagnoses"]["icd10"], return_counts=True)
             return {"column": column, "codes": {str(c): int(k) for c, k in zip(codes, counts)},
@@ -516,7 +450,12 @@ class BiobankToolSession(ToolSessionBase):
                        median=_number(q[2]), q75=_number(q[3]), max=_number(q[4]))
         return {**out, **self.status()}
 
-    def _define_phenotype(self, name: str, terms: list, standardize: bool = True, adjust: bool = False) -> dict:
+    @tool(description="Free. Define a participant-level phenotype: the weighted sum of columns (each standardised to mean 0, "
+                      "SD 1 unless standardize is false; missing where any term is), optionally adjusted for the covariates. "
+                      f"Other tools and submit take its name. At most {MAX_DEFINED}; a name given again is replaced.")
+    def define_phenotype(self, name: Annotated[str, Field(min_length=1, max_length=32, description="lower case, digits and _")],
+                         terms: Annotated[list[Term], Field(min_items=1, max_items=MAX_TERMS)], standardize: bool = True,
+                         adjust: Adjust = False) -> dict:
         if not _NAME.fullmatch(name) or "." in name:
             raise ValueError(f"name: {name[:32]!r} not allowed; lower-case letters, digits and _, starting with a letter")
         if name not in self.defined and len(self.defined) >= MAX_DEFINED:
@@ -549,7 +488,9 @@ class BiobankToolSession(ToolSessionBase):
         return {"phenotype": name, "replaced": replaced, "n": n, "mean": _number(present.mean()), "sd": _number(present.std()),
                 **self.status()}
 
-    def _validate_phenotype(self, phenotype: str) -> dict:
+    @tool(description="Free. A phenotype's Pearson correlation with the clinical endpoints: the five-year cardiovascular "
+                      "event, log NT-proBNP and a recorded cardiac diagnosis.")
+    def validate_phenotype(self, phenotype: Reference) -> dict:
         y = self.resolve(phenotype)
         bnp = self.release.numeric("physiology", "ntprobnp_pg_ml")
         cardiac = np.zeros_like(y)
@@ -563,7 +504,8 @@ class BiobankToolSession(ToolSessionBase):
             out[name] = {"r": None if r is None else _number(r, 4), "n": n}
         return {"phenotype": phenotype, "n": int(np.isfinite(y).sum()), "endpoints": out, **self.status()}
 
-    def _association_scan(self, phenotype: str, adjust: bool = True, top: int = 20) -> dict:
+    @tool(description="Free. Each protein's linear association with a phenotype (beta per NPX unit, SE, p, Benjamini-Hochberg q).")
+    def association_scan(self, phenotype: Reference, adjust: Adjust = True, top: Top = 20) -> dict:
         y = self.resolve(phenotype)
         beta, se, n, p, q = analysis.association_scan(self.release, y, adjust)
         rows = [{"protein": self.release.proteins[i], "beta": _number(beta[i]), "se": _number(se[i]), "p": _number(p[i]),
@@ -571,7 +513,10 @@ class BiobankToolSession(ToolSessionBase):
         return {"phenotype": phenotype, "adjusted": adjust, "tested": int(np.isfinite(p).sum()),
                 "significant_q05": int((q < 0.05).sum()), "results": rows, **self.status()}
 
-    def _cis_mr(self, phenotype: str, proteins: list | None = None, adjust: bool = True, top: int = 20) -> dict:
+    @tool(description="Free. Mendelian randomisation with each protein's cis instrument (the variant in its cis window most "
+                      "associated with it): the Wald ratio (phenotype units per NPX unit), its SE, p, q and the "
+                      "instrument's F statistic. All proteins unless named.")
+    def cis_mr(self, phenotype: Reference, proteins: Proteins | None = None, adjust: Adjust = True, top: Top = 20) -> dict:
         y = self.resolve(phenotype)
         index = np.arange(len(self.release.proteins)) if proteins is None else self._protein_indices(proteins)
         mr = analysis.cis_mr(self.release, y, index, adjust)
@@ -585,7 +530,14 @@ class BiobankToolSession(ToolSessionBase):
         return {"phenotype": phenotype, "adjusted": adjust, "tested": int(np.isfinite(mr["p"]).sum()),
                 "significant_q05": int((mr["q"] < 0.05).sum()), "results": rows, **self.status()}
 
-    def _conditional_analysis(self, variant: str, phenotype: str, proteins: list | None = None, adjust: bool = True) -> dict:
+    @tool(description="Free. At a variant's locus: the phenotype regressed on the locus's cis proteins jointly (two-stage "
+                      "least squares, the locus's variants as instruments), beside each protein's single-instrument Wald "
+                      "ratio: which proteins the locus's effect runs through. Proteins: those whose cis window holds the "
+                      f"variant (the first {MAX_CONDITIONAL}; the others listed as not_tested), unless named (at most "
+                      f"{MAX_CONDITIONAL}).")
+    def conditional_analysis(self, variant: Annotated[str, Field(max_length=16)], phenotype: Reference,
+                             proteins: Annotated[list[Protein], Field(min_items=1, max_items=MAX_CONDITIONAL)] | None = None,
+                             adjust: Adjust = True) -> dict:
         ids = self.release.variant_ids
         if variant not in ids:
             raise ValueError(f"variant: {variant[:16]!r} is not a variant of the release (the variants table)")
@@ -611,7 +563,13 @@ class BiobankToolSession(ToolSessionBase):
                           "instruments": [ids[i] for i in joint["variants"]]},
                 "n": joint["n"], "proteins": rows, **({"not_tested": left_out} if left_out else {}), **self.status()}
 
-    def _protein_qc(self, proteins: list | None = None, sort_by: str = "site_shift", top: int = 20) -> dict:
+    @tool(description="Free. Each protein's quality-control profile: connectivity (mean |r| with the other proteins), "
+                      "site_shift (the largest difference of one site's mean from the others', in SDs) and shift_site, "
+                      "bimodality (Sarle's coefficient; 1/3 normal, above 0.555 two modes), Pearson r with age, sex, BMI "
+                      "and exercise, and imaged_shift (the imaged participants' mean minus the others', in SDs). All "
+                      "proteins unless named; rows by sort_by, largest absolute value first (connectivity: smallest first).")
+    def protein_qc(self, proteins: Proteins | None = None,
+                   sort_by: Annotated[str, Field(enum=analysis.QC_FIELDS)] = "site_shift", top: Top = 20) -> dict:
         qc = analysis.protein_qc(self.release)
         index = np.arange(len(self.release.proteins)) if proteins is None else self._protein_indices(proteins)
         key = qc[sort_by][index]
@@ -626,7 +584,16 @@ class BiobankToolSession(ToolSessionBase):
             return self.release.numeric("proteins", reference)
         return self.resolve(reference, "exposure")
 
-    def _survival_association(self, exposure: str, outcome: str = "cv_event", adjust: bool = True) -> dict:
+    @tool(description="Free. A protein's (PROT_####) or a column's or phenotype's association with survival over five "
+                      "years: the hazard ratio per SD of the exposure (Cox proportional hazards, Breslow ties), its 95% "
+                      "CI, log hazard ratio, SE and p, the participants and events, and the crude event rates per 1,000 "
+                      "person-years by thirds of the exposure. Outcomes: cv_event (heart-failure hospitalisation or "
+                      "cardiac death), cardiac_death, all_cause_death.")
+    def survival_association(self, exposure: Annotated[str, Field(
+            min_length=1, max_length=MAX_REFERENCE,
+            description="a protein (PROT_####), a column 'table.column', 'diagnoses.<ICD-10 code>' or a phenotype you defined")],
+            outcome: Annotated[str, Field(enum=OUTCOMES, description="default cv_event")] = "cv_event",
+            adjust: Adjust = True) -> dict:
         if not isinstance(outcome, str) or outcome not in OUTCOMES:
             raise ValueError(f"outcome: {str(outcome)[:32]!r} not allowed; allowed {', '.join(OUTCOMES)}")
         x = self._exposure(exposure)
@@ -664,7 +631,19 @@ class BiobankToolSession(ToolSessionBase):
                 "method": "Cox proportional hazards (Breslow ties), per SD of the exposure"
                           + (f"; adjusted for {', '.join(COVARIATES)}" if adjust else ""), **self.status()}
 
-    def _visit_change(self, measure: str, exposure: str | None = None, log: bool = False, adjust: bool = True) -> dict:
+    @tool(description="Free. A measure's change from baseline to the follow-up visit (half the imaged, 2-3.5 years "
+                      "on): an MRI measure or ntprobnp_pg_ml of the visits table, or a protein (PROT_####): the paired "
+                      "means, the mean change (SE, p) and the mean change per year; with an exposure, the annual change "
+                      "regressed on the exposure (per SD; adjusted for the baseline value and, unless adjust is false, "
+                      "the covariates).")
+    def visit_change(self, measure: Annotated[str, Field(
+            min_length=1, max_length=MAX_REFERENCE,
+            description="a column of the visits table (e.g. lvef_pct or visits.lvef_pct) or a protein")],
+            exposure: Annotated[str, Field(min_length=1, max_length=MAX_REFERENCE,
+                                           description="optional: a protein (PROT_####), a column or a phenotype")] | None = None,
+            log: Annotated[bool, Field(description="natural log of the measure first (positive values only; "
+                                                    "default false)")] = False,
+            adjust: Adjust = True) -> dict:
         name = measure[len("visits."):] if isinstance(measure, str) and measure.startswith("visits.") else measure
         if name in VISIT_BASELINE:
             baseline, visit = self.resolve(VISIT_BASELINE[name], "measure"), self.release.numeric("visits", name)
@@ -685,7 +664,12 @@ class BiobankToolSession(ToolSessionBase):
                 **{k: (int(v) if k in ("n", "exposure_n") else _number(v)) for k, v in out.items()},
                 **self.status()}
 
-    def _experiment(self, protein: str, kind: str) -> dict:
+    @tool(description="Paid from your budget. Lower a protein by 1 SD against a control sharing everything else: "
+                      "cell_perturbation ($150,000; n = 120, the first-visit effect, with assay noise) gives the effect on "
+                      "the imaging measure of disease (SD of severity, + is worse); knockdown ($400,000; n = 800, "
+                      "five-year follow-up, no assay noise) gives that and the effect on the five-year event log hazard. Each an estimate with its SE. "
+                      "Refused (costing nothing) over budget.")
+    def experiment(self, protein: Protein, kind: Annotated[str, Field(enum=EXPERIMENTS)]) -> dict:
         if not isinstance(kind, str) or kind not in EXPERIMENTS:
             raise ValueError(f"kind: {str(kind)[:32]!r} not allowed; allowed {', '.join(EXPERIMENTS)}")
         if protein not in self.release.proteins:
@@ -698,9 +682,21 @@ class BiobankToolSession(ToolSessionBase):
         self.audit.append({"index": len(self.audit), "protein": protein, "kind": kind, "cost": cost, "delivery": delivery})
         return {**delivery, "cost": cost, **self.status()}
 
-    def _submit(self, nominations: list, rejections: list | None = None, phenotype: str | None = None,
-                phenotype_values: dict | None = None, phenotype_file: str | None = None, abstentions: list | None = None,
-                scorer_version: str | None = None) -> dict:
+    @tool(description=per_session(_submit_description))
+    def submit(self, nominations: Annotated[list[Nomination], Field(max_items=lambda c: c.sizes.proteins)],
+               rejections: Annotated[list[Rejection], Field(max_items=lambda c: c.sizes.proteins)] | None = None,
+               abstentions: Annotated[list[Abstention], Field(max_items=lambda c: c.sizes.proteins // 2)] | None = None,
+               scorer_version: Annotated[str, Field(
+                   max_length=8, description=f"optional: the scorer version the claims were written for ({SCORER_VERSION}); "
+                                             "claims written for another are refused")] | None = None,
+               phenotype: Annotated[str, Field(min_length=1, max_length=MAX_REFERENCE,
+                                               description=per_session(_submitted_phenotype))] | None = None,
+               phenotype_values: Annotated[dict[str, float], Field(max_properties=lambda c: c.sizes.participants)] | None = None,
+               phenotype_file: Annotated[str | None, Field(
+                   min_length=1, max_length=MAX_PATH, when=per_session(lambda s: s._phenotype_file),
+                   description=f"a path relative to {WORKDIR} (e.g. 'phenotype.parquet'): a .parquet or .csv file with "
+                               "columns participant_id and value, one row a participant, at most "
+                               f"{MAX_PHENOTYPE_FILE >> 20} MiB")] = None) -> dict:
         if scorer_version is not None and scorer_version != SCORER_VERSION:
             raise ValueError(f"scorer_version: claims written for scorer version {scorer_version[:8]!r} are refused; this "
                              f"scorer is version {SCORER_VERSION} ({CHANGES})")
@@ -728,7 +724,8 @@ class BiobankToolSession(ToolSessionBase):
         self.scores = self._oracle.score(scored)
         return self._finish()
 
-    def _end(self) -> dict:
+    @tool(description="End the session without claims (every score 0).")
+    def end(self) -> dict:
         self.scores = zero_scores(self._oracle)
         return self._finish()
 
@@ -736,6 +733,9 @@ class BiobankToolSession(ToolSessionBase):
         self.total_reward = float(self.scores["total"])
         self.ended, self.end_reason = True, "end"
         return {"ended": True, "end_reason": "end", "scores": dict(self.scores), **self.status()}
+
+    tools = tool_table(describe_release, column_summary, define_phenotype, validate_phenotype, association_scan, cis_mr,
+                       conditional_analysis, protein_qc, survival_association, visit_change, experiment, submit, end)
 
 
 def _order(p) -> np.ndarray:
