@@ -5,7 +5,7 @@ refusals (masked actions) change nothing and cost nothing, hostile actions
 raise; the step limit truncates at score 0; determinism; nothing of the
 truth in the observation's shape or the info. Every world is of the
 ``tiny`` profile, on panel seeds 0 (two drivers) and 8 (the null world), the
-worlds tests/test_biobank.py uses (one generation each per process)."""
+worlds tests/worlds/biobank/test_biobank.py uses (one generation each per process)."""
 
 from __future__ import annotations
 

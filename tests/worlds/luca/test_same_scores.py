@@ -60,7 +60,7 @@ from luca_gym.worlds.luca.tools import ToolSession
 # One worker runs the module: its module fixtures (sessions, a trained run) are built once, not once per worker.
 pytestmark = pytest.mark.xdist_group("same-scores")
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 # The server computes on this process's backend: "identical" is bit for bit, which holds on one backend
 # (a CPU server against an in-process GPU session could differ in the last float32 bits).
 ENV = {"JAX_PLATFORMS": jax.default_backend(), **{k: os.environ[k] for k in ("JAX_COMPILATION_CACHE_DIR", "PATH") if k in os.environ}}

@@ -1,4 +1,4 @@
-"""The biobank world (its planted biases: tests/test_biobank_biases.py): the world API test, the panel of
+"""The biobank world (its planted biases: tests/worlds/biobank/test_biobank_biases.py): the world API test, the panel of
 designs, determinism (same seed, same arrays and same release bytes), no
 truth in the release or in any tool answer, the scorer's parts on hand-built
 claims, hostile claims refused, the Gymnasium env, and the baselines run
@@ -80,7 +80,7 @@ def test_the_panel_mirrors_the_papers_and_other_seeds_draw_their_design():
     assert panel == list(PANEL)
     assert collections.Counter(d.archetype for d in panel) == {a: 5 for a in ARCHETYPES}
     assert collections.Counter(d.kind for d in panel) == {"null": 1, "two-driver": 5, "three-to-six": 9, "hard": 5}
-    assert all(d.biases and set(d.biases) <= set(MECHANISMS) for d in panel)  # tests/test_biobank_biases.py: what they plant
+    assert all(d.biases and set(d.biases) <= set(MECHANISMS) for d in panel)  # tests/worlds/biobank/test_biobank_biases.py: what they plant
     drawn = [design_of(s, s) for s in range(20, 220)]
     assert drawn == [design_of(s, s) for s in range(20, 220)]
     assert {d.n_drivers for d in drawn} <= set(range(7)) and {d.tier for d in drawn} == {"standard", "hard"}

@@ -5,7 +5,7 @@ it does; each assertion holds on at least 4 of the 5 worlds (a planted
 effect is a draw, not a certainty). Fooled: a two-sided p < 0.05 in the
 misleading direction; seeing through: p >= 0.01 where the truth is nothing. Where only an
 experiment sees through a bias (T4's pair, T8's harm), the test here shows
-what the observational data show; tests/test_biobank_experiments.py shows the
+what the observational data show; tests/worlds/biobank/test_biobank_experiments.py shows the
 knockdown seeing through it.
 
 Ten worlds: five (archetypes in turn, two drivers) carrying every bias but
@@ -123,7 +123,7 @@ def test_t3_imaging_selection_is_a_collider(selected):
     collider); over the whole cohort, with an endpoint measured in everyone, nothing. The collider is the weakest
     planted effect in ``tiny`` worlds, which image half the cohort (the small and paper profiles image a fifth):
     the score also holds volunteering traits that many proteins share, so that the decoy's shift among the imaged
-    is not a tell (tests/test_biobank_floors.py), and the decoy looks protective on 3 of the 5."""
+    is not a tell (tests/worlds/biobank/test_biobank_floors.py), and the decoy looks protective on 3 of the 5."""
     for s in selected:
         imaged = s["world"].release.rows["imaging"]
         assert len(imaged) == CONFIG.sizes.imaged
@@ -134,7 +134,7 @@ def test_t3_imaging_selection_is_a_collider(selected):
 def test_t4_a_shared_instrument_cannot_be_separated(most):
     """The decoy shares the first driver's variant: its cis-MR is as significant as a driver's, its observational
     association too, and the conditional analysis at the locus cannot tell it from the driver (neither keeps
-    p < 0.05). Seeing through it takes an experiment (tests/test_biobank_experiments.py)."""
+    p < 0.05). Seeing through it takes an experiment (tests/worlds/biobank/test_biobank_experiments.py)."""
     _at_least_four(most, "shared_instrument", lambda s, i: significant(s["mr_z"][i]) and significant(s["adjusted"][i]))
 
     def inseparable(s, i):
@@ -179,7 +179,7 @@ def test_t7_a_pleiotropic_instrument(most):
 
 def test_t8_a_harmful_surrogate(most):
     """Imaging analyses, cis-MR included, recommend moving the surrogate the harmful way (it improves the measured
-    marker); its association with the five-year event shows the harm. Its knockdown's five-year effect: tests/test_biobank_experiments.py."""
+    marker); its association with the five-year event shows the harm. Its knockdown's five-year effect: tests/worlds/biobank/test_biobank_experiments.py."""
     def recommended(z):  # what an imaging analysis recommends: lower what raises disease, raise what lowers it
         return "down" if z > 0 else "up"
 

@@ -5,7 +5,7 @@ jaxprs (every nested jaxpr: scans, loops, conds, the vmapped and map bodies,
 gradients) and the generator's stored ``jax.export`` programs, and fails on a
 ``dot_general`` without ``Precision.HIGHEST``; the first test shows it does
 fail on a plain ``@``. Organisms stay bitwise the same on the CPU: the golden
-fingerprints (tests/test_golden.py) are unchanged."""
+fingerprints (tests/worlds/luca/test_golden.py) are unchanged."""
 
 from __future__ import annotations
 

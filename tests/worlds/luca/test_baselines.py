@@ -31,7 +31,7 @@ from luca_gym.worlds.luca.evaluation import luca_spec
 
 TIERS = ("easy", "medium", "hard")
 MODES = ("healthy", "disease")
-AGENTS = tuple(a for a in BASELINES if a != "model-fit")  # model-fit: tests/test_model_fit.py
+AGENTS = tuple(a for a in BASELINES if a != "model-fit")  # model-fit: tests/worlds/luca/test_model_fit.py
 FEW_SEEDS = (0, 1, 2)
 PAPER_SEEDS = range(20)
 HIDDEN_CLASSES = (OrganismArrays, core.EnvState)
