@@ -2,7 +2,7 @@
 family (``protein_qc``'s statistics) on twelve ``tiny`` worlds carrying all
 nine biases (seeds 9501-9512): the fingerprint table of BENCHMARKS.md.
 
-The cue list and the worlds are ``tests/test_biobank_floors.py``'s (the test
+The cue list and the worlds are ``tests/worlds/biobank/test_biobank_floors.py``'s (the test
 bounds what this prints)::
 
     .venv/bin/python benchmarks/biobank_cues.py

@@ -6,7 +6,7 @@ Both compute d(sum of phenotypes . v)/d(weights) for a batch of interventions
 on one organism per tier; the script reports seconds per batched gradient
 (jitted, after a warm-up), and each method's error against a float64
 implicit gradient (itself checked against finite differences in
-tests/test_diffsim.py). The gradients are summed into a printed checksum, so
+tests/worlds/luca/test_diffsim.py). The gradients are summed into a printed checksum, so
 nothing is dead code to XLA.
 
     .venv/bin/python benchmarks/diffsim.py [--batch 64] [--unrolled-steps 400] [--repeats 5]

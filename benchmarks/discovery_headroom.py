@@ -21,7 +21,7 @@ floors as ``luca-gym report`` computes them
 flat form (:func:`luca_gym.worlds.graphs.flat.play_batch`) and
 ``bayes-edges`` by :func:`luca_gym.worlds.graphs.baselines.play_bayes_batch`,
 each taking the calls the harness's session of that seed takes (tested in
-``tests/test_graphs.py`` and ``tests/test_graph_settings.py``).
+``tests/worlds/graphs/test_graphs.py`` and ``tests/worlds/graphs/test_graph_settings.py``).
 
 The targets: with ``redraw_may_repeat=True`` at ``dag`` (10, 5), bayes-edges
 at least 20 points of success above systematic; with ``observation_noise``

@@ -24,24 +24,24 @@ from luca_gym.worlds.luca.types import Organism
 # tests can also carry ``@pytest.mark.slow`` themselves.
 SLOW = {
     # larger organisms and shapes of their own (a generator program each)
-    "tests/test_generate.py::test_traced_generate_equals_generate_with_its_retries": "the traced generator at several plans",
-    "tests/test_ablation.py::test_real_names_relabel_the_same_organism[hard-30": "hard N=30 (medium N=20 stays quick)",
-    "tests/test_golden.py::test_organisms_are_bitwise_the_golden_ones[3/hard/40": "N=40 (the twelve N=20 golden organisms stay quick)",
-    "tests/test_world.py::test_fingerprint_sees_every_part_of_the_triple": "N=40 organisms",
-    "tests/test_sim.py::test_solves_at_n80": "N=80",
-    "tests/test_model_fit.py::test_local_family_plays_a_large_organism_through_the_harness": "N=40 through the harness",
-    "tests/test_model_fit.py::test_plays_whole_sessions_through_the_harness": "whole model-fit sessions",
-    "tests/test_model_fit.py::test_batched_form_runs_the_local_plan_and_answers_with_the_local_fit": "the batched model-fit",
-    "tests/test_model_fit.py::test_fit_recovers_a_known_network": "a model fit (its refusals stay quick)",
-    "tests/test_model_fit.py::test_local_fit_predicts_a_known_local_network": "a model fit",
-    "tests/test_sim.py::test_stack_refuses_mixed_sizes": "an N=80 organism",
-    "tests/test_world.py::test_generation_at_n80": "N=80 organisms",
-    "tests/test_ablation.py::test_eval_ablation_and_report": "backwards organisms through eval and report",
-    "tests/test_golden.py::test_organisms_are_bitwise_the_golden_ones[7/": "backwards organisms (a generator program each; the six forward N=20 ones stay quick)",
-    "tests/test_ablation.py::test_forward_and_backwards_share_their_real_labels": "backwards organisms",
-    "tests/test_generate.py::test_traced_generate_reports_exhausted_attempts": "the traced generator's own program (fresh_rollout's test keeps generation in the jit quick)",
+    "tests/worlds/luca/test_generate.py::test_traced_generate_equals_generate_with_its_retries": "the traced generator at several plans",
+    "tests/worlds/luca/test_ablation.py::test_real_names_relabel_the_same_organism[hard-30": "hard N=30 (medium N=20 stays quick)",
+    "tests/worlds/luca/test_golden.py::test_organisms_are_bitwise_the_golden_ones[3/hard/40": "N=40 (the twelve N=20 golden organisms stay quick)",
+    "tests/worlds/luca/test_world.py::test_fingerprint_sees_every_part_of_the_triple": "N=40 organisms",
+    "tests/worlds/luca/test_sim.py::test_solves_at_n80": "N=80",
+    "tests/worlds/luca/test_model_fit.py::test_local_family_plays_a_large_organism_through_the_harness": "N=40 through the harness",
+    "tests/worlds/luca/test_model_fit.py::test_plays_whole_sessions_through_the_harness": "whole model-fit sessions",
+    "tests/worlds/luca/test_model_fit.py::test_batched_form_runs_the_local_plan_and_answers_with_the_local_fit": "the batched model-fit",
+    "tests/worlds/luca/test_model_fit.py::test_fit_recovers_a_known_network": "a model fit (its refusals stay quick)",
+    "tests/worlds/luca/test_model_fit.py::test_local_fit_predicts_a_known_local_network": "a model fit",
+    "tests/worlds/luca/test_sim.py::test_stack_refuses_mixed_sizes": "an N=80 organism",
+    "tests/worlds/luca/test_world.py::test_generation_at_n80": "N=80 organisms",
+    "tests/worlds/luca/test_ablation.py::test_eval_ablation_and_report": "backwards organisms through eval and report",
+    "tests/worlds/luca/test_golden.py::test_organisms_are_bitwise_the_golden_ones[7/": "backwards organisms (a generator program each; the six forward N=20 ones stay quick)",
+    "tests/worlds/luca/test_ablation.py::test_forward_and_backwards_share_their_real_labels": "backwards organisms",
+    "tests/worlds/luca/test_generate.py::test_traced_generate_reports_exhausted_attempts": "the traced generator's own program (fresh_rollout's test keeps generation in the jit quick)",
     # other processes
-    "tests/test_world.py::test_fingerprint_is_the_same_in_another_process": "a fresh Python process",
+    "tests/worlds/luca/test_world.py::test_fingerprint_is_the_same_in_another_process": "a fresh Python process",
     "tests/test_newcomer.py::test_the_stored_generator_program_gives_bitwise_the_same_organisms": "fresh Python processes",
     "tests/test_cli.py::test_info_play_and_mcp_open_the_same_organism[True]": "three CLI processes, sealed ([False] stays quick)",
     "tests/test_eval.py::test_resume_after_killed_sweep": "a killed eval process",
@@ -54,24 +54,24 @@ SLOW = {
     "tests/test_ppo.py::test_rescue_features_are_opt_in_and_read_the_measured_table": "a PPO run with the rescue features",
     "tests/test_ppo.py::test_the_checkpoint_refuses_another_size": "a PPO run and a second size",
     # more cases of a check the quick tier makes
-    "tests/test_core.py::test_dense_shaping_and_small_budget_keep_return_equal_to_composite": "40 more random sessions (return = composite is checked quick on 40 others)",
-    "tests/test_conformance.py::test_one_table_one_verdict_in_every_adapter[hard-disease]": "medium-healthy stays quick",
+    "tests/worlds/luca/test_core.py::test_dense_shaping_and_small_budget_keep_return_equal_to_composite": "40 more random sessions (return = composite is checked quick on 40 others)",
+    "tests/worlds/luca/test_conformance.py::test_one_table_one_verdict_in_every_adapter[hard-disease]": "medium-healthy stays quick",
     "tests/test_llm_fuzz.py::test_ten_thousand_malformed_calls_are_refused_and_change_nothing": "10,000 calls (the other fuzz tests stay quick)",
     "tests/test_concurrency.py::test_200_concurrent_sessions_none_lost_none_doubled": "200 sessions (concurrency 1 and k stay quick)",
-    "tests/test_equation.py::test_generated_formulas_are_finite_and_depend_on_exactly_the_formula_variables[medium-1-1]": "an edge size",
-    "tests/test_equation.py::test_generated_formulas_are_finite_and_depend_on_exactly_the_formula_variables[complex-2-4]": "an edge size",
-    **{f"tests/test_vector.py::test_batched_baseline_matches_the_single_env_harness_score_for_score[{case}]":
+    "tests/worlds/equation/test_equation.py::test_generated_formulas_are_finite_and_depend_on_exactly_the_formula_variables[medium-1-1]": "an edge size",
+    "tests/worlds/equation/test_equation.py::test_generated_formulas_are_finite_and_depend_on_exactly_the_formula_variables[complex-2-4]": "an edge size",
+    **{f"tests/worlds/luca/test_vector.py::test_batched_baseline_matches_the_single_env_harness_score_for_score[{case}]":
        "a compiled rollout each (one case per policy and mode stays quick)"
        for case in ("heuristic-hard-healthy", "heuristic-hard-disease", "causal-sweep-hard-healthy", "causal-sweep-hard-disease",
                     "task-directed-medium-healthy")},
     "tests/test_curriculum.py::test_functional_env_gets_a_codec_per_level": "a codec per level (the Gymnasium wrapper's test stays quick)",
-    "tests/test_graphs.py::test_check_world_passes_with_one_final_matrix_and_repeats":
+    "tests/worlds/graphs/test_graphs.py::test_check_world_passes_with_one_final_matrix_and_repeats":
         "proposals=final is played quick by test_graphs' tool sessions and flat codecs; redraw_may_repeat goes through check_world quick in test_graph_settings' dag case",
-    "tests/test_graph_settings.py::test_check_world_passes_under_the_new_settings[relational-settings_1]":
+    "tests/worlds/graphs/test_graph_settings.py::test_check_world_passes_under_the_new_settings[relational-settings_1]":
         "relational shares dag's graph core (the dag case stays quick; test_graphs runs check_world on relational)",
-    "tests/test_graph_settings.py::test_check_world_passes_under_the_new_settings[equation-settings_2]":
+    "tests/worlds/graphs/test_graph_settings.py::test_check_world_passes_under_the_new_settings[equation-settings_2]":
         "check_world on equation stays quick in test_equation; its noise and words grammar are checked quick in test_graph_settings",
-    "tests/test_generate.py::test_vector_autoreset_generates_only_the_ended_sub_envs": "fresh organisms at autoreset (test_vector checks it quick)",
+    "tests/worlds/luca/test_generate.py::test_vector_autoreset_generates_only_the_ended_sub_envs": "fresh organisms at autoreset (test_vector checks it quick)",
 }
 
 

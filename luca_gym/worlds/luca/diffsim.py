@@ -20,7 +20,7 @@ Interventions are continuous here: ``m`` and ``a`` per gene (the update is
 (0, 0 or 1)), and ``activity`` per signal in [0, 1] (a persistent signal is
 on whatever the activity). :func:`clamps` turns the discrete codes and a
 lock into (m, a), exactly as the simulator does, so the discrete world is a
-point of the continuous one and the two agree (tests/test_diffsim.py).
+point of the continuous one and the two agree (tests/worlds/luca/test_diffsim.py).
 Gradients with respect to (m, a) of a clamped gene are meaningful (a rescue
 can be optimised over them); gradients through a discrete code are not.
 

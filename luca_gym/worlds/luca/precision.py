@@ -9,7 +9,7 @@ generator, the solver and the differentiable steady state goes through
 not a global or environment setting, which a stored ``jax.export`` program of
 the generator (keyed by the source, not by settings) could silently lack. On
 the CPU full precision is the default, so organisms there are bitwise those
-of before; ``tests/test_precision.py`` fails on any ``dot_general`` in these
+of before; ``tests/worlds/luca/test_precision.py`` fails on any ``dot_general`` in these
 programs that does not ask for it.
 """
 

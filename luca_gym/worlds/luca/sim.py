@@ -82,7 +82,7 @@ def spectral_radius_bound(matrix: jax.Array, squarings: int = STABILITY_SQUARING
     strongly non-normal matrices (entries of the normalised powers spanning
     more than float32's range) small entries flush to zero and the estimate
     can follow a smaller eigenvalue; the generator's Jacobians are far from
-    that (tests/test_generate.py compares it with ``eigvals``).
+    that (tests/worlds/luca/test_generate.py compares it with ``eigvals``).
     """
 
     def square(i, carry):

@@ -186,7 +186,7 @@ def mask(obs: dict, params: EnvParams) -> jax.Array:
     target the rules accept (a targetable gene; any signal), and the network
     not yet submitted. No single-target action can perturb both genes of a
     held-out pair or carry an unknown code, so these are all the conditions;
-    ``tests/test_flat.py`` checks the mask against the core's verdict on
+    ``tests/worlds/luca/test_flat.py`` checks the mask against the core's verdict on
     every one of the K actions."""
     lay = layout(params)
     s = params.n_signals
