@@ -415,6 +415,8 @@ class BiobankToolSession(ToolSessionBase):
                       "columns only.")
     def describe_release(self, table: Annotated[str, Field(enum=per_session(lambda s: list(s.release.tables)))] | None = None
                          ) -> dict:
+        """The agent's ``describe_release`` tool (its description, what the agent reads, is
+        ``@tool``'s): the answer as a JSON-ready dict."""
         dictionary = self.release.dictionary()
         if table is not None:
             return {"table": table, **dictionary["tables"][table], **self.status()}
@@ -427,6 +429,8 @@ class BiobankToolSession(ToolSessionBase):
 
     @tool(description="Free. A column's count, missing values, sentinel codes and quantiles (diagnoses.icd10: each code's count).")
     def column_summary(self, column: Reference) -> dict:
+        """The agent's ``column_summary`` tool (its description, what the agent reads, is
+        ``@tool``'s): the answer as a JSON-ready dict."""
         if column == "diagnoses.icd10":
             codes, counts = np.unique(self.release.tables["diagnoses"]["icd10"], return_counts=True)
             return {"column": column, "codes": {str(c): int(k) for c, k in zip(codes, counts)},
@@ -456,6 +460,8 @@ class BiobankToolSession(ToolSessionBase):
     def define_phenotype(self, name: Annotated[str, Field(min_length=1, max_length=32, description="lower case, digits and _")],
                          terms: Annotated[list[Term], Field(min_items=1, max_items=MAX_TERMS)], standardize: bool = True,
                          adjust: Adjust = False) -> dict:
+        """The agent's ``define_phenotype`` tool (its description, what the agent reads, is
+        ``@tool``'s): the answer as a JSON-ready dict."""
         if not _NAME.fullmatch(name) or "." in name:
             raise ValueError(f"name: {name[:32]!r} not allowed; lower-case letters, digits and _, starting with a letter")
         if name not in self.defined and len(self.defined) >= MAX_DEFINED:
@@ -491,6 +497,8 @@ class BiobankToolSession(ToolSessionBase):
     @tool(description="Free. A phenotype's Pearson correlation with the clinical endpoints: the five-year cardiovascular "
                       "event, log NT-proBNP and a recorded cardiac diagnosis.")
     def validate_phenotype(self, phenotype: Reference) -> dict:
+        """The agent's ``validate_phenotype`` tool (its description, what the agent reads, is
+        ``@tool``'s): the answer as a JSON-ready dict."""
         y = self.resolve(phenotype)
         bnp = self.release.numeric("physiology", "ntprobnp_pg_ml")
         cardiac = np.zeros_like(y)
@@ -506,6 +514,8 @@ class BiobankToolSession(ToolSessionBase):
 
     @tool(description="Free. Each protein's linear association with a phenotype (beta per NPX unit, SE, p, Benjamini-Hochberg q).")
     def association_scan(self, phenotype: Reference, adjust: Adjust = True, top: Top = 20) -> dict:
+        """The agent's ``association_scan`` tool (its description, what the agent reads, is
+        ``@tool``'s): the answer as a JSON-ready dict."""
         y = self.resolve(phenotype)
         beta, se, n, p, q = analysis.association_scan(self.release, y, adjust)
         rows = [{"protein": self.release.proteins[i], "beta": _number(beta[i]), "se": _number(se[i]), "p": _number(p[i]),
@@ -517,6 +527,8 @@ class BiobankToolSession(ToolSessionBase):
                       "associated with it): the Wald ratio (phenotype units per NPX unit), its SE, p, q and the "
                       "instrument's F statistic. All proteins unless named.")
     def cis_mr(self, phenotype: Reference, proteins: Proteins | None = None, adjust: Adjust = True, top: Top = 20) -> dict:
+        """The agent's ``cis_mr`` tool (its description, what the agent reads, is
+        ``@tool``'s): the answer as a JSON-ready dict."""
         y = self.resolve(phenotype)
         index = np.arange(len(self.release.proteins)) if proteins is None else self._protein_indices(proteins)
         mr = analysis.cis_mr(self.release, y, index, adjust)
@@ -538,6 +550,8 @@ class BiobankToolSession(ToolSessionBase):
     def conditional_analysis(self, variant: Annotated[str, Field(max_length=16)], phenotype: Reference,
                              proteins: Annotated[list[Protein], Field(min_items=1, max_items=MAX_CONDITIONAL)] | None = None,
                              adjust: Adjust = True) -> dict:
+        """The agent's ``conditional_analysis`` tool (its description, what the agent reads, is
+        ``@tool``'s): the answer as a JSON-ready dict."""
         ids = self.release.variant_ids
         if variant not in ids:
             raise ValueError(f"variant: {variant[:16]!r} is not a variant of the release (the variants table)")
@@ -570,6 +584,8 @@ class BiobankToolSession(ToolSessionBase):
                       "proteins unless named; rows by sort_by, largest absolute value first (connectivity: smallest first).")
     def protein_qc(self, proteins: Proteins | None = None,
                    sort_by: Annotated[str, Field(enum=analysis.QC_FIELDS)] = "site_shift", top: Top = 20) -> dict:
+        """The agent's ``protein_qc`` tool (its description, what the agent reads, is
+        ``@tool``'s): the answer as a JSON-ready dict."""
         qc = analysis.protein_qc(self.release)
         index = np.arange(len(self.release.proteins)) if proteins is None else self._protein_indices(proteins)
         key = qc[sort_by][index]
@@ -594,6 +610,8 @@ class BiobankToolSession(ToolSessionBase):
             description="a protein (PROT_####), a column 'table.column', 'diagnoses.<ICD-10 code>' or a phenotype you defined")],
             outcome: Annotated[str, Field(enum=OUTCOMES, description="default cv_event")] = "cv_event",
             adjust: Adjust = True) -> dict:
+        """The agent's ``survival_association`` tool (its description, what the agent reads, is
+        ``@tool``'s): the answer as a JSON-ready dict."""
         if not isinstance(outcome, str) or outcome not in OUTCOMES:
             raise ValueError(f"outcome: {str(outcome)[:32]!r} not allowed; allowed {', '.join(OUTCOMES)}")
         x = self._exposure(exposure)
@@ -644,6 +662,8 @@ class BiobankToolSession(ToolSessionBase):
             log: Annotated[bool, Field(description="natural log of the measure first (positive values only; "
                                                     "default false)")] = False,
             adjust: Adjust = True) -> dict:
+        """The agent's ``visit_change`` tool (its description, what the agent reads, is
+        ``@tool``'s): the answer as a JSON-ready dict."""
         name = measure[len("visits."):] if isinstance(measure, str) and measure.startswith("visits.") else measure
         if name in VISIT_BASELINE:
             baseline, visit = self.resolve(VISIT_BASELINE[name], "measure"), self.release.numeric("visits", name)
@@ -670,6 +690,8 @@ class BiobankToolSession(ToolSessionBase):
                       "five-year follow-up, no assay noise) gives that and the effect on the five-year event log hazard. Each an estimate with its SE. "
                       "Refused (costing nothing) over budget.")
     def experiment(self, protein: Protein, kind: Annotated[str, Field(enum=EXPERIMENTS)]) -> dict:
+        """The agent's ``experiment`` tool (its description, what the agent reads, is
+        ``@tool``'s): the answer as a JSON-ready dict."""
         if not isinstance(kind, str) or kind not in EXPERIMENTS:
             raise ValueError(f"kind: {str(kind)[:32]!r} not allowed; allowed {', '.join(EXPERIMENTS)}")
         if protein not in self.release.proteins:
@@ -697,6 +719,8 @@ class BiobankToolSession(ToolSessionBase):
                    description=f"a path relative to {WORKDIR} (e.g. 'phenotype.parquet'): a .parquet or .csv file with "
                                "columns participant_id and value, one row a participant, at most "
                                f"{MAX_PHENOTYPE_FILE >> 20} MiB")] = None) -> dict:
+        """The agent's ``submit`` tool (its description, what the agent reads, is
+        ``@tool``'s): the answer as a JSON-ready dict."""
         if scorer_version is not None and scorer_version != SCORER_VERSION:
             raise ValueError(f"scorer_version: claims written for scorer version {scorer_version[:8]!r} are refused; this "
                              f"scorer is version {SCORER_VERSION} ({CHANGES})")
@@ -726,6 +750,8 @@ class BiobankToolSession(ToolSessionBase):
 
     @tool(description="End the session without claims (every score 0).")
     def end(self) -> dict:
+        """The agent's ``end`` tool (its description, what the agent reads, is
+        ``@tool``'s): the answer as a JSON-ready dict."""
         self.scores = zero_scores(self._oracle)
         return self._finish()
 
