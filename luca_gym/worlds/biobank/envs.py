@@ -49,7 +49,8 @@ from luca_gym.envs.codec import instance_seed
 from luca_gym.validate import check_render_mode, short_repr
 from luca_gym.worlds.biobank.config import BiobankConfig
 from luca_gym.worlds.biobank.generator import IMAGING
-from luca_gym.worlds.biobank.tools import MAX_TOP, BiobankToolSession
+from luca_gym.worlds.biobank.tool_args import MAX_TOP
+from luca_gym.worlds.biobank.tools import BiobankToolSession
 
 ENDPOINTS = ("cv_event", "log_ntprobnp", "cardiac_diagnosis")
 NOMINATION = ("none", "down", "up")

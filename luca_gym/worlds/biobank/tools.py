@@ -2,7 +2,8 @@
 :class:`BiobankToolSession`. Each tool is a handler with a typed signature
 (a tool table, :func:`~luca_gym.tools.table.tool_table`); its JSON schema is
 built from the signature by the table's schema builder
-(:func:`~luca_gym.tools.table.spec_of`), never written beside it. The
+(:func:`~luca_gym.tools.table.spec_of`), never written beside it; the
+arguments' types, limits and annotations are :mod:`~.tool_args`. The
 session keeps its own class rather than
 :class:`~luca_gym.tools.table.TableToolSession`, which steps a pure core:
 the biobank has none (a session's state is a release, defined phenotypes,
@@ -82,7 +83,7 @@ from __future__ import annotations
 import collections
 import math
 import re
-from typing import Annotated, NotRequired, TypedDict
+from typing import Annotated
 
 import numpy as np
 
@@ -93,18 +94,15 @@ from luca_gym.tools.table import Field, per_session, spec_of, tool, tool_table
 from luca_gym.validate import check_keys, check_seed
 from luca_gym.worlds.biobank import analysis
 from luca_gym.worlds.biobank.config import BiobankConfig
-from luca_gym.worlds.biobank.design import MECHANISMS
-from luca_gym.worlds.biobank.oracle import (ALIGNMENTS, DIRECTIONS, EXPERIMENTS, MAX_REASON, POINTS, SCORER_VERSION,
-                                           SURROGATE_PENALTY, CHANGES, Claims, check_claims, tested_from, zero_scores)
+from luca_gym.worlds.biobank.oracle import (CHANGES, EXPERIMENTS, POINTS, SCORER_VERSION, SURROGATE_PENALTY, Claims,
+                                           check_claims, tested_from, zero_scores)
 from luca_gym.worlds.biobank.phenotype_file import MAX_PATH, MAX_PHENOTYPE_FILE, read_phenotype_file
+from luca_gym.worlds.biobank.tool_args import (ANNOTATIONS, MAX_CONDITIONAL, MAX_DEFINED, MAX_REFERENCE, MAX_TERMS, Abstention,
+                                               Adjust, Nomination, Protein, Proteins, Reference, Rejection, Term, Top,
+                                               submit_description, submitted_phenotype)
 from luca_gym.worlds.biobank.release import CARDIAC_CODES, CODES, COVARIATES, PARTICIPANT_TABLES, SENTINELS
 from luca_gym.worlds.biobank.world import make_world
 
-MAX_DEFINED = 16  # phenotypes a session may define
-MAX_TERMS = 32  # columns in one defined phenotype
-MAX_TOP = 5000  # rows a scan may return
-MAX_CONDITIONAL = 8  # proteins in one conditional analysis
-MAX_REFERENCE = 64  # characters of a column or phenotype reference
 # What a session with the python tool drops unless asked to keep them (the paper's code agents had none of them).
 ANALYSIS_TOOLS = ("describe_release", "column_summary", "define_phenotype", "validate_phenotype", "association_scan", "cis_mr",
                   "conditional_analysis", "protein_qc", "survival_association", "visit_change")
@@ -116,86 +114,6 @@ VISIT_BASELINE = {**{c: f"imaging.{c}" for c in ("lvef_pct", "lvedv_ml", "max_wa
                                                  "wall_motion_score_index")}, "ntprobnp_pg_ml": "physiology.ntprobnp_pg_ml"}
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
 _PARTICIPANT = re.compile(r"P[0-9]{6}")
-Protein = Annotated[str, Field(max_length=16)]
-Reference = Annotated[str, Field(min_length=1, max_length=MAX_REFERENCE,
-                                 description="a column 'table.column', 'diagnoses.<ICD-10 code>' or a phenotype you defined")]
-Adjust = Annotated[bool, Field(description=f"adjust for {', '.join(COVARIATES)} (default true)")]
-Top = Annotated[int, Field(minimum=1, maximum=MAX_TOP, description="rows returned, smallest p first (default 20)")]
-Proteins = Annotated[list[Protein], Field(min_items=1, max_items=lambda c: c.sizes.proteins)]
-
-
-class Nomination(TypedDict):
-    """A protein claimed to drive the disease."""
-
-    protein: Protein
-    direction: Annotated[str, Field(enum=DIRECTIONS, description="how to move the protein to treat the disease: down (lower "
-                                                                 "it, inhibit), up (raise it), unknown")]
-    confidence: Annotated[float, Field(minimum=0, maximum=1,
-                                       description="your probability that the protein causally drives the disease")]
-    outcome_alignment: NotRequired[Annotated[str, Field(
-        enum=ALIGNMENTS, description="optional: aligned (moving it as nominated improves both the disease phenotype and hard "
-                                     "outcomes) or misaligned (it improves one and harms the other); left out: no credit, no "
-                                     "penalty; a wrong label costs more")]]
-
-
-class Rejection(TypedDict):
-    """A protein claimed only to look causal, with the mechanism."""
-
-    protein: Protein
-    mechanism: Annotated[str, Field(enum=MECHANISMS, description="why it looks causal but is not")]
-
-
-class Abstention(TypedDict):
-    """A pair of proteins the evidence cannot tell apart."""
-
-    proteins: Annotated[list[Protein], Field(items=2, description="two proteins the evidence cannot tell apart (one drives the "
-                                                                  "disease, one not)")]
-    reason: Annotated[str, Field(min_length=1, max_length=MAX_REASON)]
-
-
-class Term(TypedDict):
-    """One column of a defined phenotype, with its weight."""
-
-    column: Reference
-    weight: Annotated[float, Field(minimum=-1e6, maximum=1e6)]
-    log: NotRequired[Annotated[bool, Field(description="take the natural log first (positive values only; default false)")]]
-
-
-def _submit_description(session) -> str:
-    return ("Submit your claims once; the session ends with the scores. nominations: proteins you claim drive the disease, with "
-            "the direction to move each, your confidence and optionally its outcome alignment; rejections: proteins you claim "
-            "only look causal, with the mechanism; abstentions: pairs of proteins you cannot tell apart, with the reason; the "
-            "phenotype, scored by how well it tracks the disease in the imaged participants: phenotype (a name), "
-            "phenotype_values (participant id -> value)"
-            + (f" or phenotype_file (a Parquet or CSV file you wrote in {WORKDIR}, columns participant_id and value; "
-               "participants it leaves out count as missing)" if session._phenotype_file else "")
-            + ", one of them at most.")
-
-
-def _submitted_phenotype(session) -> str:
-    """submit's phenotype: without the structured tools there is no defined phenotype to name."""
-    if not session._phenotype_named:
-        return "a column 'table.column' or 'diagnoses.<ICD-10 code>'"
-    return "a column 'table.column', 'diagnoses.<ICD-10 code>' or a phenotype you defined"
-
-
-ANNOTATIONS = {
-    "describe_release": {"title": "Describe the release", "readOnlyHint": True, "idempotentHint": True},
-    "column_summary": {"title": "Summarise a column", "readOnlyHint": True, "idempotentHint": True},
-    "define_phenotype": {"title": "Define a phenotype", "readOnlyHint": False, "idempotentHint": True},
-    "validate_phenotype": {"title": "Check a phenotype against clinical endpoints", "readOnlyHint": True, "idempotentHint": True},
-    "association_scan": {"title": "Protein association scan", "readOnlyHint": True, "idempotentHint": True},
-    "cis_mr": {"title": "cis Mendelian randomisation", "readOnlyHint": True, "idempotentHint": True},
-    "conditional_analysis": {"title": "Conditional analysis at a locus", "readOnlyHint": True, "idempotentHint": True},
-    "protein_qc": {"title": "Proteomics quality control", "readOnlyHint": True, "idempotentHint": True},
-    "survival_association": {"title": "Survival association (Cox)", "readOnlyHint": True, "idempotentHint": True},
-    "visit_change": {"title": "Change between baseline and the follow-up visit", "readOnlyHint": True, "idempotentHint": True},
-    "experiment": {"title": "Run a paid experiment", "readOnlyHint": False, "idempotentHint": False},
-    "submit": {"title": "Submit the claims (ends the session)", "readOnlyHint": False, "destructiveHint": True,
-               "idempotentHint": False},
-    "end": {"title": "End without claims (every score 0)", "readOnlyHint": False, "destructiveHint": True, "idempotentHint": True},
-    "python": {"title": "Run Python in the sandbox", "readOnlyHint": False, "idempotentHint": False, "openWorldHint": False},
-}
 
 
 def _number(x, digits: int = 6):
@@ -704,7 +622,7 @@ class BiobankToolSession(ToolSessionBase):
         self.audit.append({"index": len(self.audit), "protein": protein, "kind": kind, "cost": cost, "delivery": delivery})
         return {**delivery, "cost": cost, **self.status()}
 
-    @tool(description=per_session(_submit_description))
+    @tool(description=per_session(submit_description))
     def submit(self, nominations: Annotated[list[Nomination], Field(max_items=lambda c: c.sizes.proteins)],
                rejections: Annotated[list[Rejection], Field(max_items=lambda c: c.sizes.proteins)] | None = None,
                abstentions: Annotated[list[Abstention], Field(max_items=lambda c: c.sizes.proteins // 2)] | None = None,
@@ -712,7 +630,7 @@ class BiobankToolSession(ToolSessionBase):
                    max_length=8, description=f"optional: the scorer version the claims were written for ({SCORER_VERSION}); "
                                              "claims written for another are refused")] | None = None,
                phenotype: Annotated[str, Field(min_length=1, max_length=MAX_REFERENCE,
-                                               description=per_session(_submitted_phenotype))] | None = None,
+                                               description=per_session(submitted_phenotype))] | None = None,
                phenotype_values: Annotated[dict[str, float], Field(max_properties=lambda c: c.sizes.participants)] | None = None,
                phenotype_file: Annotated[str | None, Field(
                    min_length=1, max_length=MAX_PATH, when=per_session(lambda s: s._phenotype_file),
