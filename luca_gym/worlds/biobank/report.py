@@ -16,7 +16,7 @@ from __future__ import annotations
 import collections
 
 from luca_gym.results.paired import RESAMPLES, difference, format_ci, format_p
-from luca_gym.results.summaries import agents_in, cell, group, stats
+from luca_gym.results.summaries import agents_in, cell, group, markdown_table, stats
 from luca_gym.worlds.biobank.config import BUDGETS
 from luca_gym.worlds.biobank.design import MECHANISMS
 from luca_gym.worlds.biobank.oracle import EXPERIMENTS, PARTS
@@ -45,37 +45,34 @@ def _in_agent_order(records, *keys):
 
 def score_table(records) -> str:
     """Markdown: per agent, profile, tier and budget, sessions, the total and each part (mean ± std)."""
-    lines = ["| agent | profile | tier | budget | sessions | total | " + " | ".join(p.replace("_", " ") for p in PARTS) + " |",
-             "| --- " * (6 + len(PARTS)) + "|"]
-    for (agent, profile, tier, budget), rs in _in_agent_order(records, "profile", "tier", "budget"):
-        parts = [cell(stats([r["scores"][p] for r in rs])) for p in ("total", *PARTS)]
-        lines.append(f"| {agent} | {profile} | {tier} | {budget} | {len(rs)} | " + " | ".join(parts) + " |")
-    return "\n".join(lines)
+    rows = [[agent, profile, tier, budget, len(rs), *(cell(stats([r["scores"][p] for r in rs])) for p in ("total", *PARTS))]
+            for (agent, profile, tier, budget), rs in _in_agent_order(records, "profile", "tier", "budget")]
+    return markdown_table(["agent", "profile", "tier", "budget", "sessions", "total", *(p.replace("_", " ") for p in PARTS)],
+                          rows)
 
 
 def design_table(records) -> str:
     """Markdown: per agent and budget, the mean total in each design class present (sessions)."""
     kinds = [k for k in KINDS if any(r["design"]["kind"] == k for r in records)]
-    lines = ["| agent | budget | " + " | ".join(kinds) + " |", "| --- " * (2 + len(kinds)) + "|"]
+    lines = []
     for (agent, budget), rs in _in_agent_order(records, "budget"):
         row = []
         for kind in kinds:
             mine = [r["scores"]["total"] for r in rs if r["design"]["kind"] == kind]
             row.append(f"{cell(stats(mine))} ({len(mine)})" if mine else "-")
-        lines.append(f"| {agent} | {budget} | " + " | ".join(row) + " |")
-    return "\n".join(lines)
+        lines.append([agent, budget, *row])
+    return markdown_table(["agent", "budget", *kinds], lines)
 
 
 def floor_table(records) -> str:
     """Markdown: per budget, each agent's role (floor, baseline, reference), sessions, mean total and bias
     identification, with the paper's best agent beside them; and a line naming floor agents the folder lacks."""
-    lines = ["| agent | role | budget | sessions | total | bias identification (15) |", "| --- " * 6 + "|"]
-    for (agent, budget), rs in _in_agent_order(records, "budget"):
-        lines.append(f"| {agent} | {ROLES.get(agent, 'agent')} | {budget} | {len(rs)} | "
-                     f"{cell(stats([r['scores']['total'] for r in rs]))} | "
-                     f"{cell(stats([r['scores']['bias_identification'] for r in rs]))} |")
+    rows = [[agent, ROLES.get(agent, "agent"), budget, len(rs), cell(stats([r["scores"]["total"] for r in rs])),
+             cell(stats([r["scores"]["bias_identification"] for r in rs]))]
+            for (agent, budget), rs in _in_agent_order(records, "budget")]
     name, total, bias = PAPER_BEST
-    lines.append(f"| {name} | the paper's best agent | all three | 60 | {total:.2f} | at most {bias:.2f} |")
+    rows.append([name, "the paper's best agent", "all three", 60, f"{total:.2f}", f"at most {bias:.2f}"])
+    lines = [markdown_table(["agent", "role", "budget", "sessions", "total", "bias identification (15)"], rows)]
     missing = [a for a in FLOOR if a not in agents_in(records)]
     if missing:
         lines += ["", f"Floor agents not in this folder: {', '.join(missing)} (run them on the same seeds: "
@@ -89,8 +86,7 @@ def mechanism_table(records) -> str:
     carried = [m for m in MECHANISMS if any(m in (r["scores"].get("bias_by_mechanism") or {}) for r in records)]
     if not carried:
         return ""
-    lines = ["| agent | budget | " + " | ".join(m.replace("_", " ") for m in carried) + " | rejections earned | rejections wrong |",
-             "| --- " * (4 + len(carried)) + "|"]
+    lines = []
     for (agent, budget), rs in _in_agent_order(records, "budget"):
         row = []
         for m in carried:
@@ -98,8 +94,9 @@ def mechanism_table(records) -> str:
             row.append(f"{sum(seen):g}/{len(seen)}" if seen else "-")
         earned = stats([r["scores"].get("rejections_earned", 0) for r in rs])
         wrong = stats([r["scores"].get("rejections_wrong", 0) for r in rs])
-        lines.append(f"| {agent} | {budget} | " + " | ".join(row) + f" | {cell(earned)} | {cell(wrong)} |")
-    return "\n".join(lines)
+        lines.append([agent, budget, *row, cell(earned), cell(wrong)])
+    return markdown_table(["agent", "budget", *(m.replace("_", " ") for m in carried), "rejections earned",
+                           "rejections wrong"], lines)
 
 
 def experiment_table(records) -> str:
@@ -109,16 +106,16 @@ def experiment_table(records) -> str:
     mean dollars spent per session; from each record's audit log
     (``experiments``) and its calls."""
     kinds = list(EXPERIMENTS)
-    lines = ["| agent | budget | sessions | with an experiment | delivered | " + " | ".join(k.replace("_", " ") for k in kinds)
-             + " | refused | spent per session ($) |", "| --- " * (7 + len(kinds)) + "|"]
+    lines = []
     for (agent, budget), rs in _in_agent_order(records, "budget"):
         delivered = [e for r in rs for e in r.get("experiments") or ()]
         refused = sum(1 for r in rs for c in r.get("calls") or () if c.get("call") == "experiment" and "error" in c.get("result", {}))
         used = sum(1 for r in rs if r.get("experiments"))
         spent = sum(e["cost"] for e in delivered) / len(rs)
-        lines.append(f"| {agent} | {budget} | {len(rs)} | {used} | {len(delivered)} | "
-                     + " | ".join(str(sum(e["kind"] == k for e in delivered)) for k in kinds) + f" | {refused} | {spent:,.0f} |")
-    return "\n".join(lines)
+        lines.append([agent, budget, len(rs), used, len(delivered), *(sum(e["kind"] == k for e in delivered) for k in kinds),
+                      refused, f"{spent:,.0f}"])
+    return markdown_table(["agent", "budget", "sessions", "with an experiment", "delivered",
+                           *(k.replace("_", " ") for k in kinds), "refused", "spent per session ($)"], lines)
 
 
 def pairs_table(records) -> str:
@@ -139,13 +136,12 @@ def pairs_table(records) -> str:
         by_horizon = [sum(horizons.get(e["kind"]) == h for e in delivered) for h in names]
         count = collections.Counter(answers)
         other = len(answers) - count["resolved with experiments"] - count["resolved without experiments"] - count["abstained"]
-        rows.append(f"| {agent} | {budget} | " + " | ".join(map(str, by_horizon)) + f" | {len(answers)} | "
-                    f"{count['resolved with experiments']} | {count['resolved without experiments']} | {count['abstained']} | {other} |")
+        rows.append([agent, budget, *by_horizon, len(answers), count["resolved with experiments"],
+                     count["resolved without experiments"], count["abstained"], other])
     if not rows:
         return ""
-    return "\n".join(["| agent | budget | " + " | ".join(f"experiments ({h})" for h in names) + " | ambiguous pairs | "
-                      "resolved with experiments | resolved without | abstained | missed, both or wrong member |",
-                      "| --- " * (7 + len(names)) + "|", *rows])
+    return markdown_table(["agent", "budget", *(f"experiments ({h})" for h in names), "ambiguous pairs",
+                           "resolved with experiments", "resolved without", "abstained", "missed, both or wrong member"], rows)
 
 
 def agent_pairs(records, metric: str = "total") -> list[dict]:
@@ -183,10 +179,6 @@ def budget_pairs(records, metric: str = "total") -> list[dict]:
     return out
 
 
-def _row(cells) -> str:
-    return "| " + " | ".join(cells) + " |"
-
-
 def _compared(d) -> list[str]:
     """The subtrahend's and the minuend's mean ± std, Δ, its interval and p, as table cells."""
     return [f"{d.subtrahend[0]:.3f} ± {d.subtrahend[1]:.3f}", f"{d.minuend[0]:.3f} ± {d.minuend[1]:.3f}", f"{d.delta:+.3f}",
@@ -205,14 +197,14 @@ def paired_tables(records, metric: str = "total") -> str:
                 "every difference is zero), as in LUCA's ablations."]
     if agents:
         head = ["agent A", "agent B", "profile", "tier", "budget", "n", "A", "B", "Δ (B - A)", "95% CI", "p"]
-        rows = [_row([r["a"], r["b"], r["profile"], r["tier"], r["budget"], str(len(r["seeds"])), *_compared(r["difference"])])
+        rows = [[r["a"], r["b"], r["profile"], r["tier"], r["budget"], len(r["seeds"]), *_compared(r["difference"])]
                 for r in agents]
-        sections += ["#### Agents on the same worlds", "\n".join([_row(head), "|" + " --- |" * len(head), *rows])]
+        sections += ["#### Agents on the same worlds", markdown_table(head, rows)]
     if budgets:
         head = ["agent", "profile", "tier", "budget", "n", "with none", "with the budget", "Δ (budget - none)", "95% CI", "p"]
-        rows = [_row([r["agent"], r["profile"], r["tier"], r["budget"], str(len(r["seeds"])), *_compared(r["difference"])])
+        rows = [[r["agent"], r["profile"], r["tier"], r["budget"], len(r["seeds"]), *_compared(r["difference"])]
                 for r in budgets]
-        sections += ["#### Budgets on the same worlds", "\n".join([_row(head), "|" + " --- |" * len(head), *rows])]
+        sections += ["#### Budgets on the same worlds", markdown_table(head, rows)]
     return "\n\n".join(sections)
 
 

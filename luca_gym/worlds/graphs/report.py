@@ -19,7 +19,7 @@ from functools import lru_cache
 import numpy as np
 
 from luca_gym.results.figures import agent_color, panel_letters, pyplot, save
-from luca_gym.results.summaries import agents_in, group
+from luca_gym.results.summaries import agents_in, group, markdown_table
 
 # The paper's best model per setting, as its text quotes it (Auto-Discovery-Bench, Table 1):
 # (success, mean iterations, model).
@@ -153,20 +153,15 @@ def table1(records, world: str, floors=None) -> str:
     settings = sorted(group(records, *size))
     cells = group(records, "agent", *size)
     floors = floors or {}
-    head = "| agent | " + " | ".join(_setting_text(world, s) for s in settings) + " |"
-    lines = [head, "|" + " --- |" * (len(settings) + 1)]
-    for agent in agents_in(records):
-        lines.append(f"| {agent} | " + " | ".join(success_cell(cells[(agent, *s)]) if (agent, *s) in cells else "-"
-                                                 for s in settings) + " |")
+    lines = [[agent, *(success_cell(cells[(agent, *s)]) if (agent, *s) in cells else "-" for s in settings)]
+             for agent in agents_in(records)]
     if floors:
         for key, name in FLOORS:
-            lines.append(f"| *{name}* | " + " | ".join(f"*{success_cell(floors[s][key])}*" if s in floors else "-"
-                                                       for s in settings) + " |")
+            lines.append([f"*{name}*", *(f"*{success_cell(floors[s][key])}*" if s in floors else "-" for s in settings)])
     paper = [PAPER_BEST.get((world, s)) for s in settings]
     if any(paper) and {r["proposals"] for r in records} == {PAPERS_PROTOCOL}:
-        lines.append("| *paper's best* | " + " | ".join(f"*{100 * p[0]:.0f}% / {p[1]:.2f} ({p[2]})*" if p else "-"
-                                                        for p in paper) + " |")
-    return "\n".join(lines)
+        lines.append(["*paper's best*", *(f"*{100 * p[0]:.0f}% / {p[1]:.2f} ({p[2]})*" if p else "-" for p in paper)])
+    return markdown_table(["agent", *(_setting_text(world, s) for s in settings)], lines)
 
 
 def _return_of(record) -> float:
@@ -184,15 +179,14 @@ def process_table(records, world: str, floors=None) -> str:
         group(records, "agent", *size).items(), key=lambda kv: (agents_in(records).index(kv[0][0]), kv[0][1:]))]
     for key, name in FLOORS:
         rows += [(f"*{name}*", setting, by_floor[key]) for setting, by_floor in sorted((floors or {}).items())]
-    columns = 7 + priced
-    lines = ["| agent | setting | edge F1 | SHD | interventions | wasted |" + (" return |" if priced else "") + " sessions |",
-             "|" + " --- |" * columns]
+    lines = []
     for agent, setting, rs in rows:
         mean = lambda k: np.mean([r["scores"][k] for r in rs])  # noqa: E731
-        paid = f" {np.mean([_return_of(r) for r in rs]):.3f} |" if priced else ""
-        lines.append(f"| {agent} | {_setting_text(world, setting)} | {mean('edge_f1'):.3f} | {mean('shd'):.2f} | "
-                     f"{mean('interventions'):.2f} | {mean('wasted'):.2f} |{paid} {len(rs)} |")
-    return "\n".join(lines)
+        paid = [f"{np.mean([_return_of(r) for r in rs]):.3f}"] if priced else []
+        lines.append([agent, _setting_text(world, setting), f"{mean('edge_f1'):.3f}", f"{mean('shd'):.2f}",
+                      f"{mean('interventions'):.2f}", f"{mean('wasted'):.2f}", *paid, len(rs)])
+    return markdown_table(["agent", "setting", "edge F1", "SHD", "interventions", "wasted", *(["return"] if priced else []),
+                           "sessions"], lines)
 
 
 @lru_cache(maxsize=None)
@@ -245,8 +239,7 @@ def design_table(records, world: str) -> str | None:
 
     if any(r.get("sealed") for r in records):
         return None
-    lines = ["| agent | setting | agent's experiments, posterior analyst | random design, same analyst | "
-             "value of design | sessions |", "|" + " --- |" * 6]
+    lines = []
     for (agent, *setting), rs in sorted(group(records, "agent", *SIZE[world]).items(),
                                         key=lambda kv: (agents_in(records).index(kv[0][0]), kv[0][1:])):
         config = _config_of(world, rs[0])
@@ -258,9 +251,10 @@ def design_table(records, world: str) -> str | None:
         log.info(f"{world} {_setting_text(world, tuple(setting))}: the value of {agent}'s design on {len(rs)} sessions")
         v = value_of_design(config, core.instances(seeds, config), designs, session_keys(seeds))
         se = v["value"].std(ddof=1) / np.sqrt(len(rs)) if len(rs) > 1 else float("nan")
-        lines.append(f"| {agent} | {_setting_text(world, tuple(setting))} | {v['agent'].mean():.3f} | "
-                     f"{v['random'].mean():.3f} | {v['value'].mean():+.3f} ± {se:.3f} | {len(rs)} |")
-    return "\n".join(lines)
+        lines.append([agent, _setting_text(world, tuple(setting)), f"{v['agent'].mean():.3f}", f"{v['random'].mean():.3f}",
+                      f"{v['value'].mean():+.3f} ± {se:.3f}", len(rs)])
+    return markdown_table(["agent", "setting", "agent's experiments, posterior analyst", "random design, same analyst",
+                           "value of design", "sessions"], lines)
 
 
 def _reading_uncertain(settings: dict) -> bool:
