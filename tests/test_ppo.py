@@ -203,8 +203,8 @@ def test_returns_to_go_sum_each_sessions_rewards():
 def disease_codecs():
     """Easy disease N=20 at budget 8: the default codec and the same with
     rescue_features, each with its pool of the same 8 organisms."""
-    plain = F.make_env("easy", 20, "disease", budget=8)
-    extended = F.make_env("easy", 20, "disease", budget=8, rescue_features=True)
+    plain = F.make_env("easy", 20, "disease", world="luca", budget=8)
+    extended = F.make_env("easy", 20, "disease", world="luca", budget=8, rescue_features=True)
     return plain, extended, F.make_pool(plain, F.training_seeds(8)), F.make_pool(extended, F.training_seeds(8))
 
 
@@ -243,7 +243,7 @@ def test_rescue_features_are_opt_in_and_read_the_measured_table(disease_codecs):
     np.testing.assert_array_equal(features[:, 2 * e:], np.eye(5)[units])
     assert set(units) >= {1, 4}
     with pytest.raises(ValueError, match="rescue_features"):
-        F.make_env("easy", 20, "disease", rescue_features="yes")
+        F.make_env("easy", 20, "disease", world="luca", rescue_features="yes")
 
 
 def test_train_refuses_a_network_of_other_shapes(run):
