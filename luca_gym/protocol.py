@@ -148,13 +148,18 @@ class Core(Protocol):
         step(state, action, config) -> (state, reward float32 (), error
             int32 ()): a refused action (error != 0) costs nothing and
             changes nothing; a session's return equals its headline score.
-        scores(state) -> dict: the scores as JSON-ready Python values.
+        scores(state, config) -> dict: the scores as JSON-ready Python values.
         public_view(state, config) -> array or dict of arrays: what an agent may see.
         ended(state) -> bool (): whether the session has ended.
         action_space(config), observation_space(config): Gymnasium spaces.
         to_action(sample, config) -> Action: an element of the action space
             as the core's action (ValueError for one outside it).
         render(state, config) -> str (optional): a text picture (ansi).
+        truncated(state, config) -> bool () (optional): the session ended at
+            a limit (LUCA's call limit), not by the agent's own ending.
+        make_config(**settings) (optional): the config a session runs under,
+            where a session takes options beyond the world's config (LUCA's
+            call limit and reward shaping); otherwise ``World.make_config``.
     """
 
     ERRORS: tuple
@@ -168,7 +173,7 @@ class Core(Protocol):
     def step(self, state, action, config):
         """One typed action: (state, reward, error); pure."""
 
-    def scores(self, state) -> dict:
+    def scores(self, state, config) -> dict:
         """The session's scores, JSON-ready."""
 
     def public_view(self, state, config):

@@ -103,7 +103,7 @@ def ended(state):
     return state.ended
 
 
-def scores(state) -> dict:
+def scores(state, config=None) -> dict:
     return {"found": float(state.found), "weighings_left": int(state.weighings_left)}
 
 

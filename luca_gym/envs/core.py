@@ -83,7 +83,7 @@ class CoreEnv(gym.Env):
         terminated = bool(self.core.ended(self.state))
         info = {"error_code": int(error)}
         if terminated:
-            info["scores"] = self.core.scores(jax.device_get(self.state))
+            info["scores"] = self.core.scores(jax.device_get(self.state), self.config)
         return self._observation(), float(reward), terminated, False, info
 
     def render(self):

@@ -276,7 +276,7 @@ class TableToolSession(ToolSessionBase):
         result = self.answer(name, args)
         if bool(self.core.ended(self.state)):
             self.ended, self.end_reason = True, "end"
-            self.scores = self.core.scores(self.state)
+            self.scores = self.core.scores(self.state, self.config)
             result.update(ended=True, end_reason="end", scores=self.scores)
         return {**result, **self.status()}
 

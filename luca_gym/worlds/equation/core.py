@@ -204,7 +204,7 @@ def ended(state: EquationState) -> jax.Array:
     return state.ended
 
 
-def scores(state: EquationState) -> dict:
+def scores(state: EquationState, config=None) -> dict:
     """The session's scores as JSON-ready Python values: ``success`` (float) and ``iterations`` (int)."""
     return {"success": float(state.success), "iterations": int(state.iterations)}
 

@@ -455,7 +455,7 @@ def score_arrays(state: GraphState, priced: bool = False) -> dict:
     return out
 
 
-def scores(state: GraphState) -> dict:
+def scores(state: GraphState, config=None) -> dict:
     """A session's scores as JSON-ready Python values (:func:`score_arrays`,
     ``cost`` and ``return`` where its intervention cost is above 0): floats
     ``success`` and ``edge_f1``, ``cost`` and ``return`` to 6 decimals (float32

@@ -18,7 +18,7 @@ budget)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 from luca_gym.worlds.luca.core import make_params
 from luca_gym.worlds.luca.generator import make_organism
@@ -66,6 +66,10 @@ class LucaConfig:
         invented names)."""
         return cls(tier=record["tier"], mode=record["mode"], n_genes=record["n_genes"],
                    backwards=record.get("backwards", False), vocabulary=record.get("vocabulary", "invented"))
+
+    def settings(self) -> dict:
+        """The fields as keyword settings."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     def organism_settings(self) -> "LucaConfig":
         """These settings without the session's budget: what, with a seed, names an organism."""

@@ -149,7 +149,7 @@ def _step(state: TrackingState, kind, guess):
     return new, jnp.where(submitted, exact, 0.0), error
 
 
-def scores(state: TrackingState) -> dict:
+def scores(state: TrackingState, config=None) -> dict:
     """The session's scores as JSON-ready Python values: ``exact``,
     ``trajectory_accuracy``, ``cell_accuracy`` (floats) and
     ``position_correct`` (M-1 floats, 0.0 or 1.0)."""

@@ -84,6 +84,7 @@ def reset(key: jax.Array, organism: OrganismArrays, params: EnvParams) -> tuple[
         n_history=i32(0),
         commit_used=i32(-1),
         ended=jnp.bool_(False),
+        truncated=jnp.bool_(False),
         shaping=f32(0.0),
     )
     return observe(state, params), state
@@ -263,7 +264,7 @@ def step(state: EnvState, action: Action, params: EnvParams):
         reward = reward + shaping
         new = dataclasses.replace(new, shaping=potential)
     reward = reward + jnp.where(closing, rewards.close_reward(new, params), 0.0)
-    new = dataclasses.replace(new, ended=state.ended | closing)
+    new = dataclasses.replace(new, ended=state.ended | closing, truncated=state.truncated | truncated)
     # An illegal action changes nothing but the error code.
     new = jax.tree_util.tree_map(lambda a, b: jnp.where(ok, a, b), new, state)
     new = dataclasses.replace(new, step_count=step_count, last_error=error)

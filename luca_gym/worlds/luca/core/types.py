@@ -250,7 +250,8 @@ class EnvState:
             int8 (H,) (a ``scoring.HISTORY_*`` code), n_history: int32 () --
             every costed call, for the strategy metrics.
         commit_used: int32 () budget used before the first task (-1: none yet).
-        ended: bool (). shaping: float32 () potential paid out so far.
+        ended: bool (). truncated: bool (): ended at the call limit, not by END.
+        shaping: float32 () potential paid out so far.
     """
 
     organism: OrganismArrays
@@ -285,6 +286,7 @@ class EnvState:
     n_history: jax.Array
     commit_used: jax.Array
     ended: jax.Array
+    truncated: jax.Array
     shaping: jax.Array
 
 
