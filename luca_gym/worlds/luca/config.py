@@ -18,14 +18,22 @@ budget)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
+
+from luca_gym.config import ConfigBase, boolean, setting
 
 from luca_gym.worlds.luca.core import make_params
 from luca_gym.worlds.luca.generator import make_organism
-from luca_gym.worlds.luca.spec import MAX_BUDGET, check_budget, check_organism, check_vocabulary  # noqa: F401  (re-exported)
+from luca_gym.worlds.luca.spec import MAX_BUDGET, check_budget, check_mode, check_n_genes, check_tier, check_vocabulary  # noqa: F401  (MAX_BUDGET re-exported)
+
+
+def _checked(check):
+    """A validator of :mod:`~luca_gym.worlds.luca.spec` (it names its setting itself) as a config field's."""
+    return lambda value, name: check(value)
+
 
 @dataclass(frozen=True)
-class LucaConfig:
+class LucaConfig(ConfigBase):
     """The settings that, with a seed, name a LUCA organism (SPEC §1).
 
     Attributes:
@@ -41,23 +49,22 @@ class LucaConfig:
 
     Checked and normalised on construction (ValueError naming the field, the
     value and what is allowed), so a config that exists is a valid one.
+    Every LUCA setting is static: each fixes a shape (N, the budget's log)
+    or a branch of the core (the mode), so the core's step compiles once
+    per config, as the core's static :class:`~luca_gym.worlds.luca.core.EnvParams`
+    always has.
     """
 
-    tier: str = "medium"
-    mode: str = "healthy"
-    n_genes: int = 20
-    backwards: bool = False
-    vocabulary: str = "invented"
-    budget: int | None = None
+    tier: str = setting("medium", _checked(check_tier), static=True)
+    mode: str = setting("healthy", _checked(check_mode), static=True)
+    n_genes: int = setting(20, _checked(check_n_genes), static=True)
+    backwards: bool = setting(False, boolean(), static=True)
+    vocabulary: str = setting("invented", _checked(check_vocabulary), static=True)
+    budget: int | None = setting(None, _checked(check_budget), static=True)
 
     def __post_init__(self):
-        tier, n_genes, mode, backwards = check_organism(self.tier, self.n_genes, self.mode, self.backwards)
-        object.__setattr__(self, "tier", tier)
-        object.__setattr__(self, "n_genes", n_genes)
-        object.__setattr__(self, "mode", mode)
-        object.__setattr__(self, "backwards", backwards)
-        object.__setattr__(self, "vocabulary", check_vocabulary(self.vocabulary, n_genes))
-        object.__setattr__(self, "budget", check_budget(self.budget))
+        super().__post_init__()
+        check_vocabulary(self.vocabulary, self.n_genes)  # a real vocabulary has names for at most 50 genes
 
     @classmethod
     def organism_settings_of(cls, record: dict) -> "LucaConfig":
@@ -66,10 +73,6 @@ class LucaConfig:
         invented names)."""
         return cls(tier=record["tier"], mode=record["mode"], n_genes=record["n_genes"],
                    backwards=record.get("backwards", False), vocabulary=record.get("vocabulary", "invented"))
-
-    def settings(self) -> dict:
-        """The fields as keyword settings."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     def organism_settings(self) -> "LucaConfig":
         """These settings without the session's budget: what, with a seed, names an organism."""
