@@ -23,7 +23,8 @@ from luca_gym.envs.codec import CodecEnv
 from luca_gym.envs.table_codec import table_codec
 from luca_gym.llm.loop import AgentTurn, ToolCall
 from luca_gym.protocol import World
-from luca_gym.tools.table import Field, TableToolSession, table_play, tool, tool_table
+from luca_gym.tools.play import table_play
+from luca_gym.tools.table import Field, TableToolSession, tool, tool_table
 from luca_gym.validate import check_seed
 
 

@@ -9,8 +9,8 @@ the opening instance, a refusal of the core (error code -> ``self.error``,
 nothing changed, nothing paid), the reward paid into ``total_reward``, the
 ending (``ended``, ``end_reason``, ``scores``) and the record. Parsing and
 the schema check stay in :class:`~luca_gym.tools.session.ToolSessionBase`.
-:func:`play_policy` plays a scripted policy (``reset``/``act``) through the
-same session a tool agent or a model plays (``World.play``: :func:`table_play`).
+:func:`luca_gym.tools.play.play_policy` plays a scripted policy
+(``reset``/``act``) through the same session a tool agent or a model plays.
 
 A handler is a method whose parameters are annotated with ``int``,
 ``float``, ``str``, ``bool``, ``list[...]``, ``dict[str, T]`` (an object
@@ -50,7 +50,6 @@ import textwrap
 import types
 import typing
 from dataclasses import dataclass, fields
-from functools import partial
 from typing import Annotated, Any, Literal
 
 from luca_gym import seal as seal_mod
@@ -58,7 +57,6 @@ from luca_gym.tools.session import ToolSessionBase
 from luca_gym.validate import check_keys
 
 _SCALARS = {int: "integer", float: "number", str: "string", bool: "boolean"}
-CALL_LIMIT = 1000  # calls a policy may make before play_policy gives up on it
 
 
 class Refusal(Exception):
@@ -294,42 +292,10 @@ class TableToolSession(ToolSessionBase):
         return {"instance_id": self.instance_id, **super().record()}
 
     def observation(self):
-        """What a policy sees (:func:`play_policy`): the core's ``public_view``, as numpy values."""
+        """What a policy sees (:func:`luca_gym.tools.play.play_policy`): the core's ``public_view``, as numpy values."""
         import jax
 
         return jax.device_get(self.core.public_view(self.state, self.config))
 
 
-def play_policy(session_class, policy, seed: int, *, env=None, max_calls: int | None = None, sealed=None,
-                **settings) -> dict:
-    """One session of ``policy`` (``reset(config, seed)``, then
-    ``act(observation) -> {"tool", "arguments"}`` until the session ends) on
-    a tool session of ``session_class`` (``env``, if given, one already open
-    on these settings), through the same calls, refusals and transcript as a
-    tool agent's. Returns the record's parts, as ``World.play`` does
-    (:class:`luca_gym.protocol.World`); RuntimeError for a policy that does not
-    end the session within ``max_calls`` calls (default: the config's
-    ``max_calls`` where it has one, else :data:`CALL_LIMIT`). The session
-    needs ``config``, ``observation()`` and the base's ``call``: a
-    :class:`TableToolSession`, or a world's own (the graph worlds')."""
-    session = env if env is not None else session_class(seed, sealed=sealed, **settings)
-    policy.reset(session.config, seed)
-    limit = max_calls or getattr(session.config, "max_calls", None) or CALL_LIMIT
-    for _ in range(limit):
-        call = policy.act(session.observation())
-        session.call(call["tool"], call["arguments"])
-        if session.ended:
-            break
-    else:
-        raise RuntimeError(f"the policy did not end the session within {limit} calls")
-    return {"fields": session.record_fields(), "calls": session.transcript, "scores": session.scores,
-            "return": session.total_reward, "truncated": False, "end_reason": session.end_reason}
-
-
-def table_play(session_class):
-    """``World.play`` of a world whose tool session is ``session_class``: :func:`play_policy` over it."""
-    return partial(play_policy, session_class)
-
-
-__all__ = ["Field", "Refusal", "TableToolSession", "per_session", "play_policy", "schema_of", "spec_of", "table_play", "tool",
-           "tool_table"]
+__all__ = ["Field", "Refusal", "TableToolSession", "per_session", "schema_of", "spec_of", "tool", "tool_table"]

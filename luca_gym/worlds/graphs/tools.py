@@ -19,7 +19,7 @@ and the session ends, solved, the first time the matrix is right; under
 ``"final"`` it submits one matrix. A session ends with ``end_reason`` "end"
 whoever ended it (the agent or the rules), as every world's does.
 :data:`play_dag` / :data:`play_relational` play a scripted policy through
-the same session (:func:`luca_gym.tools.table.play_policy`).
+the same session (:func:`luca_gym.tools.play.play_policy`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ from typing import Annotated, Literal
 import numpy as np
 
 from luca_gym.tools.session import MAX_PAYLOAD
-from luca_gym.tools.table import Field, TableToolSession, table_play, tool_table
+from luca_gym.tools.play import table_play
+from luca_gym.tools.table import Field, TableToolSession, tool_table
 from luca_gym.worlds.graphs import core
 from luca_gym.worlds.graphs.config import MAX_NODES, DagConfig, RelationalConfig
 
