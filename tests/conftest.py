@@ -50,7 +50,7 @@ SLOW = {
     "tests/test_device_check.py::test_smoke_run_writes_every_section_and_cpu_parity_is_exact": "every device-check section",
     # training runs
     "tests/test_integration_gymnax.py": "gymnax and a purejaxrl-style PPO (an optional integration)",
-    "tests/test_pergene.py": "the per-gene policy: a PPO run and a second size",
+    "tests/test_entity_attention.py": "the entity network: a PPO run and a second size",
     "tests/test_ppo.py::test_rescue_features_are_opt_in_and_read_the_measured_table": "a PPO run with the rescue features",
     "tests/test_ppo.py::test_the_checkpoint_refuses_another_size": "a PPO run and a second size",
     # more cases of a check the quick tier makes

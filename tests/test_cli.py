@@ -344,7 +344,7 @@ BAD_TRAIN = [
     (["--n-genes", "3"], ["--n-genes", "3", "4..4096"]),
     (["--analyst", "oracle"], ["analyst", "'oracle'", "logit-additive"]),
     (["--pool-size", "0"], ["--pool-size", "0", "positive integer"]),
-    (["--algo", "maskable-ppo", "--network", "pergene"], ["network", "--algo ppo and bc", "not maskable-ppo"]),
+    (["--algo", "maskable-ppo", "--network", "entity"], ["network", "--algo ppo and bc", "not maskable-ppo"]),
     (["--algo", "bc", "--teacher", "causal-sweep"], ["--teacher", "'causal-sweep'", "unknown", "allowed causal-sweep-flat"]),
     (["--algo", "bc", "--world", "biobank"], ["--algo", "bc needs a world with a flat codec", "'biobank'"]),
     (["--algo", "bc", "--epochs", "0"], ["--epochs", "0 not allowed", "positive integer"]),
@@ -357,8 +357,8 @@ BAD_TRAIN = [
     (["--learning-rate", "-1"], ["--learning-rate", "-1.0 not allowed"]),
     (["--ent-coef", "nan"], ["--ent-coef", "nan not allowed"]),
     (["--algo", "bc", "--learning-rate", "0.1"], ["--learning-rate", "--algo ppo only", "not bc"]),
-    (["--network", "transformer"], ["network", "'transformer'", "'mlp', 'pergene', 'recurrent'"]),
-    (["--world", "dag", "--set", "observation=raw", "--network", "pergene"],
+    (["--network", "transformer"], ["network", "'transformer'", "'mlp', 'entity', 'recurrent'"]),
+    (["--world", "dag", "--set", "observation=raw", "--network", "entity"],
      ["network", "observation='raw' has no token layout", "network='mlp'"]),
     *[(["--budget", v], ["--budget", words]) for v, words in
       (("0", "0 not allowed; an integer in 1..65536"), ("-1", "-1 not allowed"), ("8.5", "8.5 not allowed"),
@@ -521,7 +521,7 @@ def test_train_budget_reaches_the_run_config(tmp_path, capsys, monkeypatch, algo
 
 
 def test_train_network_reaches_the_ppo_config(tmp_path, capsys, monkeypatch):
-    """``train --network pergene`` builds the per-gene network; the default stays the MLP."""
+    """``train --network entity`` builds the entity network; the default stays the MLP."""
     from luca_gym.agents import ppo
 
     seen = []
@@ -532,10 +532,10 @@ def test_train_network_reaches_the_ppo_config(tmp_path, capsys, monkeypatch):
 
     monkeypatch.setattr(ppo, "train", fake_ppo)
     base = ["train", "--steps", "32768", "--quiet"]
-    assert main([*base, "--network", "pergene", "--out", str(tmp_path / "pg")]) == 0
+    assert main([*base, "--network", "entity", "--out", str(tmp_path / "entity")]) == 0
     assert main([*base, "--out", str(tmp_path / "mlp")]) == 0
     capsys.readouterr()
-    assert seen == [("pergene", "pergene"), ("mlp", "mlp")]
+    assert seen == [("entity", "entity"), ("mlp", "mlp")]
 
 
 def test_train_learning_rate_and_entropy_reach_the_ppo_config(tmp_path, capsys, monkeypatch):

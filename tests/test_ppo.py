@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -18,7 +19,7 @@ import numpy as np
 import pytest
 
 from luca_gym import functional as F
-from luca_gym.agents import FlatPolicy, ppo
+from luca_gym.agents import FlatPolicy, entity_attention, ppo
 from luca_gym.cli import main
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -178,6 +179,51 @@ def test_a_corrupt_checkpoint_is_named(run, tmp_path):
     (tmp_path / ppo.CONFIG_FILE).write_text("{not json")
     with pytest.raises(ppo.CheckpointError, match="config.json: corrupt"):
         ppo.load(str(tmp_path))
+
+
+PERGENE_RUN = Path(__file__).parent / "data" / "ppo_run_pergene"
+
+
+def test_a_run_folder_that_says_pergene_loads_as_the_entity_network_and_acts_the_same(tmp_path, capsys, monkeypatch):
+    """"pergene", the entity network's former name: ``tests/data/ppo_run_pergene``
+    was written by the code before the rename (``ppo.save`` of a dag config,
+    n_nodes 4, n_states 3, ``network="pergene"``, width 8, one attention
+    block of 2 heads, its weights moved off their initial values by seeded
+    noise); ``expected.json`` holds that code's masked logits, values and
+    greedy actions on 16 seeded random vectors and masks. The folder loads
+    as the entity network and acts as it did; saved again it says "entity";
+    ``PPOConfig(network="pergene")`` and ``train --network pergene`` (a
+    warm start from the folder included) read as "entity"."""
+    old = json.loads((PERGENE_RUN / ppo.CONFIG_FILE).read_text())["config"]
+    assert old["network"] == "pergene"
+    config, network = ppo.load_network(str(PERGENE_RUN))
+    assert config.network == "entity" and isinstance(network, entity_attention.EntityAttentionNetwork)
+    assert config == ppo.PPOConfig.from_json({**old, "network": "entity"})
+    assert ppo.PPOConfig("dag", config.settings, network="pergene") == ppo.PPOConfig("dag", config.settings, network="entity")
+    expected = json.loads((PERGENE_RUN / "expected.json").read_text())
+    obs, mask = np.array(expected["obs"], np.float32), np.array(expected["mask"], bool)
+    logits, value = ppo.apply(network, jnp.asarray(obs), jnp.asarray(mask))
+    np.testing.assert_allclose(np.asarray(logits), expected["logits"], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(value), expected["value"], rtol=1e-5, atol=1e-5)
+    policy = ppo.load(str(PERGENE_RUN))
+    assert [policy.choose(o, m, np.random.default_rng(0)) for o, m in zip(obs, mask)] == expected["actions"]
+    assert len(set(expected["actions"])) > 2  # not one action everywhere
+    ppo.save(str(tmp_path / "again"), config, network)
+    assert json.loads((tmp_path / "again" / ppo.CONFIG_FILE).read_text())["config"]["network"] == "entity"
+
+    seen = []
+
+    def fake_ppo(config, out, progress, network=None, started_from=None):
+        seen.append((config.network, network is not None))
+        return {"env_steps": 1, "steps": 1, "wall_s": 1.0, "steps_per_s": None, "final_score": 0.5}
+
+    monkeypatch.setattr(ppo, "train", fake_ppo)
+    dag = ["train", "--world", "dag", "--set", "n_nodes=4", "--set", "n_states=3", "--steps", "512", "--num-envs", "16",
+           "--quiet", "--network", "pergene"]
+    assert main([*dag, "--out", str(tmp_path / "fresh")]) == 0
+    assert main([*dag, "--init", str(PERGENE_RUN), "--out", str(tmp_path / "warm")]) == 0
+    capsys.readouterr()
+    assert seen == [("entity", False), ("entity", True)]
 
 
 def test_train_starts_from_a_given_network(run):

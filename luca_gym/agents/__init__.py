@@ -1,12 +1,20 @@
-"""Learned agents: policies over the flat action space (:mod:`luca_gym.worlds.luca.core.flat`)
+"""Learned agents for any world with a flat codec
+(:class:`luca_gym.protocol.FlatCodec`): policies over its flat action space
 that run through the same harness as the baselines.
 
 * :class:`FlatPolicy` -- a learned agent as a harness policy.
 * :mod:`luca_gym.agents.ppo` -- PPO in pure JAX: :class:`PPOConfig`,
   :func:`train_ppo`, :func:`load_ppo` (a run folder -> a greedy FlatPolicy).
-* :mod:`luca_gym.agents.pergene` -- the permutation-equivariant network over
-  genes and signals (equinox) that PPO trains with ``network="pergene"``: one
-  set of weights acts at every organism size.
+* :mod:`luca_gym.agents.entity_attention` -- the permutation-equivariant
+  network over a world's entities (equinox; LUCA's genes and signals, a
+  graph's nodes: the codec's token layout) that PPO trains with
+  ``network="entity"``: one set of weights acts on any number of entities
+  of the same features (LUCA: at every organism size).
+* :mod:`luca_gym.agents.recurrent` -- a GRU memory through each session
+  (``network="recurrent"``).
+* :mod:`luca_gym.agents.bc` -- behaviour cloning of one of a world's flat
+  baselines; :mod:`luca_gym.agents.warm_start` -- a PPO run from another
+  run's weights.
 * ``luca_gym.agents.sb3`` -- MaskablePPO from sb3-contrib (the ``rl`` extra).
 """
 

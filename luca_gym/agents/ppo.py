@@ -1,21 +1,23 @@
-"""PPO in pure JAX on the flat env (:mod:`luca_gym.functional`): an
-actor-critic over the flat observation vector (``network="mlp"``, one size of
-organism; or ``network="pergene"``, :mod:`luca_gym.agents.pergene`, one token
-per gene and signal, the same weights at every size; or
-``network="recurrent"``, :mod:`luca_gym.agents.recurrent`, a GRU carrying a
-memory through each session, for observations that leave the history to
-the learner), a masked categorical
-over the K flat actions, GAE, the clipped objective with an entropy bonus and
-a value loss, Adam with gradient clipping (optax).
+"""PPO in pure JAX on any world's flat env (:mod:`luca_gym.functional`): an
+actor-critic over the flat observation vector (``network="mlp"``, one
+instance size; or ``network="entity"``,
+:mod:`luca_gym.agents.entity_attention`, attention over one token per entity
+of the world's token layout -- LUCA's genes and signals, a graph's nodes --
+the same weights for any number of entities of the same features, LUCA's at
+every N; or ``network="recurrent"``, :mod:`luca_gym.agents.recurrent`, a GRU
+carrying a memory through each session, for observations that leave the
+history to the learner), a masked categorical over the K flat actions, GAE,
+the clipped objective with an entropy bonus and a value loss, Adam with
+gradient clipping (optax).
 
 One call of :func:`update` is one jitted program: a rollout of ``num_envs x
-num_steps`` steps (autoreset on pool organisms), GAE, then ``epochs`` passes
+num_steps`` steps (autoreset on the pool's instances), GAE, then ``epochs`` passes
 of ``minibatches`` minibatches. :func:`train` calls it in a Python loop for
 progress reporting, and writes a run folder:
 
 * ``config.json`` -- the :class:`PPOConfig` and the network's sizes;
 * ``params.npz`` -- the network weights (``actor/0/w``, ``actor/0/b``, ...,
-  ``actor_linear/w``, ``critic/0/w``, ...; a per-gene network's
+  ``actor_linear/w``, ``critic/0/w``, ...; an entity network's
   ``blocks/0/qkv/weight``, ...);
 * ``learning_curve.csv`` / ``.png`` -- per update: env steps, wall seconds,
   mean episode return and mean headline score (LUCA's composite) over the
@@ -34,16 +36,17 @@ A run stopped before its first update (Ctrl-C, an error) leaves no run folder
 it created (:func:`remove_unfinished_run`); one stopped later keeps its curve.
 
 :func:`load` turns a run folder into a :class:`~luca_gym.agents.FlatPolicy`
-(greedy: the legal action of highest logit) for the evaluation harness; a
-per-gene checkpoint plays sessions of any organism size (:func:`bind`).
-Training organisms come from seeds ``pool_start`` (10_000) up, disjoint from
+(greedy: the legal action of highest logit) for the evaluation harness; an
+entity network's checkpoint plays sessions of any size of the same token
+layout signature (LUCA's: any N) (:func:`bind`).
+Training instances come from seeds ``pool_start`` (10_000) up, disjoint from
 the evaluation seeds 0-19.
 
 One module, as purejaxrl writes PPO, because the algorithm is read top to
 bottom as one piece: its config, the actor-critic's apply, the jitted
 update (rollout, GAE, loss, minibatches) and the training loop around it,
 then saving and loading what it trained; the networks beyond the MLP
-(:mod:`~luca_gym.agents.pergene`, :mod:`~luca_gym.agents.recurrent`) and
+(:mod:`~luca_gym.agents.entity_attention`, :mod:`~luca_gym.agents.recurrent`) and
 the flat env it runs on (:mod:`luca_gym.functional`) live apart.
 """
 
@@ -66,12 +69,14 @@ import optax
 
 from luca_gym import __version__, worlds
 from luca_gym import functional as F
-from luca_gym.agents import pergene, recurrent
+from luca_gym.agents import entity_attention, recurrent
 from luca_gym.agents.base import FlatPolicy
 from luca_gym.protocol import LEGACY_WORLD
 from luca_gym.validate import check_bool, check_positive_int, check_seed, short_repr
 
-NETWORKS = ("mlp", "pergene", "recurrent")  # PPOConfig.network: over the whole vector, one token per entity, a GRU
+NETWORKS = ("mlp", "entity", "recurrent")  # PPOConfig.network: over the whole vector, one token per entity, a GRU
+# A network's former name -> its name: run folders written before the rename store "pergene", and it is still taken.
+FORMER_NETWORK_NAMES = {"pergene": "entity"}
 MASKED_LOGIT = -1e9  # a masked action's logit: probability exactly 0 in float32, and no NaN from -inf
 CONFIG_FILE, PARAMS_FILE, SUMMARY_FILE = "config.json", "params.npz", "summary.json"
 CURVE_CSV, CURVE_PNG = "learning_curve.csv", "learning_curve.png"
@@ -134,12 +139,18 @@ class PPOConfig:
         hidden: hidden layer widths of the actor and of the critic (tanh;
             network "mlp").
         network: "mlp" (:func:`init_network`: over the whole vector, so tied
-            to the codec's size) or "pergene" (:mod:`luca_gym.agents.pergene`:
-            one token per gene and signal, the same weights at every size;
-            the world's codec must have ``token_layout()``).
-        token_width, attention_layers, attention_heads: the per-gene
+            to the codec's size), "entity"
+            (:mod:`luca_gym.agents.entity_attention`: attention over one
+            token per entity, LUCA's genes and signals, a graph's nodes; the
+            same weights act at every size whose entities have the same
+            features, LUCA's at every N; the world's codec must have
+            ``token_layout()``) or "recurrent" (below). "pergene", the
+            entity network's former name (:data:`FORMER_NETWORK_NAMES`),
+            reads as "entity": a config or run folder that says it loads as
+            the entity network.
+        token_width, attention_layers, attention_heads: the entity
             network's token width, transformer blocks and attention heads
-            (network "pergene"; the heads divide the width).
+            (network "entity"; the heads divide the width).
         memory_width: the recurrent network's memory (GRU) width (network
             "recurrent", which needs a codec whose observation leaves the
             history to the learner: the graph worlds' ``observation="raw"``;
@@ -182,6 +193,8 @@ class PPOConfig:
     def __init__(self, world: str, settings=(), **kwargs):
         hyper = {f.name: f.default for f in dataclasses.fields(PPOConfig) if f.name not in _WORLD_FIELDS}
         given = {k: kwargs.pop(k) for k in list(kwargs) if k in hyper}
+        if isinstance(given.get("network"), str):
+            given["network"] = FORMER_NETWORK_NAMES.get(given["network"], given["network"])
         try:
             settings = {**dict(settings), **kwargs}
         except (TypeError, ValueError):
@@ -227,8 +240,8 @@ class PPOConfig:
         if self.token_width % self.attention_heads:
             raise ValueError(f"attention_heads: {self.attention_heads} does not divide token_width {self.token_width}; "
                              "allowed a divisor of it")
-        if self.network == "pergene":
-            pergene.TokenLayout.of(codec)  # ValueError naming the world if its codec has no token layout
+        if self.network == "entity":
+            entity_attention.TokenLayout.of(codec)  # ValueError naming the world if its codec has no token layout
         for name in ("memory_width", "devices"):
             check_positive_int(getattr(self, name), name)
         if self.network == "recurrent":
@@ -272,30 +285,43 @@ class PPOConfig:
     def from_json(cls, data: dict) -> "PPOConfig":
         """Inverse of :meth:`to_json` (ValueError on an unknown or bad field). A
         config written before worlds (LUCA's ``tier``, ``mode``, ``n_genes``,
-        ``budget`` and ``analyst`` at the top level) reads as LUCA's."""
+        ``budget`` and ``analyst`` at the top level) reads as LUCA's
+        (:func:`top_level_settings`); one that names the network "pergene"
+        reads as the entity network (:data:`FORMER_NETWORK_NAMES`)."""
         data = dict(data)
         hyper = {f.name for f in dataclasses.fields(cls)} - set(_WORLD_FIELDS)
         world, settings = data.pop("world", LEGACY_WORLD), dict(data.pop("settings", {}))
-        if "world" not in data and not settings:  # format 1: LUCA's settings at the top level
-            settings = {k: data.pop(k) for k in _LEGACY_LUCA if k in data}
+        if "world" not in data and not settings:  # format 1: the world's settings at the top level
+            settings = top_level_settings(worlds.get(world), data)
+            data = {k: v for k, v in data.items() if k not in settings}
         unknown = set(data) - hyper
         if unknown:
             raise ValueError(f"config: unknown fields {', '.join(sorted(unknown))}")
         return cls(world, settings, **{**data, "hidden": tuple(data.get("hidden", cls.hidden))})
 
 
-_LEGACY_LUCA = ("tier", "mode", "n_genes", "budget", "analyst")
-
-
-def _factory_defaults(world) -> dict:
-    """The keyword defaults of ``world``'s flat codec factory."""
+def _factory_parameters(world) -> dict:
+    """The named parameters of ``world``'s flat codec factory (``inspect.Parameter`` by name)."""
     import inspect
 
     from luca_gym.protocol import load
 
-    signature = inspect.signature(load(world.flat))
-    return {name: p.default for name, p in signature.parameters.items()
-            if p.default is not inspect.Parameter.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    return {name: p for name, p in inspect.signature(load(world.flat)).parameters.items()
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+
+def _factory_defaults(world) -> dict:
+    """The keyword defaults of ``world``'s flat codec factory."""
+    return {name: p.default for name, p in _factory_parameters(world).items() if p.default is not p.empty}
+
+
+def top_level_settings(world, data: dict) -> dict:
+    """The entries of a run's config ``data`` that are settings of
+    ``world``'s flat codec (its factory's parameters): a config written before
+    configs kept the codec's settings apart (a PPO run's of format 1, an SB3
+    run's: LUCA's ``tier``, ``mode``, ``n_genes``, ``budget``, ``analyst``)
+    holds them at its top level, beside the run's own fields."""
+    return {name: data[name] for name in _factory_parameters(world) if name in data}
 
 
 # -- the network ------------------------------------------------------------------
@@ -336,28 +362,31 @@ def _mlp(layers: list, x: jax.Array) -> jax.Array:
 
 def make_network(key: jax.Array, config: PPOConfig, env: F.FlatEnv):
     """A fresh network of ``config.network`` for ``env``: the MLP's weights
-    (:func:`init_network`, a dict) or a :class:`~luca_gym.agents.pergene.PerGeneNetwork`
-    on ``env``'s token layout."""
-    if config.network == "pergene":
-        return pergene.init(key, pergene.TokenLayout.of(env), config.token_width, config.attention_layers,
-                            config.attention_heads)
+    (:func:`init_network`, a dict), an
+    :class:`~luca_gym.agents.entity_attention.EntityAttentionNetwork` on
+    ``env``'s token layout or a recurrent network."""
+    if config.network == "entity":
+        return entity_attention.init(key, entity_attention.TokenLayout.of(env), config.token_width,
+                                     config.attention_layers, config.attention_heads)
     if config.network == "recurrent":
         return recurrent.init(key, env.observation_size, env.num_actions, config.memory_width)
     return init_network(key, env.observation_size, env.num_actions, config.hidden)
 
 
 def bind(network, env: F.FlatEnv, trained_on: str = "its training codec"):
-    """``network`` for sessions of ``env``'s size: a per-gene network's same
-    weights on ``env``'s token layout (:func:`luca_gym.agents.pergene.rebind`);
+    """``network`` for sessions of ``env``'s size: an entity network's same
+    weights on ``env``'s token layout (:func:`luca_gym.agents.entity_attention.rebind`);
     an MLP's weights unchanged where ``env`` has its sizes, else ValueError
-    naming both (an MLP is tied to one size; ``network="pergene"`` is not)."""
-    if isinstance(network, pergene.PerGeneNetwork):
-        return pergene.rebind(network, pergene.TokenLayout.of(env))
+    naming both (an MLP is tied to one size; ``network="entity"`` acts at
+    every size of the same token layout signature)."""
+    if isinstance(network, entity_attention.EntityAttentionNetwork):
+        return entity_attention.rebind(network, entity_attention.TokenLayout.of(env))
     size, actions = _sizes(network)
     if (size, actions) != (env.observation_size, env.num_actions):
         raise ValueError(f"network: an MLP trained on {trained_on} (observation size {size}, {actions} actions) cannot "
                          f"act on {env.describe()} (observation size {env.observation_size}, {env.num_actions} actions); "
-                         "an MLP acts at one size only: train with network='pergene' to act at every size")
+                         "an MLP acts at one size only: train with network='entity' to act at every size where the world's "
+                         "entities keep their features (LUCA: every N)")
     return network
 
 
@@ -395,11 +424,11 @@ def apply_step(network, memory: jax.Array, obs: jax.Array, mask: jax.Array, star
 def apply(network, obs: jax.Array, mask: jax.Array) -> tuple[jax.Array, jax.Array]:
     """(masked logits float32 (B, K), value float32 (B,)) for observations
     float32 (B, D) and masks bool (B, K); a masked action's logit is
-    :data:`MASKED_LOGIT`. ``network`` is the MLP's weights or a per-gene
+    :data:`MASKED_LOGIT`. ``network`` is the MLP's weights or an entity
     network (a recurrent one acts through :func:`apply_step`)."""
     if is_recurrent(network):
         raise ValueError("network: a recurrent network acts with its memory; use apply_step")
-    if isinstance(network, pergene.PerGeneNetwork):
+    if isinstance(network, entity_attention.EntityAttentionNetwork):
         logits, value = network(obs)
         return jnp.where(mask, logits, MASKED_LOGIT), value
     logits = _mlp(network["actor"], obs) + obs @ network["actor_linear"]["w"]
@@ -424,12 +453,12 @@ def greedy_policy(network: dict, key: jax.Array, obs: jax.Array, mask: jax.Array
 @dataclass(frozen=True)
 class Runner:
     """Everything an update carries to the next: the weights (the MLP's dict,
-    a per-gene or a recurrent network), Adam's state, the envs (FlatState
+    an entity or a recurrent network), Adam's state, the envs (FlatState
     batched (B,)), their observation float32 (B, D) and mask bool (B, K),
     the PRNG key, the network's memory float32 (B, H) ((B, 0) without one)
     and whether each observation is a session's first, bool (B,)."""
 
-    network: dict | pergene.PerGeneNetwork | recurrent.RecurrentNetwork
+    network: dict | entity_attention.EntityAttentionNetwork | recurrent.RecurrentNetwork
     opt_state: optax.OptState
     state: F.FlatState
     obs: jax.Array
@@ -585,7 +614,7 @@ def update(runner: Runner, pool: F.Pool, hyper: dict, env: F.FlatEnv, num_steps:
 def plan(config: PPOConfig) -> str:
     """One line saying what :func:`train` runs for ``config``: the env steps
     (whole updates, so ``steps`` rounded down), the learning rate's
-    schedule, whose horizon is the run's length, and the per-gene network's
+    schedule, whose horizon is the run's length, and the entity network's
     sizes where it is the one."""
     run = config.num_updates * config.batch_size
     rounded = "" if run == config.steps else f" ({config.steps:,} rounded down to whole updates)"
@@ -594,9 +623,9 @@ def plan(config: PPOConfig) -> str:
                 "(the step count sets both the run's length and the schedule's horizon)")
     else:
         rate = f"learning rate {config.learning_rate:g}, constant"
-    network = {"mlp": "", "pergene": (
-        f"; the per-gene network (tokens of width {config.token_width}, {config.attention_layers} attention blocks of "
-        f"{config.attention_heads} heads: the same weights act at every organism size)"),
+    network = {"mlp": "", "entity": (
+        f"; the entity network (tokens of width {config.token_width}, {config.attention_layers} attention blocks of "
+        f"{config.attention_heads} heads: the same weights act at every size of its token layout's signature)"),
         "recurrent": (f"; the recurrent network (a GRU memory of width {config.memory_width}, reset at each session's "
                       f"start; minibatches of {config.num_envs // config.minibatches} whole env trajectories)")}[config.network]
     devices = "" if config.devices == 1 else f"; the envs split over {config.devices} devices ({config.num_envs // config.devices} each)"
@@ -814,7 +843,7 @@ def load_network(path: str) -> tuple[PPOConfig, dict]:
 
 
 def _leaf_name(path) -> str:
-    """A weight's name in params.npz, e.g. ``actor/0/w`` (a per-gene network's ``blocks/0/qkv/weight``)."""
+    """A weight's name in params.npz, e.g. ``actor/0/w`` (an entity network's ``blocks/0/qkv/weight``)."""
     return "/".join(str(getattr(k, "key", getattr(k, "idx", getattr(k, "name", k)))) for k in path)
 
 
@@ -865,15 +894,16 @@ def play_greedy(network, env: F.FlatEnv, instances, num_steps: int) -> dict:
 class NetworkPolicy(FlatPolicy):
     """A trained network as a harness policy: greedy (the legal action of
     highest logit). Each session binds the network to the session's codec
-    (:func:`bind`): a per-gene network acts at every organism size with the
-    same weights, an MLP at its training size only (ValueError at ``reset``
-    naming both sizes otherwise). A recurrent network's memory starts from
+    (:func:`bind`): an entity network acts at every size of its layout's
+    signature (LUCA's: every N) with the same weights, an MLP at its
+    training size only (ValueError at ``reset`` naming both sizes
+    otherwise). A recurrent network's memory starts from
     zero at ``reset`` and is carried through the session's actions (edits
     of a raw codec's matrix included).
 
     Args:
         name: the agent's name (``ppo:<path>``).
-        network: the MLP's weights, a per-gene or a recurrent network.
+        network: the MLP's weights, an entity or a recurrent network.
         codec: the flat codec it was trained on.
     """
 
@@ -894,7 +924,7 @@ class NetworkPolicy(FlatPolicy):
 
     def _choose(self, vector: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> int:
         network = self.session_network
-        if isinstance(network, pergene.PerGeneNetwork):
+        if isinstance(network, entity_attention.EntityAttentionNetwork):
             size, actions = network.layout.observation_size, network.layout.num_actions
         else:
             size, actions = _sizes(network)
@@ -911,7 +941,8 @@ class NetworkPolicy(FlatPolicy):
 
 def load(path: str) -> NetworkPolicy:
     """The run folder's policy for the harness (:class:`NetworkPolicy`),
-    named ``ppo:<path>``. A per-gene network plays sessions of any size; an
+    named ``ppo:<path>``. An entity network plays sessions of any size of its
+    layout's signature (LUCA's: any N); an
     MLP's session of another size raises ValueError naming both."""
     config, network = load_network(path)
     return NetworkPolicy(f"ppo:{path}", network, config.make_env())

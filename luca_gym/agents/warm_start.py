@@ -43,4 +43,4 @@ def check_warm_start(init: str, network, trained: ppo.PPOConfig, config: ppo.PPO
         raise ValueError(f"init: {init}'s {trained.network} network does not fit {env.describe()} (observation size "
                          f"{env.observation_size}, {env.num_actions} actions); it was trained with {given}: give the "
                          "settings that change the observation or action layout as they were"
-                         + (" (its per-gene network plays any n_genes)" if trained.network == "pergene" else ""))
+                         + (" (its entity network plays any number of entities)" if trained.network == "entity" else ""))

@@ -41,9 +41,9 @@ def add_parser(sub, world, flag_world) -> None:
     p = sub.add_parser("train", help=text, description=described("train", text, world))
     p.add_argument("--world", default=DEFAULT_WORLD, help=WORLD_HELP + " (one with a flat codec)")
     p.add_argument("--algo", default="ppo", metavar="{" + ",".join(TRAIN_ALGOS) + "}",
-                   help="ppo (pure JAX, this package, any world with a flat codec), maskable-ppo (sb3-contrib, the rl "
-                        "extra; LUCA) or bc (behaviour cloning of one of the world's flat baselines into a JAX network: "
-                        "a PPO run folder, to evaluate as ppo:OUT or fine-tune with --algo ppo --init OUT)")
+                   help="ppo (pure JAX, this package) or maskable-ppo (sb3-contrib, the rl extra), either on any world "
+                        "with a flat codec, or bc (behaviour cloning of one of the world's flat baselines into a JAX "
+                        "network: a PPO run folder, to evaluate as ppo:OUT or fine-tune with --algo ppo --init OUT)")
     p.add_argument("--teacher", default=None, metavar="NAME",
                    help="--algo bc: the flat baseline to clone (default: the world's first; LUCA: causal-sweep-flat)")
     p.add_argument("--epochs", type=int, default=None,
@@ -55,12 +55,15 @@ def add_parser(sub, world, flag_world) -> None:
                    help="--algo ppo: the entropy bonus (default 0.01)")
     p.add_argument("--init", default=None, metavar="RUN",
                    help="--algo ppo: start from this run folder's weights (e.g. a bc run's) and keep its network; the "
-                        "codec settings must give the same observation and action layout (a per-gene network: any n_genes)")
+                        "codec settings must give the same observation and action layout (an entity network: any number of "
+                        "entities, e.g. LUCA's n_genes)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a setting of the world's flat codec (repeatable)")
     p.add_argument("--budget", default=None, metavar="VALUE", help=BUDGET_HELP + "; saved in the run folder's config.json")
-    p.add_argument("--network", default=None, metavar="{mlp,pergene,recurrent}",
-                   help="--algo ppo or bc: the policy network, mlp (default: one N only) or pergene (attention over genes, equinox: "
-                        "one set of weights plays every N; a world whose flat codec has a token layout); --algo ppo: "
+    p.add_argument("--network", default=None, metavar="{mlp,entity,recurrent}",
+                   help="--algo ppo or bc: the policy network, mlp (default: one instance size only) or entity "
+                        "(attention over the world's entities, LUCA's genes and signals or a graph's nodes, equinox: "
+                        "one set of weights plays every size whose entities have the same features, LUCA's every N; a world whose "
+                        "flat codec has a token layout); --algo ppo: "
                         "recurrent (a GRU memory through each session, for an observation that leaves the history to the "
                         "learner: the graph worlds' --set observation=raw, best with --set raw_actions=commit)")
     p.add_argument("--devices", type=int, default=None, metavar="N",
@@ -141,7 +144,7 @@ def _train(args) -> int:
         start = trained = None
         if args.init is not None:
             start, trained = load_warm_start(args.init, world.name)
-            if args.network is not None and args.network != trained.network:
+            if args.network is not None and ppo.FORMER_NETWORK_NAMES.get(args.network, args.network) != trained.network:
                 raise UsageError(f"network: {args.network} differs from --init's network ({trained.network}); "
                                  "leave --network out (a warm start keeps its run's network)")
             hyper |= {name: getattr(trained, name) for name in ARCHITECTURE}

@@ -337,8 +337,8 @@ class GraphFlat:
 
     def token_layout(self) -> dict:
         """Each node's observation slots and flat action, for a policy that
-        treats the nodes as a set (``network="pergene"``,
-        :mod:`luca_gym.agents.pergene`), under ``observation="evidence"``
+        treats the nodes as a set of entities (``network="entity"``,
+        :mod:`luca_gym.agents.entity_attention`), under ``observation="evidence"``
         (either analyst): node i's token reads row i of the matrix (what the
         evidence implies of, or the posterior log-odds of, the pairs (i, j):
         its trial tests them) and its interventions, and scores intervening

@@ -271,7 +271,8 @@ def observation_vector(obs: dict, params: EnvParams) -> jax.Array:
 def token_layout(params: EnvParams) -> dict:
     """Which slots of :func:`observation_vector` and which of the K flat
     actions belong to each gene and each signal, for a policy that treats
-    genes (and signals) as a set (:mod:`luca_gym.agents.pergene`).
+    genes (and signals) as sets of entities (``network="entity"``,
+    :mod:`luca_gym.agents.entity_attention`).
 
     Returns a dict of int32 arrays:
 

@@ -1,10 +1,14 @@
-"""The per-gene policy (:mod:`luca_gym.agents.pergene`) and the token layout
-it reads (:func:`luca_gym.worlds.luca.core.flat.token_layout`): every
-observation slot and every flat action belongs to exactly one token, and
-permuting genes in the observation permutes exactly the genes' slots; the
-network is permutation-equivariant; one set of weights acts at N=20, 40 and
-80; PPO trains it, and its checkpoint loads back and plays a session of
-another size, where an MLP's refuses clearly.
+"""The entity network (:mod:`luca_gym.agents.entity_attention`) on LUCA, the
+world whose token layout has two groups of entities (genes and signals), and
+the layout it reads (:func:`luca_gym.worlds.luca.core.flat.token_layout`):
+every observation slot and every flat action belongs to exactly one token,
+and permuting genes in the observation permutes exactly the genes' slots;
+the network is permutation-equivariant; one set of weights acts at N=20, 40
+and 80; PPO trains it, and its checkpoint loads back and plays a session of
+another size, where an MLP's refuses clearly. Then on the graph worlds,
+whose layout has one group (nodes): node tokens equivariant, greedy
+sessions played to their end, another n refused (a node's features grow
+with n).
 
 One tiny PPO run (8 envs x 8 steps, a network of width 8) serves the module.
 """
@@ -17,7 +21,7 @@ import numpy as np
 import pytest
 
 from luca_gym import functional as F
-from luca_gym.agents import FlatPolicy, pergene, ppo
+from luca_gym.agents import FlatPolicy, entity_attention, ppo
 from luca_gym.worlds.luca import core
 from luca_gym.worlds.luca import generator as world
 from luca_gym.worlds.luca.core import flat
@@ -25,9 +29,9 @@ from luca_gym.worlds.luca.evaluation import play_policy
 from luca_gym.worlds.luca.spec import DAMPEN, N_PHENOTYPES
 
 # One worker runs the module: its module fixtures (sessions, a trained run) are built once, not once per worker.
-pytestmark = pytest.mark.xdist_group("pergene")
+pytestmark = pytest.mark.xdist_group("entity_attention")
 
-TINY = dict(world="luca", tier="easy", n_genes=20, mode="healthy", network="pergene", steps=64, num_envs=8, num_steps=8, epochs=1,
+TINY = dict(world="luca", tier="easy", n_genes=20, mode="healthy", network="entity", steps=64, num_envs=8, num_steps=8, epochs=1,
             minibatches=2, pool_size=8, token_width=8, attention_layers=1, attention_heads=2, seed=1)
 
 
@@ -59,7 +63,7 @@ def test_every_slot_and_every_action_belongs_to_one_token(n_genes, mode):
         assert names[signal_actions[k]].tolist() == [f"experiment ACTIVATE s{k}", f"diagnose s{k} PERSIST",
                                                      f"rescue ACTIVATE s{k}"]
     assert spec["global_obs"].size == _layout(20)["global_obs"].size  # the global token's width is the same at every N
-    assert pergene.TokenLayout.of(F.make_env("medium", n_genes, mode, world="luca")).observation_size == flat.observation_size(params)
+    assert entity_attention.TokenLayout.of(F.make_env("medium", n_genes, mode, world="luca")).observation_size == flat.observation_size(params)
 
 
 def _random_observation(params, rng):
@@ -138,13 +142,13 @@ def test_the_rescue_features_go_to_their_own_tokens_and_the_units_left_to_the_gl
 
 @pytest.fixture(scope="module")
 def layouts():
-    return {n: pergene.TokenLayout.of(F.make_env("medium", n, "healthy", world="luca")) for n in (20, 40, 80)}
+    return {n: entity_attention.TokenLayout.of(F.make_env("medium", n, "healthy", world="luca")) for n in (20, 40, 80)}
 
 
 @pytest.fixture(scope="module")
 def network(layouts):
-    """A per-gene network at N=20 with every weight random (no zero paths)."""
-    net = pergene.init(jax.random.PRNGKey(0), layouts[20], width=16, layers=2, heads=4)
+    """An entity network at N=20 with every weight random (no zero paths)."""
+    net = entity_attention.init(jax.random.PRNGKey(0), layouts[20], width=16, layers=2, heads=4)
     leaves, treedef = jax.tree_util.tree_flatten(net)
     keys = jax.random.split(jax.random.PRNGKey(1), len(leaves))
     return jax.tree_util.tree_unflatten(treedef, [x + 0.3 * jax.random.normal(k, x.shape) for x, k in zip(leaves, keys)])
@@ -173,7 +177,7 @@ def test_the_same_weights_act_at_every_size(network, layouts):
     leaves = jax.tree_util.tree_leaves(network)
     for n in (40, 80):
         lay = layouts[n]
-        bound = pergene.rebind(network, lay)
+        bound = entity_attention.rebind(network, lay)
         assert all(a is b for a, b in zip(jax.tree_util.tree_leaves(bound), leaves)) and len(leaves) == len(
             jax.tree_util.tree_leaves(bound))
         obs = jnp.asarray(rng.uniform(-1, 1, (3, 5, lay.observation_size)), jnp.float32)
@@ -183,46 +187,78 @@ def test_the_same_weights_act_at_every_size(network, layouts):
         assert actions.shape == (3, 5) and np.take_along_axis(np.asarray(mask), actions[..., None], -1).all()
         logits, value = jax.jit(lambda net, o: net(o))(bound, obs)
         assert logits.shape == (3, 5, lay.num_actions) and value.shape == (3, 5) and bool(jnp.isfinite(logits).all())
-    other = pergene.TokenLayout(np.arange(3), np.arange(2), (("gene", np.arange(3, 7).reshape(2, 2), np.arange(2, 6).reshape(2, 2)),))
+    other = entity_attention.TokenLayout(np.arange(3), np.arange(2), (("gene", np.arange(3, 7).reshape(2, 2), np.arange(2, 6).reshape(2, 2)),))
     with pytest.raises(ValueError, match="signature"):
-        pergene.rebind(network, other)
+        entity_attention.rebind(network, other)
+
+
+def test_any_world_with_a_token_layout_gets_the_network_the_graph_worlds_nodes():
+    """One group of entities (the nodes: each reads its row of the evidence
+    matrix and its interventions, and scores intervening on it) and a global
+    token (the budget left; the submission): permuting node tokens permutes
+    the node actions' logits, and the network plays greedy sessions to their
+    end. A node's features are a row of the n x n matrix, so the weights of
+    n_nodes 4 do not fit n_nodes 7: refused, naming both signatures."""
+    small, large = F.make_env(world="dag", n_nodes=4, n_states=3), F.make_env(world="dag", n_nodes=7, n_states=3)
+    lay = entity_attention.TokenLayout.of(small)
+    assert lay.sizes() == {"node": 4} and entity_attention.TokenLayout.of(F.make_env(world="relational", n_houses=5)).sizes() == {"node": 5}
+    net = entity_attention.init(jax.random.PRNGKey(3), lay, width=8, layers=1, heads=2)
+    leaves, treedef = jax.tree_util.tree_flatten(net)
+    keys = jax.random.split(jax.random.PRNGKey(4), len(leaves))
+    net = jax.tree_util.tree_unflatten(treedef, [x + 0.3 * jax.random.normal(k, x.shape) for x, k in zip(leaves, keys)])
+    rng = np.random.default_rng(5)
+    (_, node_obs, node_actions), = lay.groups
+    obs = rng.uniform(-1, 1, (3, lay.observation_size)).astype(np.float32)
+    order = np.array([2, 0, 3, 1])
+    moved = obs.copy()
+    moved[:, node_obs] = obs[:, node_obs[order]]
+    (logits, value), (moved_logits, moved_value) = net(jnp.asarray(obs)), net(jnp.asarray(moved))
+    logits, moved_logits = np.asarray(logits), np.asarray(moved_logits)
+    np.testing.assert_allclose(moved_logits[:, node_actions], logits[:, node_actions[order]], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(moved_logits[:, lay.global_actions], logits[:, lay.global_actions], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(moved_value), np.asarray(value), rtol=1e-4, atol=1e-5)
+    assert np.ptp(logits[:, node_actions[:, 0]], axis=1).min() > 1e-3  # the nodes' logits differ: not trivially equal
+    played = jax.device_get(ppo.play_greedy(net, small, small.instances([0, 1, 2]), small.max_calls))
+    assert played["ended"].all() and ((0 <= played["score"]) & (played["score"] <= 1)).all()
+    with pytest.raises(ValueError, match=r"signature \(1, 1, \(\('node', 8, 1\),\)\).*network's \(1, 1, \(\('node', 5, 1\),\)\)"):
+        ppo.bind(net, large)
 
 
 def test_a_bad_layout_is_refused():
     with pytest.raises(ValueError, match="each slot"):
-        pergene.TokenLayout(np.array([0, 0]), np.arange(2), ())
+        entity_attention.TokenLayout(np.array([0, 0]), np.arange(2), ())
     with pytest.raises(ValueError, match="each flat action"):
-        pergene.TokenLayout(np.arange(2), np.array([0, 2]), ())
+        entity_attention.TokenLayout(np.arange(2), np.array([0, 2]), ())
     with pytest.raises(ValueError, match="token_layout"):
-        pergene.TokenLayout.of(object())
+        entity_attention.TokenLayout.of(object())
 
 
 def test_the_config_checks_the_network():
-    with pytest.raises(ValueError, match="network: 'cnn' not allowed; one of 'mlp', 'pergene'"):
+    with pytest.raises(ValueError, match="network: 'cnn' not allowed; one of 'mlp', 'entity', 'recurrent'"):
         ppo.PPOConfig("luca", network="cnn")
     with pytest.raises(ValueError, match="attention_heads: 3 does not divide token_width 32"):
-        ppo.PPOConfig("luca", network="pergene", attention_heads=3)
+        ppo.PPOConfig("luca", network="entity", attention_heads=3)
     with pytest.raises(ValueError, match="token_width"):
-        ppo.PPOConfig("luca", network="pergene", token_width=0)
+        ppo.PPOConfig("luca", network="entity", token_width=0)
     with pytest.raises(ValueError, match="observation='raw' has no token layout; use network='mlp'"):
-        ppo.PPOConfig(world="dag", settings={"observation": "raw"}, network="pergene")
-    assert ppo.PPOConfig(world="dag", network="pergene").network == "pergene"  # the evidence codec has one
+        ppo.PPOConfig(world="dag", settings={"observation": "raw"}, network="entity")
+    assert ppo.PPOConfig(world="dag", network="entity").network == "entity"  # the evidence codec has one
     config = ppo.PPOConfig(**TINY)
-    assert ppo.PPOConfig.from_json(config.to_json()) == config and config.network == "pergene"
+    assert ppo.PPOConfig.from_json(config.to_json()) == config and config.network == "entity"
     assert ppo.PPOConfig("luca").network == "mlp"
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    """A run folder of one tiny PPO update with the per-gene network (N=20)."""
-    out = tmp_path_factory.mktemp("pergene") / "run"
+    """A run folder of one tiny PPO update with the entity network (N=20)."""
+    out = tmp_path_factory.mktemp("entity") / "run"
     summary = ppo.train(ppo.PPOConfig(**TINY), str(out))
     return out, summary
 
 
-def test_ppo_trains_the_per_gene_network(run):
+def test_ppo_trains_the_entity_network(run):
     _, summary = run
-    assert isinstance(summary["network"], pergene.PerGeneNetwork) and summary["env_steps"] == 64
+    assert isinstance(summary["network"], entity_attention.EntityAttentionNetwork) and summary["env_steps"] == 64
     fresh = ppo.make_network(jax.random.PRNGKey(TINY["seed"]), ppo.PPOConfig(**TINY), ppo.PPOConfig(**TINY).make_env())
     changed = [not np.array_equal(a, b) for a, b in zip(jax.tree_util.tree_leaves(summary["network"]),
                                                         jax.tree_util.tree_leaves(fresh))]
@@ -232,7 +268,7 @@ def test_ppo_trains_the_per_gene_network(run):
 def test_the_checkpoint_round_trips_and_plays_another_size(run, tmp_path):
     out, summary = run
     config, network = ppo.load_network(str(out))
-    assert config == ppo.PPOConfig(**TINY) and isinstance(network, pergene.PerGeneNetwork)
+    assert config == ppo.PPOConfig(**TINY) and isinstance(network, entity_attention.EntityAttentionNetwork)
     for a, b in zip(jax.tree_util.tree_leaves(network), jax.tree_util.tree_leaves(summary["network"])):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     policy = ppo.load(str(out))
@@ -247,6 +283,6 @@ def test_an_mlp_checkpoint_refuses_another_size(tmp_path):
     env = config.make_env()
     ppo.save(str(tmp_path), config, ppo.make_network(jax.random.PRNGKey(0), config, env))
     policy = ppo.load(str(tmp_path))
-    with pytest.raises(ValueError, match="an MLP acts at one size only: train with network='pergene'"):
+    with pytest.raises(ValueError, match="an MLP acts at one size only: train with network='entity'"):
         policy.reset(core.make_params("easy", 40, "healthy"), 0)
     policy.reset(core.make_params("easy", 20, "healthy"), 0)  # its own size plays

@@ -1,38 +1,54 @@
-"""A policy over a world's entities (LUCA: genes and signals) that one set of
-weights runs at any organism size: permutation-equivariant, in equinox.
+"""An actor-critic over a world's entities: self-attention over one token
+per entity, permutation-equivariant, one set of weights for any number of
+entities, in equinox (PPO's and behaviour cloning's ``network="entity"``).
 
-The flat observation vector (D,) and the K flat actions grow with the
-instance's size, so an MLP over them is tied to one size. Here the codec says
-which observation slots and which flat actions belong to each entity
-(:meth:`TokenLayout.of`: the codec's ``token_layout()``; LUCA's is
-:func:`luca_gym.worlds.luca.core.flat.token_layout`), and the network reads
-the vector as a set of tokens:
+A world's flat observation vector (D,) and its K flat actions grow with the
+instance's size (more genes, more nodes), so an MLP over them is tied to one
+size. Here the world's flat codec says which observation slots and which
+flat actions belong to each entity, in named groups (:meth:`TokenLayout.of`
+reads the codec's ``token_layout()``): LUCA's groups are its genes and its
+signals (:func:`luca_gym.worlds.luca.core.flat.token_layout`), the graph
+worlds' (dag, relational) their nodes
+(:meth:`luca_gym.worlds.graphs.flat.GraphFlat.token_layout`). Any world whose
+codec has ``token_layout()`` can use the network. It reads the vector as a
+set of tokens:
 
-* one token per entity of each group (LUCA: N genes, S signals): its own
-  features beside the global ones, embedded by the group's linear map;
-* one global token: the slots of no entity (budget left, phase, task codes);
+* one token per entity of each group (LUCA: N genes and S signals; dag: its
+  nodes): the entity's own features beside the global ones, embedded by the
+  group's linear map;
+* one global token: the slots of no entity (LUCA: budget left, phase, task
+  codes; the graph worlds: the budget left);
 * ``layers`` pre-norm transformer blocks: self-attention across all tokens
   (no positions, so permuting a group's entities permutes its tokens), then a
   per-token MLP;
-* per entity, the group's head scores its actions (LUCA's gene: 3
-  experiments, 2 diagnoses, 3 rescues), plus a linear path from the entity's
-  own features (the flat MLP's lesson: "measure what the task still needs" is
-  one input to one logit); the global token with each group's mean token
-  scores the world's other actions and the value.
+* per entity, its group's head scores the entity's actions (LUCA's gene: 3
+  experiments, 2 diagnoses, 3 rescues; a dag node: intervening on it), plus a
+  linear path from the entity's own features (the flat MLP's lesson: much of
+  a good policy is one input to one logit, such as "measure what the task
+  still needs"); the global token with each group's mean token scores the
+  world's other actions (LUCA's reveal, the analyst's answers and end; a
+  graph's submission) and the value.
 
 The logits are put back in the flat action order, so the network is a drop-in
 for the PPO's MLP (:func:`luca_gym.agents.ppo.apply`): same masked
-categorical, same loss. Its weights do not depend on N; the layout is a
+categorical, same loss. Its weights do not depend on the number of entities,
+only on the layout's :meth:`~TokenLayout.signature` (the global token's
+width, and each group's features and actions per entity); the layout is a
 static field, and :func:`rebind` puts the same weights on another size's
-layout.
+layout of the same signature. LUCA's is the same at every N, so one network
+plays every organism size; a graph node's features are its row of the n x n
+evidence matrix, so there the signature, and the weights, are one n's.
 
-Attention is quadratic in the tokens (N + S + 1) and far dearer than the MLP
-on a CPU: PPO with the default sizes (width 32, 2 blocks, 4 heads) ran 789
-steps/s at N=20 on 2 shared cores (``benchmarks/pergene.py``).
+Attention is quadratic in the tokens (LUCA: N + S + 1) and far dearer than
+the MLP on a CPU: PPO with the default sizes (width 32, 2 blocks, 4 heads)
+ran 789 steps/s on LUCA at N=20 on 2 shared cores
+(``benchmarks/entity_attention.py``).
 
 Equinox rather than flax: an equinox module is a plain pytree of arrays, so
 the PPO's ``jax.grad``, ``optax`` and ``jax.jit`` over its weights work
-unchanged, and a checkpoint is the same flat npz of named leaves.
+unchanged, and a checkpoint is the same flat npz of named leaves (named by
+the fields below, not by the class, so a checkpoint does not depend on the
+module's or the class's name).
 """
 
 from __future__ import annotations
@@ -52,13 +68,15 @@ HEAD_SCALE = 0.01  # the heads start near 0, so the first policy is near uniform
 
 class TokenLayout:
     """Which observation slots and flat actions belong to which entity (hashable,
-    compared by value: a static field of :class:`PerGeneNetwork`).
+    compared by value: a static field of :class:`EntityAttentionNetwork`).
 
     Attributes:
         global_obs: int32 (G,) observation slots read by the global token.
         global_actions: int32 (A0,) flat actions scored from the global token.
         groups: ``((name, obs int32 (M, F), actions int32 (M, A)), ...)``:
-            row i of a group's tables is its entity i.
+            one entry per kind of entity (LUCA: "gene" and "signal"; the
+            graph worlds: "node"), row i of its tables its entity i: F
+            features and A actions each, M entities at this size.
         observation_size: D. num_actions: K. inverse: int32 (K,) where each
             flat action's logit lies in the concatenation [global, group 0
             rows, group 1 rows, ...].
@@ -103,12 +121,12 @@ class TokenLayout:
         naming the codec otherwise); cached per codec."""
         if not callable(getattr(codec, "token_layout", None)):
             world = getattr(codec, "world", short_repr(codec))
-            raise ValueError(f"network: the per-gene network needs a flat codec with token_layout() (which slots and "
+            raise ValueError(f"network: the entity network needs a flat codec with token_layout() (which slots and "
                              f"actions belong to each entity); the codec of world {world!r} has none; use network='mlp'")
         return _layout_of(codec)
 
     def signature(self) -> tuple:
-        """What the weights depend on: (G, A0, ((name, F, A), ...)); the same at every size."""
+        """What the weights depend on: (G, A0, ((name, F, A), ...)); LUCA's is the same at every N."""
         return (self.global_obs.size, self.global_actions.size,
                 tuple((name, obs.shape[1], actions.shape[1]) for name, obs, actions in self.groups))
 
@@ -158,7 +176,7 @@ class _Block(eqx.Module):
         return x + jax.vmap(self.mlp2)(jax.nn.gelu(jax.vmap(self.mlp1)(jax.vmap(self.norm2)(x))))
 
 
-class PerGeneNetwork(eqx.Module):
+class EntityAttentionNetwork(eqx.Module):
     """The actor-critic over tokens (see the module doc). Build one with
     :func:`init`; call it on a batch: ``network(obs float32 (..., D))`` ->
     (logits float32 (..., K) in the flat action order, unmasked; value
@@ -207,8 +225,8 @@ class PerGeneNetwork(eqx.Module):
         return jnp.concatenate(logits)[lay.inverse], value
 
 
-def init(key: jax.Array, layout: TokenLayout, width: int = 64, layers: int = 2, heads: int = 4) -> PerGeneNetwork:
-    """A fresh :class:`PerGeneNetwork` for ``layout``'s signature (equinox's
+def init(key: jax.Array, layout: TokenLayout, width: int = 64, layers: int = 2, heads: int = 4) -> EntityAttentionNetwork:
+    """A fresh :class:`EntityAttentionNetwork` for ``layout``'s signature (equinox's
     default initialisation; heads scaled by :data:`HEAD_SCALE`, linear paths
     zero, so the first policy is near uniform over the legal actions)."""
     if not isinstance(layout, TokenLayout):
@@ -229,7 +247,7 @@ def init(key: jax.Array, layout: TokenLayout, width: int = 64, layers: int = 2, 
                linear(width, 2 * width), linear(2 * width, width), heads)
         for _ in range(layers)
     )
-    return PerGeneNetwork(
+    return EntityAttentionNetwork(
         global_embed=linear(n_global, width),
         group_embeds=tuple(linear(f + n_global, width) for _, f, _ in groups),
         blocks=blocks,
@@ -244,15 +262,15 @@ def init(key: jax.Array, layout: TokenLayout, width: int = 64, layers: int = 2, 
     )
 
 
-def rebind(network: PerGeneNetwork, layout: TokenLayout) -> PerGeneNetwork:
+def rebind(network: EntityAttentionNetwork, layout: TokenLayout) -> EntityAttentionNetwork:
     """The same weights on another instance size's ``layout`` (ValueError
     naming both if its groups or feature sizes differ from the network's)."""
-    if not isinstance(network, PerGeneNetwork):
-        raise ValueError(f"network: {short_repr(network)} is not a PerGeneNetwork")
+    if not isinstance(network, EntityAttentionNetwork):
+        raise ValueError(f"network: {short_repr(network)} is not a EntityAttentionNetwork")
     if not isinstance(layout, TokenLayout):
         raise ValueError(f"layout: {short_repr(layout)} is not a TokenLayout; use TokenLayout.of(codec)")
     if layout.signature() != network.layout.signature():
         raise ValueError(f"layout: signature {layout.signature()} (global slots, global actions, (group, features, "
-                         f"actions)...) differs from the network's {network.layout.signature()}; the per-gene weights "
-                         "act on any number of entities of the same kinds, not on other features")
+                         f"actions)...) differs from the network's {network.layout.signature()}; the entity network's "
+                         "weights act on any number of entities of the same kinds, not on other features")
     return replace(network, layout=layout)

@@ -1,11 +1,12 @@
-"""One policy for every organism size: the per-gene network trained at N=20
-only, evaluated at N=20, 40 and 80 beside causal-sweep.
+"""One policy for every organism size on LUCA: the entity network (one token
+per gene and signal) trained at N=20 only, evaluated at N=20, 40 and 80
+beside causal-sweep.
 
-    .venv/bin/python benchmarks/pergene.py [--steps 786432] [--num-envs 256] [--n-genes 20,40,80]
-        [--tier medium] [--mode healthy] [--out results/pergene]
-    .venv/bin/python benchmarks/pergene.py --clone --mode disease [--train-n 20] [--n-genes 20,40,80,160]
+    .venv/bin/python benchmarks/entity_attention.py [--steps 786432] [--num-envs 256] [--n-genes 20,40,80]
+        [--tier medium] [--mode healthy] [--out results/entity_attention]
+    .venv/bin/python benchmarks/entity_attention.py --clone --mode disease [--train-n 20] [--n-genes 20,40,80,160]
 
-Trains the JAX PPO with ``network="pergene"`` (:mod:`luca_gym.agents.pergene`)
+Trains the JAX PPO with ``network="entity"`` (:mod:`luca_gym.agents.entity_attention`)
 on ``--tier`` ``--mode`` organisms of N=``--train-n`` (training seeds 10000
 up). With ``--clone`` it trains by behaviour cloning instead
 (:func:`luca_gym.agents.bc.clone`): the teacher is causal-sweep-flat at the
@@ -54,7 +55,7 @@ def main() -> None:
     parser.add_argument("--n-genes", default="20,40,80", help="sizes to evaluate at (training is at N=20)")
     parser.add_argument("--seeds", default="0-19")
     parser.add_argument("--baselines", default="causal-sweep")
-    parser.add_argument("--out", default=os.path.join("results", "pergene"))
+    parser.add_argument("--out", default=os.path.join("results", "entity_attention"))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--train-n", type=int, default=20, help="the organism size trained at")
     parser.add_argument("--clone", action="store_true", help="behaviour cloning of causal-sweep-flat instead of PPO")
@@ -62,7 +63,7 @@ def main() -> None:
     parser.add_argument("--clone-epochs", type=int, default=15)
     args = parser.parse_args()
 
-    config = ppo.PPOConfig("luca", tier=args.tier, n_genes=args.train_n, mode=args.mode, network="pergene", steps=args.steps,
+    config = ppo.PPOConfig("luca", tier=args.tier, n_genes=args.train_n, mode=args.mode, network="entity", steps=args.steps,
                            num_envs=args.num_envs, num_steps=args.num_steps, minibatches=args.minibatches,
                            token_width=args.token_width, attention_layers=args.attention_layers,
                            attention_heads=args.attention_heads, pool_size=args.pool_size, seed=args.seed,
@@ -79,7 +80,7 @@ def train_by_cloning(config: ppo.PPOConfig, args) -> None:
     env = config.make_env()
     envs = max(64, args.clone_envs * 20 // args.train_n)
     steps = 2 * (env.params.budget + 2 * N_TASKS + 4)  # two sessions' bound each
-    print(f"cloning causal-sweep-flat at N={args.train_n} {args.tier} {args.mode} into the per-gene network: "
+    print(f"cloning causal-sweep-flat at N={args.train_n} {args.tier} {args.mode} into the entity network: "
           f"{envs} envs x {steps} steps, {args.clone_epochs} epochs", flush=True)
 
     def progress(row):
@@ -96,7 +97,7 @@ def train_by_cloning(config: ppo.PPOConfig, args) -> None:
 
 def train_by_ppo(config: ppo.PPOConfig, args) -> None:
     """Train the network with PPO and write the run folder."""
-    print(f"training the per-gene network at N={args.train_n} {args.tier} {args.mode}: {ppo.plan(config)}", flush=True)
+    print(f"training the entity network at N={args.train_n} {args.tier} {args.mode}: {ppo.plan(config)}", flush=True)
 
     def progress(row):
         print(f"  update {row['update']}/{row['updates']}  {row['env_steps']:,} steps  {row['wall_s']:.0f} s  "
