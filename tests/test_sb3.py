@@ -216,6 +216,24 @@ def test_maskable_ppo_trains_saves_and_runs_in_the_harness(tmp_path, monkeypatch
     model = MaskablePPO.load(str(tmp_path / "model.zip"), device="cpu")
     assert isinstance(model.policy, LinearPathPolicy)  # saved and loaded back with its linear path
 
+    # A run written before runs kept their codec's settings apart (LUCA's at its top level, the world "luca" or
+    # unnamed) loads as the same codec, read through the world's flat codec factory, and acts the same.
+    rng = np.random.default_rng(0)
+    vectors = rng.uniform(0, 1, (6, policy.codec.observation_size)).astype(np.float32)
+    masks = rng.random((6, policy.codec.num_actions)) < 0.5
+    masks[:, 0] = True
+    acts = [policy.choose(v, m, rng) for v, m in zip(vectors, masks)]
+    old = {k: v for k, v in config.items() if k not in ("settings", "min_instance_seed", "pool_size", "policy")}
+    old.update({k: config["settings"][k] for k in ("tier", "mode", "n_genes", "budget", "analyst")}, min_organism_seed=10_000)
+    for world in ({"world": "luca"}, {}):
+        folder = tmp_path / f"old{len(world)}"
+        folder.mkdir()
+        (folder / "model.zip").write_bytes((tmp_path / "model.zip").read_bytes())
+        (folder / "config.json").write_text(json.dumps({**{k: v for k, v in old.items() if k != "world"}, **world}))
+        legacy = load_policy(str(folder))
+        assert legacy.codec.settings() == policy.codec.settings()
+        assert [legacy.choose(v, m, rng) for v, m in zip(vectors, masks)] == acts
+
 
 def test_linear_path_policy_adds_a_linear_map_from_the_observation_to_the_logits():
     """The action head reads the MLP's latent and the observation itself:

@@ -47,7 +47,7 @@ except ImportError as error:
 
 from luca_gym import functional, worlds
 from luca_gym.agents.base import FlatPolicy
-from luca_gym.agents.ppo import CURVE_CSV, CURVE_PNG, curve_fields, plot_curve
+from luca_gym.agents.ppo import CURVE_CSV, CURVE_PNG, curve_fields, plot_curve, top_level_settings
 from luca_gym.envs.sb3_vec import TRAINING_SEED_LOW, FlatSB3VecEnv
 from luca_gym.functional import DEFAULT_POOL_SIZE
 from luca_gym.protocol import LEGACY_WORLD
@@ -310,12 +310,14 @@ def train_maskable_ppo(
 
 
 def _codec_of(config: dict):
-    """The flat codec a run was trained on: its world and settings; a LUCA run
-    written before runs named their world keeps its settings at the top level."""
+    """The flat codec a run was trained on: its world and settings. A run
+    written before runs kept their codec's settings apart (LUCA's, the world
+    then unnamed or "luca") has them at its top level
+    (:func:`luca_gym.agents.ppo.top_level_settings`)."""
     if "settings" in config:
         return functional.make_env(world=config["world"], **config["settings"])
-    legacy = {k: config[k] for k in ("tier", "mode", "budget") if k in config}
-    return functional.make_env(world=config.get("world", LEGACY_WORLD), n_genes=config["n_genes"], analyst=config["analyst"], **legacy)
+    world = worlds.get(config.get("world", LEGACY_WORLD))
+    return functional.make_env(world=world, **top_level_settings(world, config))
 
 
 def load_policy(path: str, deterministic: bool = True) -> FlatPolicy:
