@@ -130,10 +130,13 @@ def network_from_edges(meta: OrganismMeta, edges) -> np.ndarray:
 
 
 def network_to_edges(meta: OrganismMeta, matrix) -> list:
-    """Inverse of :func:`network_from_edges`."""
+    """Inverse of :func:`network_from_edges`; an entry other than -1, 0 or +1
+    (a network the core refuses) keeps its value as the direction, which the
+    call's schema then refuses, rather than pass as a legal sign."""
     matrix = np.asarray(matrix)
+    signs = {1: "+", -1: "-"}
     return [
-        {"gene": meta.gene_names[g], "phenotype": meta.phenotype_names[p], "direction": "+" if matrix[g, p] > 0 else "-"}
+        {"gene": meta.gene_names[g], "phenotype": meta.phenotype_names[p], "direction": signs.get(int(matrix[g, p]), str(matrix[g, p]))}
         for g, p in zip(*np.nonzero(matrix))
     ]
 

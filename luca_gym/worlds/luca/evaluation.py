@@ -1,8 +1,9 @@
 """LUCA's side of the harness: what the generic harness (:mod:`luca_gym.harness`)
 asks of the world through its :class:`~luca_gym.protocol.World` entries.
 
-* :func:`play_policy` -- one session of a baseline or learned policy on the
-  host session (``World.play``), with the calls described by name.
+* :data:`play_policy` -- one session of a baseline or learned policy
+  (``World.play``): the generic policy loop over LUCA's tool session
+  (:class:`LucaPolicyLoop`), so its record is written as a model's is.
 * :func:`expected_fields` -- the budget and call limit a session of given
   settings records (``World.expected_fields``), the config's ``budget``
   (``luca-gym eval --budget``) or the paper's default.
@@ -14,13 +15,13 @@ asks of the world through its :class:`~luca_gym.protocol.World` entries.
 
 from __future__ import annotations
 
-
-from luca_gym import seal as seal_mod
 from luca_gym.protocol import SessionSpec
+from luca_gym.tools.play import PolicyLoop
 from luca_gym.worlds.luca import WORLD, calls
 from luca_gym.worlds.luca.spec import check_budget
-from luca_gym.worlds.luca.core import make_params
+from luca_gym.worlds.luca.core import make_params, parse_action
 from luca_gym.worlds.luca.spec import check_stance
+from luca_gym.worlds.luca.tools import ToolSession
 
 # A results line names its session by the world's key fields; LUCA's:
 KEY_FIELDS = ("agent", *WORLD.session_keys)
@@ -53,39 +54,42 @@ def expected_fields(tier: str, mode: str, n_genes: int, budget: int | None = Non
     return {"budget": params.budget, "call_limit": params.max_steps}
 
 
-def play_policy(policy, seed: int, *, env=None, max_calls: int | None = None, sealed=None, tier: str, mode: str,
-                n_genes: int, backwards: bool = False, vocabulary: str = "invented", stance: str = "suppress",
-                budget: int | None = None) -> dict:
-    """Run one session of ``policy`` (``reset(params, seed)``, ``act(obs) ->
-    dict action``) on organism ``seed``, with ``budget`` experiment and
-    rescue units (None: the paper's N + S + 8). ``env``, if given, must be a
-    :class:`~luca_gym.worlds.luca.session.Session` of these settings (and
-    ``sealed``; and ``budget`` where one is given). The stance is the prompt's: a policy reads no
-    prompt. Returns the record's parts (see :class:`luca_gym.protocol.World`)."""
-    seal = seal_mod.make_seal(sealed)
-    env, obs = calls.open_session(seed=seed, tier=tier, mode=mode, n_genes=n_genes, backwards=backwards,
-                                  vocabulary=vocabulary, env=env, sealed=seal, budget=budget)
-    meta = env.organism.meta
-    policy.reset(env.params, seed)
-    log, total = [], 0.0
-    limit = max_calls or env.params.max_steps
-    for _ in range(limit):
-        action = policy.act(obs)
-        record = calls.describe_action(meta, action)
-        obs, reward, terminated, truncated, info = env.step(action)
-        total += reward
-        record["result"] = calls.describe_result(meta, int(action["kind"]), obs, info)
-        record["budget_remaining"] = int(obs["budget_left"])
-        log.append(record)
-        if terminated or truncated:
-            break
-    else:
-        raise RuntimeError(f"the policy did not end the session within {limit} calls")
-    fields = {"organism_id": seal_mod.instance_id(seed, seal), "budget": env.params.budget,
-              "call_limit": env.params.max_steps, "n_alt": info["scores"]["n_alt"]}
-    return {"fields": fields, "calls": log, "scores": info["scores"], "return": total, "truncated": bool(truncated),
-            "end_reason": "call_limit" if truncated else "end"}
+class LucaPolicyLoop(PolicyLoop):
+    """The generic policy loop (:class:`~luca_gym.tools.play.PolicyLoop`)
+    over LUCA's tool session, for LUCA's policies: they ``reset(params,
+    seed)`` with the session's :class:`~luca_gym.worlds.luca.core.EnvParams`,
+    see the host session's observation (numpy, bools as int8) and act with
+    core dict actions (``{"kind", "gene_codes", ...}``), each played as the
+    tool call it is (:func:`~luca_gym.worlds.luca.calls.describe_action`), so
+    a baseline's calls are the tool session's transcript, as a model's are.
+    ``env``, if given, is a host :class:`~luca_gym.worlds.luca.session.Session`
+    (or a LucaEnv) of these settings, which the tool session takes."""
+
+    def open(self, seed: int, *, env=None, sealed=None, **settings):
+        return self.session_class(seed, env=env, sealed=sealed, **settings)
+
+    def params(self, session):
+        return session.env.params
+
+    def policy_call(self, session, action) -> tuple:
+        """The action as the tool call it is; a malformed action (not a dict, a
+        field unknown or of the wrong shape, dtype or range) raises the core's
+        ValueError naming the field, as the host session always has."""
+        parse_action(action, session.env.params)
+        call = calls.describe_action(session.meta, action)
+        return call["call"], call["arguments"]
+
+    def call_limit(self, session) -> int:
+        return session.call_limit
+
+
+# World.play of LUCA: one session of a baseline or learned policy (``reset(params, seed)``,
+# ``act(obs) -> dict action``) on organism ``seed``, with the settings as keywords (tier, mode,
+# n_genes, backwards, vocabulary, stance: the prompt's, which a policy never reads; budget:
+# experiment and rescue units, None for the paper's N + S + 8). Returns the record's parts
+# (see :class:`luca_gym.protocol.World`).
+play_policy = LucaPolicyLoop(ToolSession)
 
 
 __all__ = ["KEY_DEFAULTS", "KEY_FIELDS", "REQUIRED_KEY_FIELDS", "SCORE_FIELDS", "STRATEGY_FIELDS", "check_settings",
-           "expected_fields", "luca_spec", "play_policy"]
+           "expected_fields", "LucaPolicyLoop", "luca_spec", "play_policy"]

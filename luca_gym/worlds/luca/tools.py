@@ -283,6 +283,10 @@ class ToolSession(ToolSessionBase):
     def status(self) -> dict:
         return {"budget_remaining": int(self.obs["budget_left"])}
 
+    def observation(self) -> dict:
+        """What a policy sees (:func:`luca_gym.tools.play.play_policy`): the host session's observation (numpy, bools as int8)."""
+        return self.obs
+
     def record_fields(self) -> dict:
         return {"organism_id": self.organism_id, "budget": self.env.params.budget, "call_limit": self.call_limit,
                 "n_alt": (self.scores or {}).get("n_alt")}
