@@ -10,7 +10,8 @@ vmappable).
   observation a float32 vector with a legal-action mask.
 * :class:`Pool` (:func:`make_pool`) -- training instances generated once on
   the device, from seeds 10_000 up by default (:data:`TRAINING_SEED_START`),
-  disjoint from the evaluation seeds 0-19.
+  disjoint from the evaluation seeds 0-19 (the pool of :mod:`luca_gym.pools`,
+  opened and drawn inside the jit).
 * :func:`reset`, :func:`step` -- one env; ``step`` autoresets on a new pool
   instance inside the jit and reports the ended episode's return and score.
   Each session drawn from the pool is renewed with an episode key of its
@@ -117,10 +118,14 @@ def _check_env(env) -> None:
 class Pool:
     """The instances sessions are drawn from, each as its opening session.
 
-    A session's opening is a pure function of its instance, so it is computed
-    once here and a reset is a gather: an autoreset inside a vmapped step then
-    costs no opening work (under ``vmap`` a reset branch would run for every
-    env at every step).
+    The pool of :mod:`luca_gym.pools` (M instances by seed, drawn uniformly
+    by row), in the form a jitted program draws from: on the device, each
+    instance already opened, drawn by a JAX key inside the step (the vector
+    envs' :class:`~luca_gym.pools.InstanceSource` draws on the host with
+    the env's numpy RNG). A session's opening is a pure function of its
+    instance, so it is computed once here and a reset is a gather: an
+    autoreset inside a vmapped step then costs no opening work (under
+    ``vmap`` a reset branch would run for every env at every step).
 
     Attributes (M instances):
         start: the codec's session state stacked (M, ...): each instance's

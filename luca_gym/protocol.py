@@ -264,8 +264,11 @@ class World:
             drive it.
         env: entry point of the ``gymnasium.Env`` (keyword arguments: the
             config's fields and the env's own options), or None.
-        vector_env: entry point of the vector env, or None where the world
-            has none.
+        vector_env: entry point of the world's own vector env (``make_vec``
+            of ``luca_gym/<Stem>-v0``), or None: a world that declares a
+            ``core`` then gets the generic
+            :class:`luca_gym.envs.core_vector.CoreVectorEnv` over it, and
+            one without a core Gymnasium's own vector env of its single env.
         flat_env: entry point of the flat Gymnasium env, or None where the
             world has none. A world may have one without a ``flat`` codec
             (the biobank's step runs on the host): ``make_vec`` of its id is

@@ -44,6 +44,7 @@ from gymnasium import spaces
 
 from luca_gym.boundary import check_flat_actions, reset_options
 from luca_gym.functional import TRAINING_SEED_START, open_sessions, renewed
+from luca_gym.pools import InstanceSource, take
 from luca_gym.protocol import FlatCodec
 from luca_gym.validate import DRAWN_SEED_LIMIT, check_positive_int, check_seed, short_repr
 
@@ -93,10 +94,6 @@ def _padded(values: np.ndarray, least: int) -> np.ndarray:
     than ``least``, so that ``_reopen`` compiles for a few batch sizes only."""
     size = 1 << max(0, (max(values.size, least) - 1).bit_length())
     return np.concatenate([values, np.full(size - values.size, values[0])])
-
-
-def _take(tree, rows):
-    return jax.tree_util.tree_map(lambda x: x[rows], tree)
 
 
 class FlatSB3VecEnv(VecEnv):
@@ -155,7 +152,6 @@ class FlatSB3VecEnv(VecEnv):
         if self.pool_size is not None and self.min_instance_seed + self.pool_size > DRAWN_SEED_LIMIT:
             raise ValueError(f"pool_size: {self.pool_size} not allowed from {name} {self.min_instance_seed}; "
                              f"the pool's seeds must lie below {DRAWN_SEED_LIMIT}")
-        self._pool = None  # (seeds int64 (M,), instances as numpy), built at the first reset
         self.render_mode = None
         self.rng = np.random.default_rng(None if seed is None else check_seed(seed))
         observation_space = spaces.Box(-1.0, 1.0, (codec.observation_size,), np.float32)
@@ -167,7 +163,11 @@ class FlatSB3VecEnv(VecEnv):
         self._returns = np.zeros(num_envs, np.float64)
         self._lengths = np.zeros(num_envs, np.int64)
         self._actions: np.ndarray | None = None
-        self._stock = (np.zeros(0, np.int64), None)  # fresh instances built ahead, unused
+        # Each new episode's instance (luca_gym.pools): the pool's, built at the first reset, or fresh ones built ahead.
+        seeds = None if self.pool_size is None else np.arange(self.min_instance_seed, self.min_instance_seed + self.pool_size,
+                                                              dtype=np.int64)
+        self.source = InstanceSource("fresh" if seeds is None else "pool", lambda seeds: (self._instances(seeds), None),
+                                     pool_seeds=seeds, generation_batch=self.generation_batch, low=self.min_instance_seed)
         self._started = time.perf_counter()
 
     def _min_seed_name(self) -> str:
@@ -185,31 +185,14 @@ class FlatSB3VecEnv(VecEnv):
         return [{"score": float(scores[i]), self.codec.headline: float(scores[i])} for i in rows]
 
     # -- sessions ---------------------------------------------------------------------
-    def _draw_seeds(self, count: int) -> np.ndarray:
-        return self.rng.integers(self.min_instance_seed, DRAWN_SEED_LIMIT, size=count, dtype=np.int64)
-
     def _fresh(self, count: int):
         """(seeds int64 (count,), instances as numpy) of ``count`` new
-        episodes: instances never used before, taken from the stock, which is
-        refilled when it runs short with ``generation_batch`` x a power of two
-        newly drawn instances (few distinct batch sizes); with ``pool_size``,
-        ``count`` instances drawn uniformly from the pool. A world's subclass
-        may draw from its own pool instead."""
-        if self.pool_size is not None:
-            if self._pool is None:
-                seeds = np.arange(self.min_instance_seed, self.min_instance_seed + self.pool_size, dtype=np.int64)
-                self._pool = seeds, self._instances(seeds)
-            rows = self.rng.integers(0, self.pool_size, size=count)
-            return self._pool[0][rows], _take(self._pool[1], rows)
-        seeds, instances = self._stock
-        if seeds.size < count:
-            batches = -(-(count - seeds.size) // self.generation_batch)
-            new = self._draw_seeds(self.generation_batch << max(0, (batches - 1).bit_length()))
-            more = self._instances(new)
-            seeds = np.concatenate([seeds, new])
-            instances = more if instances is None else jax.tree_util.tree_map(lambda a, b: np.concatenate([a, b]), instances, more)
-        self._stock = seeds[count:], _take(instances, slice(count, None))
-        return seeds[:count], _take(instances, slice(None, count))
+        episodes, from :attr:`source`: instances never used before (built
+        ahead, ``generation_batch`` x a power of two at a time) or, with
+        ``pool_size``, drawn uniformly from the pool. A world's subclass may
+        draw from its own pool instead."""
+        seeds, instances, _ = self.source.draw(self.rng, count)
+        return seeds, instances
 
     def _episode_keys(self, count: int) -> np.ndarray | None:
         """uint32 (count, 2): keys renewing sessions drawn from the pool
@@ -224,7 +207,7 @@ class FlatSB3VecEnv(VecEnv):
         seeds, instances = self._fresh(rows.size)
         pad = _padded(np.arange(rows.size), min(REOPEN_ROWS, self.num_envs))
         keys = self._episode_keys(rows.size)
-        self.state, vectors, masks = _reopen(rows[pad].astype(np.int32), _take(instances, pad),
+        self.state, vectors, masks = _reopen(rows[pad].astype(np.int32), take(instances, pad),
                                              None if keys is None else keys[pad], self.state, self.codec)
         vectors, masks = jax.device_get((vectors, masks))
         self._vectors[rows], self._masks[rows] = vectors[: rows.size], masks[: rows.size]
@@ -237,7 +220,7 @@ class FlatSB3VecEnv(VecEnv):
         ``set_options``, else on a new one (:meth:`_fresh`). Returns float32 (B, D)."""
         if self._seeds[0] is not None:
             self.rng = np.random.default_rng(check_seed(self._seeds[0], "seed"))
-        self._stock = (np.zeros(0, np.int64), None)
+        self.source.clear()
         pinned = {}
         for i, options in enumerate(self._options):
             options = reset_options(options, (self.seed_name,))

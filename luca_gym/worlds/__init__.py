@@ -75,7 +75,10 @@ def _register_gym_ids(world: World, replace: bool) -> None:
     for env_id, (entry_point, kwargs) in world.gym_ids().items():
         if env_id in gymnasium.registry and not replace:
             continue
-        vector = world.vector_env if env_id.endswith(f"/{world.gym_stem}-v0") else None
+        vector = None
+        if env_id.endswith(f"/{world.gym_stem}-v0"):
+            # A world's own vector env, else the generic batch over its core (named, not imported).
+            vector = world.vector_env or (CoreVectorEntryPoint(world.name) if world.core is not None else None)
         if env_id.endswith(f"/{world.gym_stem}Flat-v0"):
             # The single flat env takes settings=dict(...) as the batch does. With a flat codec,
             # make_vec builds the JAX batch (named, not imported: the registry imports no env
@@ -138,6 +141,34 @@ class FlatEnvEntryPoint:
 
 # make_vec of a flat id whose world has a flat codec: the JAX batch, by name.
 FLAT_VECTOR_ENV = "luca_gym.envs.flat_vector:FlatVectorEnv"
+# make_vec of a world's id where the world has a core and no vector env of its own: the generic batch, by name.
+CORE_VECTOR_ENV = "luca_gym.envs.core_vector:CoreVectorEnv"
+
+
+class CoreVectorEntryPoint:
+    """The ``vector_entry_point`` of a world's ``luca_gym/<Stem>-v0`` where
+    the world declares a core and no ``vector_env``: the generic
+    :data:`CORE_VECTOR_ENV` bound to ``world`` (the id's kwargs name it for
+    a world on the generic single env, and another world's name is
+    refused). Picklable."""
+
+    def __init__(self, world: str):
+        self.world = world
+
+    def __call__(self, num_envs: int, *, world=None, **kwargs):
+        if world is not None and world != self.world:
+            raise ValueError(f"world: {short_repr(world)} not allowed for this id; it is world {self.world!r}'s "
+                             "(gym.make_vec the id of the world wanted)")
+        return load(CORE_VECTOR_ENV)(num_envs, world=self.world, **kwargs)
+
+    def __eq__(self, other):
+        return isinstance(other, CoreVectorEntryPoint) and other.world == self.world
+
+    def __hash__(self):
+        return hash((CORE_VECTOR_ENV, self.world))
+
+    def __repr__(self) -> str:
+        return f"CoreVectorEntryPoint({self.world!r})"
 
 
 def _load_builtin() -> None:

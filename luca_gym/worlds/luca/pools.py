@@ -10,7 +10,10 @@ default, on an organism drawn uniformly from a *pool*: the organisms of
 0-19). A pool is generated once per (settings, seeds) and kept on disk beside
 the compilation cache (:func:`pool_dir`), so the second run starts at once.
 Each episode still gets a fresh noise key from the env's RNG: an organism met
-twice is measured with other noise.
+twice is measured with other noise. :class:`EpisodeOrganisms` is LUCA's
+configuration of the generic instance source (:class:`luca_gym.pools.InstanceSource`,
+what every world's vector env draws from): organisms as instances, this
+module's store as the pool's, a fresh noise key drawn per pool episode.
 
 A pool is only a cache of :func:`luca_gym.worlds.luca.generator.generate`: an
 organism stays a pure function of its seed, and a stored pool reads back
@@ -41,6 +44,7 @@ import numpy as np
 
 from luca_gym import compile_cache
 from luca_gym import seal as seal_mod
+from luca_gym.pools import InstanceSource, check_kind
 from luca_gym.functional import DEFAULT_POOL_SIZE, TRAINING_SEED_START, training_seeds
 from luca_gym.validate import DRAWN_SEED_LIMIT, check_positive_int, is_integer, short_repr
 from luca_gym.worlds.luca import generator as world
@@ -55,17 +59,9 @@ from luca_gym.worlds.luca.types import OrganismArrays
 # (hard disease): hard organisms generate at 15-30 per second there. Reading a
 # stored pool back takes well under 0.1 s. Training runs that care about
 # held-out organisms want 10^4 and more (pool_size).
-ORGANISMS = ("pool", "fresh")
 POOL_FORMAT = 1
 _FIELDS = tuple(f.name for f in dataclasses.fields(OrganismArrays))
 _POOLS: dict = {}  # this process's pools: a dict lookup after the first env
-
-
-def check_organisms(value) -> str:
-    """``"pool"`` or ``"fresh"``."""
-    if not isinstance(value, str) or value not in ORGANISMS:
-        raise ValueError(f"organisms: {short_repr(value)} not allowed; allowed {', '.join(map(repr, ORGANISMS))}")
-    return value
 
 
 def pool_dir() -> str | None:
@@ -145,12 +141,11 @@ def _write(path: str, seeds: np.ndarray, organisms: OrganismArrays, stale: str) 
         pass  # no store: this process still uses the pool it generated
 
 
-def _take(tree, rows):
-    return jax.tree_util.tree_map(lambda x: x[rows], tree)
-
-
-class EpisodeOrganisms:
-    """Each new episode's organism and noise key, for the batched front ends.
+class EpisodeOrganisms(InstanceSource):
+    """Each new episode's organism and noise key, for LUCA's batched front
+    ends: the generic :class:`luca_gym.pools.InstanceSource` with LUCA's
+    organisms, its pool read from and kept in the store
+    (:func:`stored_organisms`).
 
     Args:
         organisms: ``"pool"`` (draw uniformly from the organisms of
@@ -164,50 +159,34 @@ class EpisodeOrganisms:
             :class:`~luca_gym.worlds.luca.config.LucaConfig`; its budget is
             the sessions', not the organisms'). seal: None or a
             :class:`luca_gym.seal.Seal`.
+
+    ``draw(rng, count)`` gives (seeds int64 (count,), organisms numpy
+    (count leading), noise keys uint32 (count, 2)); ``draw_rows`` (pool) the
+    rows of :attr:`pool` in place of the organisms.
     """
 
     def __init__(self, organisms: str, settings: LucaConfig, seal, *,
                  pool_size: int = DEFAULT_POOL_SIZE, pool_start: int = TRAINING_SEED_START, generation_batch: int = 16):
-        self.organisms = check_organisms(organisms)
+        organisms = check_kind(organisms, "organisms")
         if not isinstance(settings, LucaConfig):
             raise ValueError(f"settings: {short_repr(settings)} is not a LucaConfig")
         self.tier, self.n_genes, self.mode, self.backwards = settings.tier, settings.n_genes, settings.mode, settings.backwards
         self.seal = seal
-        self.pool_size = check_positive_int(pool_size, "pool_size")
-        self.seeds = pool_seeds(self.pool_size, pool_start) if self.organisms == "pool" else None
-        self.generation_batch = check_positive_int(generation_batch, "generation_batch")
-        self._pool = None
-        self.clear()
+        pool_size = check_positive_int(pool_size, "pool_size")
+        seeds = pool_seeds(pool_size, pool_start) if organisms == "pool" else None
+        super().__init__(organisms, self._organisms, pool_seeds=seeds, pool_build=self._stored, renew=True,
+                         generation_batch=generation_batch, low=0, kind_name="organisms")
+        self.organisms = organisms
+        self._pool_size = pool_size
 
     @property
-    def pool(self) -> OrganismArrays:
-        """The pool's organisms (numpy, ``pool_size`` leading), loaded or generated on first use."""
-        if self._pool is None:
-            self._pool = stored_organisms(self.seeds, self.tier, self.n_genes, self.mode, self.backwards, sealed=self.seal)
-        return self._pool
+    def pool_size(self) -> int:
+        """The pool's organisms (the argument, also in ``"fresh"`` mode)."""
+        return self._pool_size
 
-    def clear(self) -> None:
-        """Drop the fresh organisms generated ahead (a reseeded RNG replays its draws)."""
-        self._stock = (np.zeros(0, np.int64), None, None)
+    def _organisms(self, seeds: np.ndarray):
+        """(organisms, their own noise keys) of ``seeds``, as numpy."""
+        return jax.device_get(organism_batch(seeds, self.tier, self.n_genes, self.mode, self.backwards, sealed=self.seal))
 
-    def draw_rows(self, rng: np.random.Generator, count: int):
-        """Pool mode: (seeds int64 (count,), rows of :attr:`pool` int64 (count,),
-        fresh noise keys uint32 (count, 2)) drawn from ``rng``."""
-        rows = rng.integers(0, self.pool_size, size=count)
-        return self.seeds[rows], rows, rng.integers(0, 2**32, size=(count, 2), dtype=np.uint32)
-
-    def draw(self, rng: np.random.Generator, count: int):
-        """(seeds int64 (count,), organisms numpy (count leading), noise keys uint32 (count, 2)) from ``rng``."""
-        if self.organisms == "pool":
-            seeds, rows, keys = self.draw_rows(rng, count)
-            return seeds, _take(self.pool, rows), keys
-        seeds, organisms, keys = self._stock
-        if seeds.size < count:
-            batches = -(-(count - seeds.size) // self.generation_batch)
-            new = rng.integers(0, DRAWN_SEED_LIMIT, size=self.generation_batch << (batches - 1).bit_length())
-            more = jax.device_get(organism_batch(new, self.tier, self.n_genes, self.mode, self.backwards, sealed=self.seal))
-            seeds = np.concatenate([seeds, new])
-            organisms, keys = more if organisms is None else jax.tree_util.tree_map(
-                lambda a, b: np.concatenate([a, b]), (organisms, keys), more)
-        self._stock = seeds[count:], _take(organisms, slice(count, None)), keys[count:]
-        return seeds[:count], _take(organisms, slice(None, count)), keys[:count]
+    def _stored(self, seeds: np.ndarray) -> OrganismArrays:
+        return stored_organisms(seeds, self.tier, self.n_genes, self.mode, self.backwards, sealed=self.seal)

@@ -200,11 +200,11 @@ def test_reset_to_the_same_seeds_reuses_their_organisms(monkeypatch):
     """Resetting to the seeds of the last explicit reset generates nothing
     (an organism is a pure function of its seed) and starts the same
     sessions; other seeds are generated, drawn ones come from the pool."""
-    from luca_gym.worlds.luca.envs import vector
+    from luca_gym.worlds.luca import pools  # the env's organisms are its source's (EpisodeOrganisms)
 
     made = []
-    real = vector.organism_batch
-    monkeypatch.setattr(vector, "organism_batch", lambda seeds, *a, **k: made.append(list(seeds)) or real(seeds, *a, **k))
+    real = pools.organism_batch
+    monkeypatch.setattr(pools, "organism_batch", lambda seeds, *a, **k: made.append(list(seeds)) or real(seeds, *a, **k))
     env = LucaVectorEnv(2, "medium", "healthy", pool_size=POOL)
     first, _ = env.reset(options={"organism_seeds": [4, 5]})
     env.step({"kind": np.full(2, core.EXPERIMENT), "gene_codes": np.eye(2, env.params.n_genes, dtype=np.int64)})
