@@ -192,6 +192,52 @@ class Core(Protocol):
         """An element of the action space as the typed action."""
 
 
+@runtime_checkable
+class Policy(Protocol):
+    """A policy (a baseline, a learned agent): it plays a world's tool
+    session through the world's ``play`` (:class:`luca_gym.tools.play.PolicyLoop`),
+    one ``act`` a call, and its record is written as a tool agent's is."""
+
+    def reset(self, params, seed: int) -> None:
+        """Start a session: ``params`` the world's (its config, LUCA's ``EnvParams``), ``seed`` the instance's."""
+
+    def act(self, observation):
+        """The next action for ``observation`` (``{"tool", "arguments"}``, or the world's own action)."""
+
+
+@runtime_checkable
+class ToolAgent(Protocol):
+    """A tool agent (a language model, a scripted tool-calling baseline, a
+    user's ``module:attribute`` agent): called with the conversation's
+    messages and the tool specs, it returns its turn
+    (:class:`luca_gym.llm.loop.AgentTurn`); it plays the world's tool session
+    (:func:`luca_gym.llm.loop.run_agent`)."""
+
+    def __call__(self, messages: list, tools: list):
+        """The agent's next turn."""
+
+
+POLICY, TOOL_AGENT = "policy", "tool_agent"
+
+
+def runner_kind(runner) -> str:
+    """What plays a session: :data:`POLICY` for a :class:`Policy` (``reset``
+    and ``act``; one that is also callable is still a policy),
+    :data:`TOOL_AGENT` for a :class:`ToolAgent` (callable). A class is asked
+    what its instances are (a world's ``baselines`` hold classes). TypeError
+    names a runner that is neither."""
+    if isinstance(runner, type):
+        is_policy, is_agent = issubclass(runner, Policy), issubclass(runner, ToolAgent)
+    else:
+        is_policy, is_agent = isinstance(runner, Policy), isinstance(runner, ToolAgent)
+    if is_policy:
+        return POLICY
+    if is_agent:
+        return TOOL_AGENT
+    raise TypeError(f"runner: {short_repr(runner)} is neither a policy (reset(params, seed) and act(observation)) "
+                    "nor a tool agent (called with the messages and the tool specs)")
+
+
 @dataclass(frozen=True)
 class Contrast:
     """An ablation: two arms of one key setting, everything else fixed, paired
@@ -280,14 +326,18 @@ class World:
         tools_env: entry point of a text env of the world's own; by default
             the generic :class:`luca_gym.envs.tools.ToolsEnv` over ``tools``.
         baselines: entry point of ``{name: policy class}``, or None: a
-            policy (``reset(params, seed)``, ``act(observation)``) plays the
-            world's host session through ``play``; a tool agent (called with
-            the messages and tools) plays its tool session.
+            :class:`Policy` (``reset(params, seed)``, ``act(observation)``)
+            plays through ``play``; a :class:`ToolAgent` (called with the
+            messages and tools) plays the tool session through the agent
+            loop; :func:`runner_kind` tells them apart.
         play: entry point of the harness's policy runner,
             ``(policy, seed, *, env=None, max_calls=None, sealed=None,
             **settings) -> {"fields", "calls", "scores", "return",
-            "truncated", "end_reason"}`` (one session of a policy on the host
-            session; ``fields`` are the world's own record fields), or None
+            "truncated", "end_reason"}`` (one session of a policy through the
+            world's tool session, the record's calls its transcript, as a
+            tool agent's: :class:`luca_gym.tools.play.PolicyLoop`, with
+            ``table_play(session_class)`` where the policies act in tool
+            calls; ``fields`` are the world's own record fields), or None
             where the world's agents are tool agents only.
         flat_baselines: entry point of ``{name: make(codec) -> policy}``, or
             None: scripted policies on the world's flat space, each made for

@@ -1,7 +1,8 @@
-"""One session of one agent: :func:`run_session` (a policy on the host
-session), :func:`run_tool_session` (a tool-calling agent on the tool session)
-and the JSON-ready record both write; :func:`record_tool_session` for
-sessions driven from outside (``luca-gym mcp --out``)."""
+"""One session of one agent: :func:`run_session` (a policy, through the
+world's policy loop over its tool session), :func:`run_tool_session` (a
+tool-calling agent on the tool session) and the JSON-ready record both
+write; :func:`record_tool_session` for sessions driven from outside
+(``luca-gym mcp --out``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Callable
 
 from luca_gym import seal as seal_mod
 from luca_gym import worlds
-from luca_gym.protocol import SessionSpec, load
+from luca_gym.protocol import POLICY, TOOL_AGENT, SessionSpec, load, runner_kind
 from luca_gym.harness.agents import check_price, session_cost
 from luca_gym.harness.spec import ResultsError, expected_fields, session_key
 from luca_gym.harness.results import SESSIONS_FILE, append_record, describe_key, trim_unfinished, folder_lock, read_results, run_config
@@ -19,12 +20,16 @@ from luca_gym.tools.session import tool_options
 
 
 def run_session(policy, spec: SessionSpec, env=None, max_calls: int | None = None, *, sealed=None) -> dict:
-    """Run one session of ``policy`` (a baseline or learned policy) on the
-    world's host session (its ``World.play``) and return its JSON-ready
-    record. ``env``, if given, is the world's host session to reuse, built
-    from ``spec``'s settings (and ``sealed``, :mod:`luca_gym.seal`)."""
+    """Run one session of ``policy`` (a baseline or learned
+    :class:`~luca_gym.protocol.Policy`) through the world's ``World.play``
+    (the generic policy loop over its tool session) and return its
+    JSON-ready record. ``env``, if given, is the session to reuse (LUCA's:
+    its host session), built from ``spec``'s settings (and ``sealed``,
+    :mod:`luca_gym.seal`)."""
     seal = seal_mod.make_seal(sealed)
     world = worlds.get(spec.world)
+    if runner_kind(policy) != POLICY:
+        raise ValueError(f"agent {spec.agent!r}: a tool agent, not a policy (reset and act); run it with run_tool_session")
     if world.play is None:
         raise ValueError(f"agent {spec.agent!r}: world {spec.world!r} has no policy runner (World.play); its agents are tool agents")
     started = time.perf_counter()
@@ -65,6 +70,8 @@ def run_tool_session(
     from luca_gym.harness.agents import is_llm_agent
     from luca_gym.llm.loop import run_agent
 
+    if runner_kind(agent) != TOOL_AGENT:
+        raise ValueError(f"agent {spec.agent!r}: a policy (reset and act), not a tool agent; run it with run_session")
     price = check_price(price)
     retry = {k: v for k, v in (("retries", retries), ("backoff", backoff)) if v is not None}
     started = time.perf_counter()

@@ -10,7 +10,7 @@ import itertools
 from dataclasses import MISSING, fields
 
 from luca_gym import worlds
-from luca_gym.protocol import LEGACY_WORLD, SessionSpec, load
+from luca_gym.protocol import LEGACY_WORLD, TOOL_AGENT, SessionSpec, load, runner_kind
 from luca_gym.validate import check_seed
 from luca_gym.harness.agents import check_agent, is_llm_agent, is_module_agent
 
@@ -156,12 +156,14 @@ def _check_options_played(world, agent: str, baselines: dict, options: dict) -> 
 
 def is_tool_agent(agent: str, world, baselines: dict | None = None) -> bool:
     """Whether ``agent`` plays ``world`` through its tool session (a language
-    model, a user's ``module:attribute`` agent, or a baseline without ``act``) rather than as a policy (``baselines``:
-    the world's, looked up when not given)."""
+    model, a user's ``module:attribute`` agent, or a baseline that is a
+    :class:`~luca_gym.protocol.ToolAgent`) rather than as a policy
+    (:func:`~luca_gym.protocol.runner_kind`; ``baselines``: the world's,
+    looked up when not given)."""
     if baselines is None:
         baselines = worlds.get(world).baseline_policies()
     if agent in baselines:
-        return not hasattr(baselines[agent], "act")
+        return runner_kind(baselines[agent]) == TOOL_AGENT
     return is_llm_agent(agent) or is_module_agent(agent)
 
 

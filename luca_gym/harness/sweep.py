@@ -21,7 +21,7 @@ from luca_gym.harness.spec import SessionSpec, expected_fields, session_key
 from luca_gym.harness.results import SESSIONS_FILE, append_record, describe_key, trim_unfinished, folder_lock, read_results
 from luca_gym.harness.runner import open_tool_session, python_config, run_session, run_tool_session
 from luca_gym.harness.spec import is_tool_agent
-from luca_gym.protocol import load
+from luca_gym.protocol import POLICY, TOOL_AGENT, load, runner_kind
 from luca_gym.tools.session import tool_options
 
 
@@ -111,7 +111,7 @@ def sweep(
     def run(runner, spec, sleep=time.sleep) -> dict:
         if step is not None:
             runner = _reporting(runner, lambda count, unit: step(spec, count, unit))
-        if hasattr(runner, "act"):
+        if runner_kind(runner) == POLICY:
             return run_session(runner, spec, sealed=seal)
         return run_tool_session(runner, spec, sealed=seal, base_url=base_url, retries=retries, backoff=backoff, price=price,
                                 request=request,
@@ -146,7 +146,7 @@ def sweep(
             queued = []
             for spec in todo:
                 runner = make_runner(spec.agent, world=spec.world) if policy_factory is None else policy_factory(spec.agent)
-                if concurrency > 1 and not hasattr(runner, "act"):
+                if concurrency > 1 and runner_kind(runner) == TOOL_AGENT:
                     queued.append((spec, functools.partial(_stoppable_run, run, runner, spec)))
                     continue
                 started(spec)
@@ -169,6 +169,9 @@ class _ReportingPolicy:
 
     def __getattr__(self, name):
         return getattr(self._policy, name)
+
+    def reset(self, *args, **kwargs):
+        return self._policy.reset(*args, **kwargs)
 
     def act(self, *args, **kwargs):
         action = self._policy.act(*args, **kwargs)
@@ -195,14 +198,14 @@ class _ReportingAgent:
 
 def _reporting(runner, report):
     """``runner`` telling ``report(count, unit)`` of each move it makes (a fresh count per session)."""
-    return _ReportingPolicy(runner, report) if hasattr(runner, "act") else _ReportingAgent(runner, report)
+    return _ReportingPolicy(runner, report) if runner_kind(runner) == POLICY else _ReportingAgent(runner, report)
 
 
 def check_python(specs, python, seal, analysis_tools=False) -> None:
     """ValueError, before anything runs, where ``python`` (offer the python
     tool) cannot be: not a bool, a world of ``specs`` whose tool session does
-    not offer it, no seal, or an agent that is a policy (it plays the world's
-    host session, which has no python tool); or where ``analysis_tools``
+    not offer it, no seal, or an agent that is a policy (it acts in the
+    world's own calls, never in code); or where ``analysis_tools``
     cannot be (:func:`~luca_gym.tools.session.check_analysis_tools`)."""
     from luca_gym import worlds
 
@@ -215,8 +218,8 @@ def check_python(specs, python, seal, analysis_tools=False) -> None:
         tool_options(load(w.tools), python=python, sealed=seal, analysis_tools=analysis_tools)  # a non-bool is refused here
     for spec in dict.fromkeys((s.world, s.agent) for s in specs):
         if not is_tool_agent(spec[1], spec[0]):
-            raise ValueError(f"python: agent {spec[1]!r} is a policy (it plays world {spec[0]!r}'s host session, which has "
-                             "no python tool); run it without python, into another folder")
+            raise ValueError(f"python: agent {spec[1]!r} is a policy (it acts in world {spec[0]!r}'s own calls, never in "
+                             "code); run it without python, into another folder")
 
 
 def check_concurrency(concurrency) -> int:
