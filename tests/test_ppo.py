@@ -202,7 +202,7 @@ def test_a_run_folder_that_says_pergene_loads_as_the_entity_network_and_acts_the
     assert ppo.PPOConfig("dag", config.settings, network="pergene") == ppo.PPOConfig("dag", config.settings, network="entity")
     expected = json.loads((PERGENE_RUN / "expected.json").read_text())
     obs, mask = np.array(expected["obs"], np.float32), np.array(expected["mask"], bool)
-    logits, value = ppo.apply(network, jnp.asarray(obs), jnp.asarray(mask))
+    logits, value = jax.jit(ppo.apply)(network, jnp.asarray(obs), jnp.asarray(mask))  # eager, op by op, takes 10 s
     np.testing.assert_allclose(np.asarray(logits), expected["logits"], rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(np.asarray(value), expected["value"], rtol=1e-5, atol=1e-5)
     policy = ppo.load(str(PERGENE_RUN))
