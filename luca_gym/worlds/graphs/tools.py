@@ -25,7 +25,7 @@ the same session (:func:`luca_gym.tools.play.play_policy`).
 from __future__ import annotations
 
 import json
-from typing import Annotated, Literal
+from typing import Annotated
 
 import numpy as np
 
@@ -36,29 +36,14 @@ from luca_gym.worlds.graphs import core
 from luca_gym.worlds.graphs.config import MAX_NODES, DagConfig, RelationalConfig
 
 Node = Annotated[int, Field(minimum=0, maximum=lambda c: c.n - 1, description=lambda c: f"the {c.node_noun}, 0..{c.n - 1}")]
-_Row = Annotated[list[Literal[0, 1]], Field(items=lambda c: c.n)]
+_Row = Annotated[list[Annotated[int, Field(enum=(0, 1))]], Field(items=lambda c: c.n)]  # a typed enum: JSON true refused
 _MATRIX_WORDS = "{n} rows of {n} entries, 0 or 1: row i, column j is 1 iff there is an edge from node i to node j"
 Matrix = Annotated[list[_Row], Field(items=lambda c: c.n, description=lambda c: _MATRIX_WORDS.format(n=c.n))]
-# The matrix an intervention states: offered (and required) under proposals="every" only.
+# The matrix an intervention states: offered (and required) under proposals="every" only (else its default, None).
 ProposedMatrix = Annotated[list[_Row], Field(items=lambda c: c.n, description=lambda c: _MATRIX_WORDS.format(n=c.n),
-                                            when=lambda c: c.proposals == "every")]
+                                            when=lambda c: c.proposals == "every", required=True)]
 _INTERVENE = """Costs 1 of the budget ({c.budget}){c.price_words}: {c.intervene_tool} one {c.node_noun}; it
 {c.effect_words}. Returns every state after it and the observation matrix so far.{c.proposal_words}"""
-
-
-def _typed_enums(schema):
-    """``schema`` with ``"type": "integer"`` before each enum of integers.
-    The table's schema of ``Literal[0, 1]`` is the bare enum; the graph
-    worlds' published matrices have always said the type too (so a JSON
-    ``true`` is refused), and this adapter keeps them so until the table's
-    schema of a Literal carries its type."""
-    if isinstance(schema, list):
-        return [_typed_enums(s) for s in schema]
-    if not isinstance(schema, dict):
-        return schema
-    if "enum" in schema and "type" not in schema and all(type(v) is int for v in schema["enum"]):
-        schema = {"type": "integer", **schema}
-    return {k: _typed_enums(v) for k, v in schema.items()}
 
 
 def _longest_call(config, n: int) -> int:
@@ -97,7 +82,6 @@ class GraphToolSession(TableToolSession):
     def __init__(self, seed: int = 0, *, sealed=None, **settings):
         super().__init__(seed, sealed=sealed, **settings)
         check_fits(self.config)
-        self.set_specs(_typed_enums(self.tool_specs()))
         self.history = [np.asarray(self.state.shown).tolist()]
         self.targets: list[int] = []
 
@@ -187,13 +171,6 @@ class GraphToolSession(TableToolSession):
         """End the session without submitting (scored as unsolved)."""
         return core.Action.make(core.END, self.config)
 
-    def dispatch(self, name: str, args: dict) -> dict:
-        # Under proposals="final" an intervention states no matrix: its parameter is not offered, so it is
-        # given here (the table offers a parameter under a setting, and requires it there, through `when`).
-        if name == self.config.intervene_tool and self.config.proposals != "every":
-            args = {**args, "adjacency": None}
-        return super().dispatch(name, args)
-
     def answer(self, name: str, args: dict) -> dict:
         """An intervention made: the node, the states after it and the observation matrix so far; with a matrix
         stated, whether it was right."""
@@ -233,7 +210,7 @@ class DagToolSession(GraphToolSession):
     config_class = DagConfig
     world = "dag"
 
-    def intervene(self, molecule: Node, adjacency: ProposedMatrix):
+    def intervene(self, molecule: Node, adjacency: ProposedMatrix = None):
         return self._intervention(molecule, adjacency)
 
     intervene.__doc__ = _INTERVENE
@@ -247,7 +224,7 @@ class RelationalToolSession(GraphToolSession):
     config_class = RelationalConfig
     world = "relational"
 
-    def attack(self, house: Node, adjacency: ProposedMatrix):
+    def attack(self, house: Node, adjacency: ProposedMatrix = None):
         return self._intervention(house, adjacency)
 
     attack.__doc__ = _INTERVENE
