@@ -50,10 +50,11 @@ def test_rows_are_the_single_envs_sessions_through_autoresets(autoreset_mode):
         first, _ = single.reset(options={"instance_seed": int(info["instance_seed"][i])})
         for key in first:
             np.testing.assert_array_equal(obs[key][i], first[key])
-    ended_rows, pending = 0, np.zeros(B, bool)
+    ended_rows, pending, compiled = 0, np.zeros(B, bool), None
     for _ in range(25):
         actions = _random_actions(env, rng)
         obs, reward, terminated, truncated, info = env.step(actions)
+        compiled = compiled or core_vector._step._cache_size()
         for i, single in enumerate(singles):
             if pending[i]:  # next_step: this step opened a new session and ignored the action
                 assert reward[i] == 0 and not terminated[i] and info["error_code"][i] == 0
@@ -76,7 +77,7 @@ def test_rows_are_the_single_envs_sessions_through_autoresets(autoreset_mode):
                 np.testing.assert_array_equal(obs[key][i], expected[key])
         pending = (terminated | truncated) if autoreset_mode == "next_step" else np.zeros(B, bool)
     assert ended_rows >= 3, "the rollout must end sessions for the autoreset to be checked"
-    assert core_vector._step._cache_size() >= 1
+    assert core_vector._step._cache_size() == compiled, "one compiled step serves every instance and autoreset"
 
 
 def test_reset_replays_and_pins_instances():

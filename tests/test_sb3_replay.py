@@ -24,6 +24,7 @@ pytest.importorskip("stable_baselines3")
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "data", "sb3_replay.json")
 CASES = ["luca-pool-healthy", "luca-fresh-disease", "dag-pool", "dag-fresh"]
+SLOW = {"luca-fresh-disease", "dag-fresh"}  # fresh instances: more generator calls (the pool cases stay quick)
 B = 4
 STEPS = 24
 
@@ -76,7 +77,7 @@ def replay(case: str) -> str:
     return digest.hexdigest()
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow if c in SLOW else ()) for c in CASES])
 def test_sb3_vec_envs_replay_the_recorded_sessions(case):
     with open(FIXTURE) as f:
         recorded = json.load(f)

@@ -11,9 +11,11 @@ with two things and nothing else:
   -> (obs, state)`` and ``step(state, action) -> (obs, state, reward,
   terminated, truncated, error, extras)``), which the env vmaps and jits.
   :class:`CoreProgram` builds it from the core's protocol functions; a world
-  whose core has faster batched forms (LUCA: its session's own ``reset`` and
-  ``step``, which return the observation they compute anyway, and its jitted
-  scorer as ``extras``) gives its own;
+  whose core has faster batched forms gives its own (LUCA: its session's
+  own ``reset`` and ``step``, which return the observation they compute
+  anyway, and its jitted scorer as ``extras``; its protocol ``Instance``
+  carries the seed and the gene names as static fields, so a batch of
+  them is its organisms' arrays and noise keys instead);
 * an *instance source* (:class:`luca_gym.pools.InstanceSource`): each new
   episode's instance seed, instance and noise key, drawn with the env's
   numpy RNG, from a pool of M instances (the training seeds 10 000 up by
