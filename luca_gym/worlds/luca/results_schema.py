@@ -95,7 +95,7 @@ def _result(session, tool_name: str) -> dict:
             "call_limit": _COUNT,
             "calls_accepted": _COUNT,
         }
-        if session.env.params.disease:
+        if session.params.disease:
             properties["aberrant_phenotypes"] = {"type": "array", "items": {"enum": list(session.meta.phenotype_names)}}
         return _object(properties)
     if tool_name == "submit_hypothesis":

@@ -1,162 +1,111 @@
 """LUCA's tools for language-model agents: the nine calls of the paper
-(appendices B and C) on :class:`~luca_gym.tools.session.ToolSessionBase`.
+(appendices B and C) as a tool table on the generic
+:class:`~luca_gym.tools.table.TableToolSession`, over LUCA's pure core
+(:mod:`luca_gym.worlds.luca.core.protocol`).
 
-:data:`TOOLS` is the one registry the JSON Schemas in the OpenAI, Anthropic
-and MCP formats come from; :class:`ToolSession` translates a checked call into
-a core action with :func:`luca_gym.worlds.luca.calls.action_from_call` and runs
-it on a :class:`~luca_gym.worlds.luca.session.Session`. Every rule (cost,
-phase, refusals, scoring) stays in the core; nothing here re-implements one.
-``luca-gym play`` and ``luca-gym mcp`` drive a :class:`ToolSession` too.
-:func:`system_prompt` is LUCA's prompt (the paper's, with the appendix E.2
-vocabulary and stance variants).
+Each tool is a handler with a typed signature; its JSON Schema (in the
+OpenAI, Anthropic and MCP formats) is built from the signature by the
+table's builder, never written beside it, and the dispatcher checks every
+call against it before anything runs. A handler translates a checked call
+into a core action (:func:`luca_gym.worlds.luca.calls.action_from_call`);
+the table steps the core and does the refusal, the reward, the ending (by
+``end``, or at the call limit) and the scores, as for every world on it.
+Every rule (cost, phase, refusals, scoring) stays in the core; nothing here
+re-implements one. ``luca-gym play`` and ``luca-gym mcp`` drive a
+:class:`ToolSession` too. :func:`system_prompt` is LUCA's prompt (the
+paper's, with the appendix E.2 vocabulary and stance variants).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable
+from functools import cached_property
+from typing import Annotated, Any, Literal, TypedDict
 
 from luca_gym import seal as seal_mod
-from luca_gym.tools.session import ToolSessionBase
-from luca_gym.worlds.luca import calls, core
+from luca_gym.boundary import to_numpy_observation
+from luca_gym.tools.table import Field, Refusal, TableToolSession, per_session, tool, tool_table
+from luca_gym.worlds.luca import calls
+from luca_gym.worlds.luca.config import LucaConfig
+from luca_gym.worlds.luca.core import ERROR_CODES, protocol
 from luca_gym.worlds.luca.results_schema import output_schema
-from luca_gym.worlds.luca.session import Session
 from luca_gym.worlds.luca.spec import GENE_TYPES, HEALTHY_RANGE, MALFUNCTION_TYPES, SIGNAL_TYPE, check_stance, check_vocabulary
 
 MAX_HYPOTHESIS = 20_000  # characters of one hypothesis
 MAX_HYPOTHESES = 100  # hypotheses kept per session
 
 
-@dataclass(frozen=True)
-class Tool:
-    """One of the nine tools: its name, its description and how a session builds its arguments' schema."""
-    name: str
-    description: str
-    # (session) -> the "properties" of the arguments object, and its required names.
-    arguments: Callable[["ToolSession"], tuple[dict, list]]
+# -- what an agent may send ------------------------------------------------------
+class GeneIntervention(TypedDict):
+    """A gene's intervention (``$defs/gene``)."""
+
+    type: Literal[GENE_TYPES]
 
 
-def _interventions(session: "ToolSession") -> dict:
-    return {
-        "type": "object",
-        "description": "Targets by name: a gene -> {\"type\": BLOCK|BOOST|DAMPEN}, a signal -> {\"type\": \"ACTIVATE\"}.",
-        "properties": {
-            **{g: {"$ref": "#/$defs/gene"} for g in session.targetable_genes},
-            **{s: {"$ref": "#/$defs/signal"} for s in session.meta.signal_labels},
-        },
-        "additionalProperties": False,
-        "minProperties": 1,
-    }
+class SignalIntervention(TypedDict):
+    """A signal's intervention (``$defs/signal``)."""
+
+    type: Literal[SIGNAL_TYPE]
 
 
-def _no_arguments(session):
-    return {}, []
+Gene = Annotated[GeneIntervention, Field(ref="gene")]
+Signal = Annotated[SignalIntervention, Field(ref="signal")]
 
 
-TOOLS: tuple[Tool, ...] = (
-    Tool(
-        "get_organism_info",
-        "Free. The organism's targetable genes, signals, phenotypes, baseline phenotypes, healthy ranges, "
-        "aberrant phenotypes (disease mode), the budget and the call limit: the session accepts at most "
-        "{call_limit} calls other than get_organism_info and submit_hypothesis (refused calls do not count), "
-        "then ends itself.",
-        _no_arguments,
-    ),
-    Tool(
-        "run_experiment",
-        "Costs 1 budget unit. Apply the interventions together and measure the steady-state phenotypes "
-        "(with measurement noise). An experiment that perturbs both genes of a held-out prediction task is refused.",
-        lambda s: ({"interventions": _interventions(s)}, ["interventions"]),
-    ),
-    Tool(
-        "get_next_prediction_task",
-        "Free. Reveal the next held-out two-gene prediction task (answer the current one first).",
-        _no_arguments,
-    ),
-    Tool(
-        "submit_prediction",
-        "Free. Predict every phenotype's steady-state value under the current prediction task. One submission per task.",
-        lambda s: (
-            {
-                "predictions": {
-                    "type": "object",
-                    "properties": {p: {"type": "number", "minimum": 0, "maximum": 1} for p in s.meta.phenotype_names},
-                    "required": list(s.meta.phenotype_names),
-                    "additionalProperties": False,
-                }
-            },
-            ["predictions"],
-        ),
-    ),
-    Tool(
-        "submit_hypothesis",
-        "Free. Store a free-text causal hypothesis (kept with the session, not scored).",
-        lambda s: ({"text": {"type": "string", "minLength": 1, "maxLength": MAX_HYPOTHESIS}}, ["text"]),
-    ),
-    Tool(
-        "submit_network",
-        "Free. Submit the gene -> phenotype edges you infer, each with its direction (+ raises, - lowers). "
-        "Scored by precision and recall at session end; a later submission replaces an earlier one. "
-        "Each submission counts toward the session's limit of {call_limit} accepted calls.",
-        lambda s: (
-            {
-                "edges": {
-                    "type": "array",
-                    "maxItems": len(s.targetable_genes) * len(s.meta.phenotype_names),
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "gene": {"enum": list(s.targetable_genes)},
-                            "phenotype": {"enum": list(s.meta.phenotype_names)},
-                            "direction": {"enum": list(calls.DIRECTIONS)},
-                        },
-                        "required": ["gene", "phenotype", "direction"],
-                        "additionalProperties": False,
-                    },
-                }
-            },
-            ["edges"],
-        ),
-    ),
-    Tool(
-        "submit_malfunction_hypothesis",
-        "Free, disease mode only, ONE-WAY: commit your diagnosis (a gene locked high or low, or a persistently "
-        "active signal). It unlocks test_rescue; its score is revealed only when the session ends.",
-        lambda s: (
-            {
-                "target_name": {"enum": list(s.targetable_genes) + list(s.meta.signal_labels)},
-                "malfunction_type": {"enum": list(MALFUNCTION_TYPES[1:])},
-            },
-            ["target_name", "malfunction_type"],
-        ),
-    ),
-    Tool(
-        "test_rescue",
-        "Costs 1 budget unit, disease mode only, after submit_malfunction_hypothesis. Apply a corrective "
-        "intervention; returns the phenotypes, which are in the healthy range, and the restored fraction of the "
-        "aberrant phenotypes.",
-        lambda s: ({"interventions": _interventions(s)}, ["interventions"]),
-    ),
-    Tool("end", "Free. End the session and reveal the scores.", _no_arguments),
-)
-TOOL_NAMES = tuple(t.name for t in TOOLS)
-_DEFS = {
-    "gene": {
-        "type": "object",
-        "properties": {"type": {"enum": list(GENE_TYPES)}},
-        "required": ["type"],
-        "additionalProperties": False,
-    },
-    "signal": {
-        "type": "object",
-        "properties": {"type": {"enum": [SIGNAL_TYPE]}},
-        "required": ["type"],
-        "additionalProperties": False,
-    },
-}
+def _targets(session: "ToolSession") -> dict:
+    """Each target an intervention may name, with its type: the targetable genes, then the signals."""
+    return {**{g: Gene for g in session.targetable_genes}, **{s: Signal for s in session.meta.signal_labels}}
 
 
-class ToolSession(ToolSessionBase):
+# Targets by name, none required, at least one; the published order puts the description second.
+Interventions = Annotated[dict[str, Gene | Signal], Field(
+    keys=per_session(_targets), optional_keys=True, min_properties=1, key_order=("type", "description"),
+    description="Targets by name: a gene -> {\"type\": BLOCK|BOOST|DAMPEN}, a signal -> {\"type\": \"ACTIVATE\"}.")]
+Predictions = Annotated[dict[str, Annotated[float, Field(minimum=0, maximum=1)]],
+                        Field(keys=per_session(lambda s: s.meta.phenotype_names))]
+GeneName = Annotated[Any, Field(enum=per_session(lambda s: s.targetable_genes))]
+PhenotypeName = Annotated[Any, Field(enum=per_session(lambda s: s.meta.phenotype_names))]
+Direction = Literal[tuple(calls.DIRECTIONS)]
+
+
+class Edge(TypedDict):
+    """A submitted gene -> phenotype edge and its direction (+ raises, - lowers)."""
+
+    gene: GeneName
+    phenotype: PhenotypeName
+    direction: Direction
+
+
+# At most every targetable gene to every phenotype; the published order puts maxItems before items.
+Edges = Annotated[list[Edge], Field(max_items=per_session(lambda s: len(s.targetable_genes) * len(s.meta.phenotype_names)),
+                                    key_order=("type", "maxItems"))]
+Target = Annotated[Any, Field(enum=per_session(lambda s: [*s.targetable_genes, *s.meta.signal_labels]))]
+Malfunction = Literal[MALFUNCTION_TYPES[1:]]
+
+
+def _env_config(env, seal, **settings) -> protocol.SessionConfig:
+    """The config of a session on ``env`` (a host
+    :class:`~luca_gym.worlds.luca.session.Session`, a LucaEnv or a
+    :class:`ToolSession`: its params, the call limit and shaping included),
+    refused unless it was built from these settings and seal (ValueError
+    naming the first that differs)."""
+    wanted = LucaConfig(**settings)
+    held = getattr(env, "config", None)
+    if not isinstance(held, protocol.SessionConfig):
+        held = protocol.SessionConfig(env.organism_settings, env.params)
+    if wanted.budget is not None and held.params.budget != wanted.budget:
+        raise ValueError(f"env: built with budget={held.params.budget}; this session asks for budget={wanted.budget}")
+    fingerprint = lambda s: None if s is None else s.fingerprint  # noqa: E731
+    names = ("tier", "n_genes", "mode", "backwards")
+    built = {**{k: getattr(held.organism, k) for k in names}, "sealed": fingerprint(seal_mod.make_seal(env.seal)),
+             "vocabulary": held.organism.vocabulary}
+    asked = {**{k: getattr(wanted, k) for k in names}, "sealed": fingerprint(seal), "vocabulary": wanted.vocabulary}
+    for name, value in asked.items():
+        if built[name] != value:
+            raise ValueError(f"env: built with {name}={built[name]!r}; this session asks for {name}={value!r}")
+    return protocol.SessionConfig(wanted, held.params)
+
+
+class ToolSession(TableToolSession):
     """One LUCA session driven by named tool calls.
 
     Args:
@@ -166,9 +115,10 @@ class ToolSession(ToolSessionBase):
             "invented" (G001...) or "real" (real human gene symbols), and the
             system prompt's stance on biological knowledge, "suppress" (the
             default) or "permit" (:func:`system_prompt`).
-        env: a :class:`~luca_gym.worlds.luca.session.Session` (or a LucaEnv)
-            built from these same settings, to reuse; by
-            default one is built (both through :func:`luca_gym.worlds.luca.calls.open_session`).
+        env: a :class:`~luca_gym.worlds.luca.session.Session`, a LucaEnv (or
+            another ToolSession) built from these same settings, whose
+            config to take: its call limit (``max_steps``) and reward
+            shaping; by default the core's (:func:`~luca_gym.worlds.luca.core.protocol.make_config`).
         sealed: None (default), a secret, a :class:`luca_gym.seal.Seal` or True
             (``$LUCA_GYM_SECRET``): the organism is generated from its sealed
             seed and ``organism_id`` is opaque, so neither the public seed nor
@@ -179,8 +129,10 @@ class ToolSession(ToolSessionBase):
     Raises ValueError naming a bad setting and what is allowed.
 
     Parsing, checking and logging of every call are the generic dispatcher's
-    (:class:`~luca_gym.tools.session.ToolSessionBase`); this class says what
-    LUCA's tools are and how a checked call runs.
+    (:class:`~luca_gym.tools.session.ToolSessionBase`), the steps, refusals,
+    reward, ending and scores the tool table's
+    (:class:`~luca_gym.tools.table.TableToolSession`); this class says what
+    LUCA's tools are and what their answers hold.
 
     A refused call (malformed, or against the rules) changes nothing and
     counts toward nothing. The session accepts at most ``call_limit`` calls
@@ -188,78 +140,174 @@ class ToolSession(ToolSessionBase):
     ``submit_hypothesis``); the last of them is carried out and then ends the
     session with ``end_reason: "call_limit"``. The prompt and the tool
     descriptions state the limit.
+
+    ``state`` is the core's session state, ``instance`` the organism and its
+    noise key (host side: never shown), ``config`` the
+    :class:`~luca_gym.worlds.luca.core.protocol.SessionConfig`; ``obs`` the
+    observation as numpy arrays; ``env`` is the session itself (its
+    ``state``, ``params``, ``organism`` and ``seal``, where the host
+    Session's were read before).
     """
 
+    core = protocol
+    config_class = LucaConfig
     world = "luca"
+    id_prefix = "org"
     opening = "A new organism is ready. Begin."
     status_keys = ("budget_remaining",)
     title = "LUCA gym"
 
     def __init__(
-        self, seed: int = 0, *, tier="medium", mode="healthy", n_genes=20, backwards=False, env: Session | None = None,
+        self, seed: int = 0, *, tier="medium", mode="healthy", n_genes=20, backwards=False, env=None,
         sealed=None, vocabulary="invented", stance="suppress", budget=None,
     ):
-        super().__init__()
-        self.seal = seal_mod.make_seal(sealed)
         self.stance = check_stance(stance)
-        self.env, self.obs = calls.open_session(seed, tier, mode, n_genes, backwards, env=env, sealed=self.seal,
-                                                vocabulary=vocabulary, budget=budget)
+        seal = seal_mod.make_seal(sealed)
+        settings = {"tier": tier, "mode": mode, "n_genes": n_genes, "backwards": backwards, "vocabulary": vocabulary,
+                    "budget": budget}
+        options = settings if env is None else {"config": _env_config(env, seal, **settings)}
+        super().__init__(seed, sealed=seal, **options)
         self.seed = int(seed)
-        self.meta = self.env.organism.meta
-        self.organism_id = self.instance_id = seal_mod.instance_id(self.seed, self.seal)
-        self.targetable_genes = tuple(g for g, t in zip(self.meta.gene_names, self.obs["targetable"]) if t)
         self.hypotheses: list[str] = []
-        self.set_specs([{"name": t.name, "description": self.description(t), "input_schema": self._schema(t)} for t in TOOLS])
+
+    # -- the session as the host Session showed it ---------------------------------
+    @property
+    def meta(self):
+        """The organism's public names and settings (:class:`~luca_gym.worlds.luca.types.OrganismMeta`)."""
+        return self.instance.organism.meta
+
+    @property
+    def organism(self):
+        """The organism (host side: its arrays hold the hidden truth)."""
+        return self.instance.organism
+
+    @property
+    def params(self):
+        """The core's :class:`~luca_gym.worlds.luca.core.EnvParams` (budget, call limit, shaping)."""
+        return self.config.params
+
+    @property
+    def env(self) -> "ToolSession":
+        """The session itself: ``state``, ``params``, ``organism`` and ``seal``, where the host Session's were read."""
+        return self
+
+    @property
+    def obs(self) -> dict:
+        """The observation (the core's ``public_view``), numpy arrays, bools as int8."""
+        return to_numpy_observation(protocol.public_view(self.state, self.config))
+
+    @property
+    def organism_id(self) -> str:
+        """The organism's id: ``org_<seed>``, opaque when sealed."""
+        return self.instance_id
+
+    @cached_property
+    def targetable_genes(self) -> tuple[str, ...]:
+        """The genes an agent may name (the hard tier's latent genes are not among them)."""
+        return tuple(g for g, t in zip(self.meta.gene_names, self.obs["targetable"]) if t)
 
     @property
     def call_limit(self) -> int:
         """Accepted calls (those that reach the core) after which the session ends itself."""
-        return self.env.params.max_steps
+        return self.params.max_steps
 
     def system_prompt(self) -> str:
         """The system prompt for this session (mode, call limit, vocabulary and stance)."""
-        return system_prompt(self.env.params.disease, self.call_limit, vocabulary=self.meta.vocabulary, stance=self.stance)
+        return system_prompt(self.params.disease, self.call_limit, vocabulary=self.meta.vocabulary, stance=self.stance)
 
-    def description(self, tool: "Tool") -> str:
-        """A tool's description for this session (the call limit filled in)."""
-        return tool.description.replace("{call_limit}", str(self.call_limit))
+    # -- the tools ---------------------------------------------------------------------
+    # MCP ToolAnnotations per tool (hints for clients, e.g. to ask before a one-way
+    # call). readOnly: changes nothing in the session. destructive: one-way or
+    # replacing (an answer and the diagnosis cannot be revised, ``end`` closes the
+    # session, a network replaces the last one); the others only add (a measurement,
+    # a revealed task, a stored hypothesis, a rescue test). idempotent: a repeat with
+    # the same arguments has no further effect (the core refuses a second diagnosis,
+    # answer or end, and refusals count toward nothing; every accepted call counts
+    # toward the call limit). Closed world for all.
+    def _action(self, name: str, **arguments) -> protocol.Action:
+        """A checked call as the core's action."""
+        return protocol.to_action(calls.action_from_call(self.meta, name, arguments), self.config)
 
-    # -- schemas -----------------------------------------------------------------
-    def _schema(self, tool: Tool) -> dict:
-        properties, required = tool.arguments(self)
-        schema = {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
-        if "interventions" in properties:
-            schema["$defs"] = _DEFS
-        return schema
+    @tool(title="Organism facts", readOnlyHint=True, idempotentHint=True)
+    def get_organism_info(self):
+        """Free. The organism's targetable genes, signals, phenotypes, baseline phenotypes, healthy ranges,
+        aberrant phenotypes (disease mode), the budget and the call limit: the session accepts at most
+        {c.params.max_steps} calls other than get_organism_info and submit_hypothesis (refused calls do not
+        count), then ends itself."""
+        return self.organism_info()
 
-    def dispatch(self, name: str, args: dict) -> dict:
-        """Run a checked call: the free calls with no core action here, every other through the core."""
-        if name == "get_organism_info":
-            return self.organism_info()
-        if name == "submit_hypothesis":
-            if self.ended:
-                return self.error(core.ERROR_MESSAGES[core.ERROR_CODES["session_ended"]])
-            if len(self.hypotheses) >= MAX_HYPOTHESES:
-                return self.error(f"submit_hypothesis: {MAX_HYPOTHESES} hypotheses already stored; no more are kept")
-            self.hypotheses.append(args["text"])
-            return {"stored": True, "budget_remaining": int(self.obs["budget_left"])}
-        action = calls.action_from_call(self.meta, name, args)
-        kind = int(action["kind"])
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        self.obs = obs
-        result = calls.describe_result(self.meta, kind, obs, info)
-        self.total_reward += reward
-        if terminated or truncated:
-            self.ended = True
-            self.truncated = truncated
-            self.end_reason = "end" if terminated else "call_limit"
-            self.scores = info["scores"]
-            result["ended"] = True
-            result["end_reason"] = self.end_reason
-            if truncated:
-                result["note"] = f"The session accepted its limit of {self.call_limit} calls and has ended."
-            result["scores"] = calls.describe_scores(self.meta, info["scores"])
-        return result
+    @tool(title="Run an experiment (1 budget unit)", readOnlyHint=False, destructiveHint=False, idempotentHint=False)
+    def run_experiment(self, interventions: Interventions):
+        """Costs 1 budget unit. Apply the interventions together and measure the steady-state phenotypes
+        (with measurement noise). An experiment that perturbs both genes of a held-out prediction task is refused."""
+        return self._action("run_experiment", interventions=interventions)
+
+    @tool(title="Reveal the next prediction task", readOnlyHint=False, destructiveHint=False, idempotentHint=False)
+    def get_next_prediction_task(self):
+        """Free. Reveal the next held-out two-gene prediction task (answer the current one first)."""
+        return self._action("get_next_prediction_task")
+
+    @tool(title="Answer the prediction task (once)", readOnlyHint=False, destructiveHint=True, idempotentHint=True)
+    def submit_prediction(self, predictions: Predictions):
+        """Free. Predict every phenotype's steady-state value under the current prediction task. One submission per task."""
+        return self._action("submit_prediction", predictions=predictions)
+
+    @tool(title="Store a hypothesis", readOnlyHint=False, destructiveHint=False, idempotentHint=False)
+    def submit_hypothesis(self, text: Annotated[str, Field(min_length=1, max_length=MAX_HYPOTHESIS)]):
+        """Free. Store a free-text causal hypothesis (kept with the session, not scored).
+
+        The one call the core never sees: kept here, refused after the end
+        in the core's words, at most :data:`MAX_HYPOTHESES` of them."""
+        if self.ended:
+            raise Refusal(protocol.ERRORS[ERROR_CODES["session_ended"]])
+        if len(self.hypotheses) >= MAX_HYPOTHESES:
+            raise Refusal(f"submit_hypothesis: {MAX_HYPOTHESES} hypotheses already stored; no more are kept")
+        self.hypotheses.append(text)
+        return {"stored": True, "budget_remaining": int(self.state.budget_left)}
+
+    @tool(title="Submit the inferred network", readOnlyHint=False, destructiveHint=True, idempotentHint=False)
+    def submit_network(self, edges: Edges):
+        """Free. Submit the gene -> phenotype edges you infer, each with its direction (+ raises, - lowers).
+        Scored by precision and recall at session end; a later submission replaces an earlier one.
+        Each submission counts toward the session's limit of {c.params.max_steps} accepted calls."""
+        return self._action("submit_network", edges=edges)
+
+    @tool(title="Commit the diagnosis (one-way)", readOnlyHint=False, destructiveHint=True, idempotentHint=True)
+    def submit_malfunction_hypothesis(self, target_name: Target, malfunction_type: Malfunction):
+        """Free, disease mode only, ONE-WAY: commit your diagnosis (a gene locked high or low, or a persistently
+        active signal). It unlocks test_rescue; its score is revealed only when the session ends."""
+        return self._action("submit_malfunction_hypothesis", target_name=target_name, malfunction_type=malfunction_type)
+
+    @tool(title="Test a rescue (1 budget unit)", readOnlyHint=False, destructiveHint=False, idempotentHint=False)
+    def test_rescue(self, interventions: Interventions):
+        """Costs 1 budget unit, disease mode only, after submit_malfunction_hypothesis. Apply a corrective
+        intervention; returns the phenotypes, which are in the healthy range, and the restored fraction of the
+        aberrant phenotypes."""
+        return self._action("test_rescue", interventions=interventions)
+
+    @tool(title="End the session and reveal the scores", readOnlyHint=False, destructiveHint=True, idempotentHint=True)
+    def end(self):
+        """Free. End the session and reveal the scores."""
+        return self._action("end")
+
+    tools = tool_table(get_organism_info, run_experiment, get_next_prediction_task, submit_prediction, submit_hypothesis,
+                       submit_network, submit_malfunction_hypothesis, test_rescue, end)
+
+    # -- the answers -----------------------------------------------------------------
+    def answer(self, name: str, args: dict) -> dict:
+        """What a call the core took returns, by name (:func:`~luca_gym.worlds.luca.calls.describe_result`)."""
+        return calls.describe_result(self.meta, calls.CALLS[name], self.obs, {})
+
+    def refused(self, message: str) -> dict:
+        """A call the core refused: the budget left, then the core's message (the order LUCA's answers have always had)."""
+        return {**self.status(), "error": message}
+
+    def shown_scores(self, scores: dict) -> dict:
+        """The scores as an agent reads them: the malfunction by name, figures rounded (:func:`~luca_gym.worlds.luca.calls.describe_scores`)."""
+        return calls.describe_scores(self.meta, scores)
+
+    def limit_note(self) -> str:
+        return f"The session accepted its limit of {self.call_limit} calls and has ended."
 
     def organism_info(self) -> dict:
         """What get_organism_info returns: public facts only."""
@@ -272,23 +320,23 @@ class ToolSession(ToolSessionBase):
             "baseline_phenotypes": {p: round(float(v), 6) for p, v in zip(m.phenotype_names, obs["baseline_phenotypes"])},
             "healthy_phenotype_ranges": {p: list(HEALTHY_RANGE) for p in m.phenotype_names},
             "budget_remaining": int(obs["budget_left"]),
-            "budget_total": self.env.params.budget,
+            "budget_total": self.params.budget,
             "call_limit": self.call_limit,
-            "calls_accepted": int(self.env.state.step_count),
+            "calls_accepted": int(self.state.step_count),
         }
-        if self.env.params.disease:
+        if self.params.disease:
             info["aberrant_phenotypes"] = [p for p, a in zip(m.phenotype_names, obs["aberrant"]) if a]
         return info
 
     def status(self) -> dict:
-        return {"budget_remaining": int(self.obs["budget_left"])}
+        return {"budget_remaining": int(self.state.budget_left)}
 
     def observation(self) -> dict:
-        """What a policy sees (:func:`luca_gym.tools.play.play_policy`): the host session's observation (numpy, bools as int8)."""
+        """What a policy sees (:func:`luca_gym.tools.play.play_policy`): the observation (numpy, bools as int8)."""
         return self.obs
 
     def record_fields(self) -> dict:
-        return {"organism_id": self.organism_id, "budget": self.env.params.budget, "call_limit": self.call_limit,
+        return {"organism_id": self.organism_id, "budget": self.params.budget, "call_limit": self.call_limit,
                 "n_alt": (self.scores or {}).get("n_alt")}
 
     def key_settings(self) -> dict:
@@ -310,15 +358,12 @@ class ToolSession(ToolSessionBase):
             ("submit_prediction", {"predictions": {p: 0.5 for p in phenotypes}}),
             ("submit_network", {"edges": [{"gene": first, "phenotype": phenotypes[0], "direction": "+"}]}),
         ]
-        if self.env.params.disease:
+        if self.params.disease:
             calls_ += [
                 ("submit_malfunction_hypothesis", {"target_name": first, "malfunction_type": "LOCK_HI"}),
                 ("test_rescue", {"interventions": {second: {"type": "BOOST"}}}),
             ]
         return calls_ + [("end", {})]
-
-    def annotations(self, name: str) -> dict | None:
-        return ANNOTATIONS.get(name)
 
     def output_schema(self, name: str) -> dict | None:
         return output_schema(self, name)
@@ -335,33 +380,8 @@ class ToolSession(ToolSessionBase):
         }
 
 
-# ToolAnnotations per tool (hints for clients, e.g. to ask before a one-way call).
-# readOnly: changes nothing in the session. destructive: one-way or replacing
-# (an answer and the diagnosis cannot be revised, ``end`` closes the session, a
-# network replaces the last one); the others only add (a measurement, a
-# revealed task, a stored hypothesis, a rescue test).
-# idempotent: a repeat with the same arguments has no further effect (the core
-# refuses a second diagnosis, answer or end, and refusals count toward nothing;
-# every accepted call counts toward the call limit). closed world for all.
-ANNOTATIONS: dict[str, dict[str, Any]] = {  # the MCP server publishes these
-    "get_organism_info": {"title": "Organism facts", "readOnlyHint": True, "idempotentHint": True},
-    "run_experiment": {"title": "Run an experiment (1 budget unit)", "readOnlyHint": False, "destructiveHint": False,
-                       "idempotentHint": False},
-    "get_next_prediction_task": {"title": "Reveal the next prediction task", "readOnlyHint": False,
-                                 "destructiveHint": False, "idempotentHint": False},
-    "submit_prediction": {"title": "Answer the prediction task (once)", "readOnlyHint": False, "destructiveHint": True,
-                          "idempotentHint": True},
-    "submit_hypothesis": {"title": "Store a hypothesis", "readOnlyHint": False, "destructiveHint": False,
-                          "idempotentHint": False},
-    "submit_network": {"title": "Submit the inferred network", "readOnlyHint": False, "destructiveHint": True,
-                       "idempotentHint": False},
-    "submit_malfunction_hypothesis": {"title": "Commit the diagnosis (one-way)", "readOnlyHint": False,
-                                      "destructiveHint": True, "idempotentHint": True},
-    "test_rescue": {"title": "Test a rescue (1 budget unit)", "readOnlyHint": False, "destructiveHint": False,
-                    "idempotentHint": False},
-    "end": {"title": "End the session and reveal the scores", "readOnlyHint": False, "destructiveHint": True,
-            "idempotentHint": True},
-}
+TOOL_NAMES = tuple(ToolSession.tools)  # the nine tools, in the specs' order
+ANNOTATIONS: dict[str, dict[str, Any]] = {name: handler.annotations for name, handler in ToolSession.tools.items()}  # MCP's
 
 
 # -- prompts ---------------------------------------------------------------------
