@@ -160,6 +160,23 @@ class Core(Protocol):
         make_config(**settings) (optional): the config a session runs under,
             where a session takes options beyond the world's config (LUCA's
             call limit and reward shaping); otherwise ``World.make_config``.
+
+    Optional entries that fit the generic env (:class:`luca_gym.envs.core.CoreEnv`)
+    to a world's own conventions (LUCA declares them all):
+        RENDER_MODES: the render modes offered; a core that declares them
+            renders with ``render(state, config, mode, instance)`` (the
+            instance: what a picture may need beyond the state, such as
+            LUCA's gene names), one without them with ``render(state, config)``
+            in "ansi" alone.
+        SEED_OPTION: the reset option that pins an instance and the reset
+            info's key for its seed (default "instance_seed").
+        DRAWN_SEEDS: (low, high), the seeds a seeded reset draws from
+            (default the training seeds, ``TRAINING_SEED_START`` up).
+        reset_info(instance, config) -> dict: what a reset reports beside the seed.
+        TO_ACTION_CHECKS: True where ``to_action`` checks every action itself
+            (ValueError naming what is wrong) and takes more than the space's
+            elements (LUCA: a dict may leave out the fields its kind does not
+            use); the env then leaves the check to it.
     """
 
     ERRORS: tuple

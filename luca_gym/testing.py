@@ -139,7 +139,7 @@ def _check_core(world: World, settings: dict, seeds) -> list[str]:
     env = CoreEnv(world.name, **settings)
     env.action_space.seed(0)
     for seed in seeds:
-        env.reset(options={"instance_seed": seed})
+        env.reset(options={env.seed_option: seed})
         before = jax.tree_util.tree_leaves(jax.device_get(env.state))
         for bad in (None, "__not_an_action__", [[-1]]):
             try:

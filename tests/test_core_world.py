@@ -196,7 +196,8 @@ def test_the_gymnasium_env_is_the_generic_one_over_the_core():
     empty = np.zeros(5, np.int8)
     weigh = {"kind": 0, "left": np.eye(5, dtype=np.int8)[heavy], "right": empty, "coin": 0}
     observation, reward, terminated, truncated, info = env.step(weigh)
-    assert observation["reading"] == 1 and (reward, terminated, truncated, info) == (0.0, False, False, {"error_code": 0})
+    assert observation["reading"] == 1
+    assert (reward, terminated, truncated, info) == (0.0, False, False, {"error_code": 0, "error": None})
     assert env.render() == "weighings left 1; last reading: left heavier"
     for bad in ({"kind": 0}, {**weigh, "kind": 3}, "weigh", {**weigh, "left": np.full(5, 2)}):
         with pytest.raises(ValueError, match="not allowed; an element of Dict"):

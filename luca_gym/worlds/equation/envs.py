@@ -15,13 +15,19 @@ read, a query beyond the budget) earns nothing and changes nothing, and says
 why in ``info["error"]``.
 
 Why the world keeps this env rather than the generic
-:class:`~luca_gym.envs.core.CoreEnv` over its core: the action carries the
-formula as text, which the host reads (:mod:`~luca_gym.worlds.equation.formula`)
-before the core sees a parsed program, and text that cannot be read is a
-refusal at no cost (``info["error"]``), where CoreEnv takes an element of the
-core's action space and raises on anything else; and the observation is the
-history of queries, which the tool session's transcript holds and the core's
-state (whose shapes do not depend on the budget) does not.
+:class:`~luca_gym.envs.core.CoreEnv` over its core (which serves every other
+world with a pure core, LUCA's included): the action carries the formula as
+text, which the host reads (:mod:`~luca_gym.worlds.equation.formula`) before
+the core sees a parsed program, and text that cannot be read is a refusal at
+no cost, with its words in ``info["error"]`` and the session going on; a
+core's ``to_action``, where CoreEnv turns an action into the core's, can
+only take an action or raise ValueError, so an unreadable formula would be
+an exception, not a refusal (and a core's refusal is one of its fixed
+``ERRORS``, where the parser's words say what in the text it could not
+read). And the observation is the history of queries,
+which the tool session's transcript holds and the core's state (whose shapes
+do not depend on the budget) does not, so no ``public_view`` of the state can
+give it.
 """
 
 from __future__ import annotations

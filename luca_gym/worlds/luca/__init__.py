@@ -31,6 +31,7 @@ WORLD = World(
     config="luca_gym.worlds.luca.config:LucaConfig",
     headline="composite",
     tools="luca_gym.worlds.luca.tools:ToolSession",
+    core="luca_gym.worlds.luca.core.protocol",
     env="luca_gym.worlds.luca.envs.env:LucaEnv",
     vector_env="luca_gym.worlds.luca.envs.vector:LucaVectorEnv",
     flat_env="luca_gym.worlds.luca.envs.flat:LucaFlatEnv",

@@ -1,9 +1,12 @@
 """One LUCA session on the host: the pure core behind the numpy boundary.
 
-:class:`Session` is what the tool layer, the harness and the Gymnasium env all
-stand on: it builds the core's params from the settings, opens organism k,
-steps dict actions through :func:`~luca_gym.worlds.luca.core.parse_action` and
-the core, and reveals the scores once the session has ended. It decides no
+:class:`Session` is what the tool layer and the harness stand on: the
+generic Gymnasium env over LUCA's core (:class:`luca_gym.envs.core.CoreEnv`
+with :mod:`luca_gym.worlds.luca.core.protocol`), under LUCA's settings one by
+one and with its names (``params``, ``organism``, ``organism_settings``).
+It builds the config from the settings, opens organism k, steps dict
+actions through :func:`~luca_gym.worlds.luca.core.parse_action` and the
+core, and reveals the scores once the session has ended. It decides no
 rule; the core does. :func:`config_organism` (and :func:`cached_organism`, the
 same with the settings one by one) is the organism memo beside it.
 """
@@ -11,16 +14,13 @@ same with the settings one by one) is the organism memo beside it.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
-
-import numpy as np
 
 from luca_gym import seal as seal_mod
-from luca_gym.boundary import to_numpy_observation, to_python
+from luca_gym.boundary import to_python
+from luca_gym.envs.core import CoreEnv
 from luca_gym.worlds.luca import core, spec
 from luca_gym.worlds.luca.config import LucaConfig
-from luca_gym.worlds.luca import generator as world
-from luca_gym.worlds.luca.spec import INTERVENTION_TYPES
+from luca_gym.worlds.luca.render import render_text  # noqa: F401  (re-exported: the text picture's old home)
 from luca_gym.worlds.luca.types import Organism
 
 
@@ -53,8 +53,9 @@ def ended_scores(state: core.EnvState | None, params: core.EnvParams) -> dict:
     return to_python(core.session_scores(state, params))
 
 
-class Session:
-    """One LUCA session at a time, over the pure core.
+class Session(CoreEnv):
+    """One LUCA session at a time, over the pure core: the generic env
+    (:class:`~luca_gym.envs.core.CoreEnv`) of LUCA's core.
 
     Args:
         tier, mode, n_genes, backwards, vocabulary: the organism's settings
@@ -74,79 +75,27 @@ class Session:
 
     def __init__(self, tier: str = "medium", mode: str = "healthy", n_genes: int = 20, backwards: bool = False, *,
                  max_steps: int | None = None, dense_shaping: bool = False, shaping_scale: float = 0.1,
-                 shaping_gamma: float = 1.0, budget: int | None = None, sealed=None, vocabulary: str = "invented"):
-        self.seal = seal_mod.make_seal(sealed)
-        self.params = core.make_params(
-            tier, n_genes, mode, budget=budget, max_steps=max_steps, dense_shaping=dense_shaping,
-            shaping_scale=shaping_scale, shaping_gamma=shaping_gamma,
-        )
-        backwards = spec.check_bool(backwards, "backwards")
+                 shaping_gamma: float = 1.0, budget: int | None = None, sealed=None, vocabulary: str = "invented",
+                 render_mode: str | None = None):
+        super().__init__("luca", render_mode, sealed=sealed, tier=tier, mode=mode, n_genes=n_genes,
+                         backwards=backwards, vocabulary=vocabulary, budget=budget, max_steps=max_steps,
+                         dense_shaping=dense_shaping, shaping_scale=shaping_scale, shaping_gamma=shaping_gamma)
+        self.params: core.EnvParams = self.config.params
         # The organism's settings (the budget is the session's: params.budget, any size make_params allows).
-        self.organism_settings = LucaConfig(tier=tier, mode=mode, n_genes=n_genes, backwards=bool(backwards),
-                                            vocabulary=vocabulary)
+        self.organism_settings = self.config.organism.organism_settings()
         self.vocabulary = self.organism_settings.vocabulary
-        self.tier, self.mode, self.n_genes, self.backwards = tier, mode, n_genes, bool(backwards)
-        self.state: core.EnvState | None = None
-        self.organism: Organism | None = None
+        self.tier, self.mode, self.n_genes, self.backwards = tier, mode, n_genes, self.organism_settings.backwards
+
+    @property
+    def organism(self) -> Organism | None:
+        """The open session's organism (None before the first one)."""
+        return None if self.instance is None else self.instance.organism
 
     def open(self, organism_seed: int) -> tuple[dict, dict]:
         """Start a session on organism ``organism_seed`` (checked). Returns
         (first observation, ``{"organism_seed", "budget"}``)."""
-        organism_seed = spec.check_seed(organism_seed, "organism_seed")
-        self.organism = config_organism(organism_seed, self.organism_settings, sealed=self.seal)
-        key = core.noise_key(organism_seed, self.tier, self.n_genes, self.seal)
-        obs, self.state = core.reset(key, self.organism.arrays, self.params)
-        return to_numpy_observation(obs), {"organism_seed": organism_seed, "budget": self.params.budget}
-
-    def step(self, action):
-        """One action, checked: (observation, reward, terminated, truncated, info); an ended session adds ``info["scores"]``."""
-        if self.state is None:
-            raise RuntimeError("step() called before reset(): no session is open")
-        act = core.parse_action(action, self.params)
-        obs, self.state, reward, terminated, truncated, core_info = core.step(self.state, act, self.params)
-        code = int(core_info["error"])
-        info: dict[str, Any] = {"error_code": code, "error": core.ERROR_MESSAGES[code] or None}
-        terminated, truncated = bool(terminated), bool(truncated)
-        if terminated or truncated:
-            info["scores"] = self.scores()
-        return to_numpy_observation(obs), float(reward), terminated, truncated, info
+        return super().open(organism_seed)
 
     def scores(self) -> dict:
         """The score breakdown of the ended session; refuses while it is open."""
         return ended_scores(self.state, self.params)
-
-    def close(self):
-        """Forget the session; ``step`` refuses until the next ``reset``."""
-        self.state = None
-
-
-def render_text(state: core.EnvState, params: core.EnvParams, organism: Organism) -> str:
-    """The session as text (public information only)."""
-    m = organism.meta
-    obs = to_numpy_observation(core.observe(state, params))
-    fmt = lambda v: "[" + ", ".join(f"{float(x):.3f}" for x in v) + "]"  # noqa: E731
-    lines = [
-        f"LUCA {m.tier} {m.mode} N={m.n_genes}  budget {int(obs['budget_left'])}/{params.budget}  "
-        f"calls {int(state.step_count)}{'  [ended]' if obs['ended'] else ''}",
-        f"phenotypes {', '.join(m.phenotype_names)}",
-        f"baseline  {fmt(obs['baseline_phenotypes'])}"
-        + (f"  aberrant {[n for n, a in zip(m.phenotype_names, obs['aberrant']) if a]}" if params.disease else ""),
-        f"last      {fmt(obs['last_phenotypes'])}  steps {int(obs['last_steps'])}"
-        + ("" if obs["last_converged"] else " (not converged)"),
-    ]
-    code = int(obs["last_error"])
-    if code:
-        lines.append(f"last call refused: {core.ERROR_MESSAGES[code]}")
-    tested = obs["single_mask"]
-    for g in np.flatnonzero(tested.any(axis=1)):
-        for c in np.flatnonzero(tested[g]):
-            lines.append(f"  {INTERVENTION_TYPES[core.SINGLE_TYPES[c]]:<6} {m.gene_names[g]}: {fmt(obs['single_results'][g, c])}")
-    for k in np.flatnonzero(obs["signal_mask"]):
-        lines.append(f"  ACTIVATE {m.signal_labels[k]}: {fmt(obs['signal_results'][k])}")
-    if int(obs["task_index"]) >= 0:
-        genes = [m.gene_names[g] for g in obs["task_genes"]]
-        types = [INTERVENTION_TYPES[c] for c in obs["task_codes"]]
-        lines.append(f"task {int(obs['task_index']) + 1}: {types[0]} {genes[0]} + {types[1]} {genes[1]}")
-    if params.disease:
-        lines.append(f"diagnosis committed: {bool(obs['diagnosis_committed'])}")
-    return "\n".join(lines)

@@ -19,13 +19,19 @@ LUCA as they serve every other world:
   noise key;
 * :func:`step` steps a typed :class:`~luca_gym.worlds.luca.core.Action`
   and returns ``(state, reward, error)``; a session that reached its call
-  limit has ended and is :func:`truncated`.
+  limit has ended and is :func:`truncated`;
+* what LUCA's env has always offered, declared for the generic env:
+  :data:`SEED_OPTION` (``reset(options={"organism_seed": k})``),
+  :data:`DRAWN_SEEDS` (a seeded reset draws from 0 up),
+  :func:`reset_info` (the budget), :data:`RENDER_MODES` with :func:`render`
+  (the text needs the organism's names, so render takes the instance) and
+  :data:`TO_ACTION_CHECKS` (:func:`to_action` checks a dict action field by
+  field, and takes one that leaves out the fields its kind does not use).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import jax
 
@@ -34,10 +40,16 @@ from luca_gym.boundary import to_python
 from luca_gym.worlds.luca.config import LucaConfig
 from luca_gym.worlds.luca.core import observation, session, types
 from luca_gym.worlds.luca.core.keys import noise_key
+from luca_gym.validate import DRAWN_SEED_LIMIT
 from luca_gym.worlds.luca.types import Organism
 
 ERRORS = types.ERROR_MESSAGES  # by error code; 0: no error
 Action = types.Action
+SEED_OPTION = "organism_seed"  # reset(options={"organism_seed": k}) pins organism k; the reset info's key for it
+DRAWN_SEEDS = (0, DRAWN_SEED_LIMIT)  # a seeded reset draws organism seeds from 0 up, as LUCA's env always has
+RENDER_MODES = ("ansi", "rgb_array")  # render(state, config, mode, instance)
+TO_ACTION_CHECKS = True  # to_action checks any action itself: a dict may leave out the fields its kind does not use
+_observe = jax.jit(observation.observe, static_argnums=1)  # eager, observe runs op by op (16 ms); jitted 1 ms
 
 
 @dataclass(frozen=True)
@@ -54,11 +66,6 @@ class SessionConfig:
         return self.organism.settings()
 
 
-@lru_cache(maxsize=256)
-def _config(organism: LucaConfig, options: tuple) -> SessionConfig:
-    return SessionConfig(organism, organism.params(**dict(options)))
-
-
 def make_config(*, max_steps: int | None = None, dense_shaping: bool = False, shaping_scale: float = 0.1,
                 shaping_gamma: float = 1.0, **settings) -> SessionConfig:
     """A :class:`SessionConfig` from keyword settings: the
@@ -68,9 +75,8 @@ def make_config(*, max_steps: int | None = None, dense_shaping: bool = False, sh
     potential-based reward shaping, :func:`~luca_gym.worlds.luca.core.make_params`).
     ValueError names a bad one (an unknown name too)."""
     organism = LucaConfig(**settings)
-    options = (("max_steps", max_steps), ("dense_shaping", dense_shaping), ("shaping_scale", shaping_scale),
-               ("shaping_gamma", shaping_gamma))
-    return _config(organism, options)
+    return SessionConfig(organism, organism.params(max_steps=max_steps, dense_shaping=dense_shaping,
+                                                   shaping_scale=shaping_scale, shaping_gamma=shaping_gamma))
 
 
 @jax.tree_util.register_dataclass
@@ -121,9 +127,25 @@ def scores(state: types.EnvState, config: SessionConfig) -> dict:
     return to_python(observation.session_scores(state, config.params))
 
 
+def reset_info(instance: Instance, config: SessionConfig) -> dict:
+    """What a reset reports beside the organism seed: ``{"budget"}`` (experiment and rescue units)."""
+    return {"budget": config.params.budget}
+
+
 def public_view(state: types.EnvState, config: SessionConfig) -> dict:
-    """The observation (:func:`~luca_gym.worlds.luca.core.observe`): public information only."""
-    return observation.observe(state, config.params)
+    """The observation (:func:`~luca_gym.worlds.luca.core.observe`, jitted): public information only."""
+    return _observe(state, config.params)
+
+
+def render(state: types.EnvState, config: SessionConfig, mode: str, instance: Instance):
+    """``mode`` "ansi": the session as text (:func:`~luca_gym.worlds.luca.render.render_text`,
+    in the organism's names); "rgb_array": as a picture, uint8 (112, 160, 3)
+    (:func:`~luca_gym.worlds.luca.render.render_rgb`). Public information only."""
+    from luca_gym.worlds.luca.render import render_rgb, render_text
+
+    if mode == "rgb_array":
+        return render_rgb(state, config.params)
+    return render_text(state, config.params, instance.organism)
 
 
 def observation_space(config: SessionConfig):
@@ -143,5 +165,6 @@ def to_action(sample, config: SessionConfig) -> types.Action:
     return types.parse_action(sample, config.params)
 
 
-__all__ = ["ERRORS", "Action", "Instance", "SessionConfig", "action_space", "ended", "instance", "make_config",
-           "observation_space", "public_view", "reset", "scores", "step", "to_action", "truncated"]
+__all__ = ["DRAWN_SEEDS", "ERRORS", "RENDER_MODES", "SEED_OPTION", "TO_ACTION_CHECKS", "Action", "Instance",
+           "SessionConfig", "action_space", "ended", "instance", "make_config", "observation_space", "public_view",
+           "render", "reset", "reset_info", "scores", "step", "to_action", "truncated"]
