@@ -20,7 +20,7 @@ from luca_gym.worlds.luca.envs.env import LucaEnv
 from luca_gym.worlds.luca.session import cached_organism
 from luca_gym.worlds.luca.spec import N_PHENOTYPES
 
-N = 8
+N = 20  # the default size: the compiled programs are the other env tests' too
 
 
 def _random_action(rng: np.random.Generator, n_signals: int) -> dict:
@@ -91,8 +91,8 @@ def test_luca_env_plays_exactly_as_the_raw_core(mode, max_steps):
 
 
 def test_the_protocol_module_is_the_core_under_the_protocol_names():
-    config = protocol.make_config(tier="easy", mode="disease", n_genes=N, max_steps=9)
-    params = core.make_params("easy", N, "disease", max_steps=9)
+    config = protocol.make_config(tier="easy", mode="disease", n_genes=N, max_steps=4)
+    params = core.make_params("easy", N, "disease", max_steps=4)
     assert config.params == params and config.organism.n_genes == N
     instance = protocol.instance(3, config)
     assert instance.seed == 3 and instance.organism is cached_organism(3, "easy", N, "disease")
