@@ -65,6 +65,17 @@ def render_modes(core) -> tuple[str, ...]:
     return ("ansi",) if hasattr(core, "render") else ()
 
 
+def reset_seed(np_random, options, option: str = "instance_seed",
+               drawn: tuple[int, int] = (TRAINING_SEED_START, DRAWN_SEED_LIMIT)) -> int:
+    """The instance seed a reset opens: ``options[option]`` (checked; any
+    other option refused by name), else one drawn by ``np_random`` from
+    ``drawn`` (low, high)."""
+    options = reset_options(options, (option,))
+    if option in options:
+        return check_seed(options[option], f"options[{option!r}]")
+    return int(np_random.integers(*drawn))
+
+
 class CoreEnv(gym.Env):
     """One session of ``world``'s core per episode.
 
@@ -103,13 +114,7 @@ class CoreEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
-        option = self.seed_option
-        options = reset_options(options, (option,))
-        if option in options:
-            pinned = check_seed(options[option], f"options[{option!r}]")
-        else:
-            pinned = int(self.np_random.integers(*self.drawn_seeds))
-        return self.open(pinned)
+        return self.open(reset_seed(self.np_random, options, self.seed_option, self.drawn_seeds))
 
     def open(self, instance_seed: int) -> tuple[Any, dict]:
         """Start a session on instance ``instance_seed`` (checked; sealed
@@ -161,4 +166,4 @@ class CoreEnv(gym.Env):
         self.state = None
 
 
-__all__ = ["CoreEnv", "render_modes"]
+__all__ = ["CoreEnv", "render_modes", "reset_seed"]

@@ -16,9 +16,9 @@ from __future__ import annotations
 import gymnasium as gym
 import jax
 
-from luca_gym.boundary import reset_options
-from luca_gym.validate import DRAWN_SEED_LIMIT
-from luca_gym.worlds.luca import core, spec
+from luca_gym.envs.core import reset_seed
+from luca_gym.worlds.luca import core
+from luca_gym.worlds.luca.core import protocol
 from luca_gym.worlds.luca.core.protocol import RENDER_MODES
 from luca_gym.worlds.luca.render import RGB_SHAPE, render_rgb, render_text  # noqa: F401  (re-exported: their old home)
 from luca_gym.worlds.luca.session import Session, config_organism, ended_scores  # noqa: F401  (ended_scores: re-exported)
@@ -27,11 +27,9 @@ from luca_gym.worlds.luca.types import Organism
 
 def organism_seed_of(env: gym.Env, options) -> int:
     """The organism seed a single env's ``reset`` opens: ``options["organism_seed"]``
-    (checked), or one drawn with the env's ``np_random``."""
-    options = reset_options(options, ("organism_seed",))
-    if "organism_seed" in options:
-        return spec.check_seed(options["organism_seed"], "options['organism_seed']")
-    return int(env.np_random.integers(0, DRAWN_SEED_LIMIT))
+    (checked), or one drawn with the env's ``np_random`` (from 0 up), as
+    :class:`~luca_gym.envs.core.CoreEnv` does under LUCA's core."""
+    return reset_seed(env.np_random, options, protocol.SEED_OPTION, protocol.DRAWN_SEEDS)
 
 
 def open_organism(env: gym.Env, options) -> tuple[int, Organism, jax.Array]:
