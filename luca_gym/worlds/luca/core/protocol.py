@@ -149,12 +149,14 @@ def render(state: types.EnvState, config: SessionConfig, mode: str, instance: In
 
 
 def observation_space(config: SessionConfig):
+    """The Gymnasium observation space (:func:`~luca_gym.worlds.luca.envs.spaces.observation_space`: a Dict of Boxes)."""
     from luca_gym.worlds.luca.envs import spaces
 
     return spaces.observation_space(config.params)
 
 
 def action_space(config: SessionConfig):
+    """The Gymnasium action space (:func:`~luca_gym.worlds.luca.envs.spaces.action_space`: the dict action's every field)."""
     from luca_gym.worlds.luca.envs import spaces
 
     return spaces.action_space(config.params)
