@@ -119,10 +119,13 @@ class ToolSession(TableToolSession):
             "invented" (G001...) or "real" (real human gene symbols), and the
             system prompt's stance on biological knowledge, "suppress" (the
             default) or "permit" (:func:`system_prompt`).
-        env: a :class:`~luca_gym.worlds.luca.session.Session`, a LucaEnv (or
-            another ToolSession) built from these same settings, whose
-            config to take: its call limit (``max_steps``) and reward
-            shaping; by default the core's (:func:`~luca_gym.worlds.luca.core.protocol.make_config`).
+        env: a :class:`~luca_gym.worlds.luca.session.Session` or a LucaEnv
+            built from these same settings, whose config to take (its call
+            limit, ``max_steps``, and reward shaping) and on which the
+            session runs, as it always has: it is opened on the organism and
+            holds the session's ``state`` as the calls go. Another
+            ToolSession gives its config only. By default the core's config
+            (:func:`~luca_gym.worlds.luca.core.protocol.make_config`).
         sealed: None (default), a secret, a :class:`luca_gym.seal.Seal` or True
             (``$LUCA_GYM_SECRET``): the organism is generated from its sealed
             seed and ``organism_id`` is opaque, so neither the public seed nor
@@ -148,9 +151,9 @@ class ToolSession(TableToolSession):
     ``state`` is the core's session state, ``instance`` the organism and its
     noise key (host side: never shown), ``config`` the
     :class:`~luca_gym.worlds.luca.core.protocol.SessionConfig`; ``obs`` the
-    observation as numpy arrays; ``env`` is the session itself (its
-    ``state``, ``params``, ``organism`` and ``seal``, where the host
-    Session's were read before).
+    observation as numpy arrays; ``env`` the host env it runs on, or the
+    session itself (either holds ``state``, ``params``, ``organism`` and
+    ``seal``).
     """
 
     core = protocol
@@ -170,11 +173,27 @@ class ToolSession(TableToolSession):
         settings = {"tier": tier, "mode": mode, "n_genes": n_genes, "backwards": backwards, "vocabulary": vocabulary,
                     "budget": budget}
         options = settings if env is None else {"config": _env_config(env, seal, **settings)}
+        self._host = None  # the host env the session runs on (its state kept as the session's), if given one
         super().__init__(seed, sealed=seal, **options)
         self.seed = int(seed)
         self.hypotheses: list[str] = []
+        if env is not None and not isinstance(env, ToolSession):
+            env.open(self.seed)
+            self._host = env
+            self.state = self.state
 
     # -- the session as the host Session showed it ---------------------------------
+    @property
+    def state(self):
+        """The core's session state (:class:`~luca_gym.worlds.luca.core.EnvState`; host side: never shown)."""
+        return self._state
+
+    @state.setter
+    def state(self, value) -> None:
+        self._state = value
+        if self._host is not None:
+            self._host.state = value
+
     @property
     def meta(self):
         """The organism's public names and settings (:class:`~luca_gym.worlds.luca.types.OrganismMeta`)."""
@@ -191,9 +210,10 @@ class ToolSession(TableToolSession):
         return self.config.params
 
     @property
-    def env(self) -> "ToolSession":
-        """The session itself: ``state``, ``params``, ``organism`` and ``seal``, where the host Session's were read."""
-        return self
+    def env(self):
+        """The host env the session runs on (``env=``), else the session itself: either holds ``state``,
+        ``params``, ``organism`` and ``seal``, where the host Session's were read."""
+        return self if self._host is None else self._host
 
     @property
     def obs(self) -> dict:
