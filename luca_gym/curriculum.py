@@ -19,7 +19,7 @@ hardest, a level per attribute, the caller or a rule moving them).
 * A Gymnasium env: :class:`CurriculumWrapper` records each ended episode and,
   at the next ``reset``, rebuilds the inner env when the level has changed.
   Its spaces are the inner env's, so a level that changes N changes them
-  (a flat policy sized for one N cannot follow; a per-gene one can).
+  (a flat policy sized for one N cannot follow; the entity network can).
 * A Gymnasium vector env: :class:`CurriculumVectorWrapper` records the
   episodes that end in each step and rebuilds the whole batch (one compiled
   program per level) at the next ``reset`` once the level has changed

@@ -345,7 +345,7 @@ class GraphFlat:
         on i; the global token reads the budget left and scores the
         submission. Raises ValueError under ``"raw"``."""
         if self.raw:
-            raise ValueError("network: the per-node network reads observation='evidence'; observation='raw' has no "
+            raise ValueError("network: the entity network reads observation='evidence'; observation='raw' has no "
                              "token layout; use network='mlp'")
         n = self.config.n
         nodes = np.arange(n)[:, None]

@@ -150,7 +150,7 @@ class LucaFlatCodec:
             rescue a measured table supports is one weight from input to a
             rescue logit away; then the budget units left, one-hot as 0, 1,
             2, 3 or more (the vector holds them as a fraction of the budget,
-            which differs with N: a per-gene policy trained at one N needs
+            which differs with N: an entity-network policy trained at one N needs
             "only the rescue's unit is left" in units to act at another). A
             function of the observation vector and the budget, nothing more.
 
@@ -194,7 +194,7 @@ class LucaFlatCodec:
 
     def token_layout(self) -> dict:
         """Each gene's and signal's observation slots and flat actions, for
-        the per-gene policy (:func:`luca_gym.worlds.luca.core.flat.token_layout`).
+        the entity-attention network (:func:`luca_gym.worlds.luca.core.flat.token_layout`).
         With ``rescue_features``, each entity's features gain its own entries
         of them: gene g its three singles' restored fraction and nearness (6
         more, 24 in all), signal k its activation's (2 more, 7), and the

@@ -14,15 +14,13 @@ verdict on the same action, because they run the same code.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from gymnasium import spaces
 
 from luca_gym.boundary import to_numpy_observation  # noqa: F401  (the env boundary's conversion, re-exported)
 from luca_gym.boundary import reset_options  # noqa: F401  (re-exported: the envs' reset options)
 from luca_gym.worlds.luca.core import parse_action  # noqa: F401  (re-exported: the envs' action check)
-from luca_gym.worlds.luca import core, spec
+from luca_gym.worlds.luca import core
 from luca_gym.worlds.luca.spec import DAMPEN, MALFUNCTION_TYPES, N_PHENOTYPES
 
 
@@ -51,19 +49,3 @@ def action_space(params: core.EnvParams) -> spaces.Dict:
             "network": spaces.Box(-1, 1, (n, N_PHENOTYPES), np.int8),
         }
     )
-
-
-def organism_seeds(values: Any, count: int, name: str = "options['organism_seeds']") -> np.ndarray:
-    """``count`` organism seeds as int64 (count,), each checked by
-    :func:`spec.check_seed` (a list's items one by one, so ``True`` or
-    ``3.0`` is refused, not converted)."""
-    if isinstance(values, (list, tuple)):
-        items = list(values)
-    else:
-        array = np.asarray(values)
-        if array.ndim != 1 or (array.size and array.dtype.kind not in "iu"):
-            raise ValueError(f"{name}: expected {count} integer seeds, got an array of shape {array.shape} and dtype {array.dtype}")
-        items = list(array)
-    if len(items) != count:
-        raise ValueError(f"{name}: expected {count} seeds, got {len(items)}")
-    return np.asarray([spec.check_seed(s, f"{name}[{i}]") for i, s in enumerate(items)], np.int64)
