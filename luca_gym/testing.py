@@ -28,6 +28,10 @@ What it checks (each failure raises AssertionError naming the check):
   host-side, ``World.host_side``: a released data set, a code sandbox);
 * ``text-env`` and ``mcp`` -- the text env and the MCP server (in process)
   give the same results and return as the tool session;
+* ``policy-record`` (a world with ``World.play`` and a scripted policy
+  among its baselines) -- the first such policy's record is its tool
+  session's transcript, as a model's is: replayed call by call through a
+  fresh tool session it gives the same calls, results and scores;
 * ``core`` (a world with ``World.core``) -- the core's env
   (:class:`luca_gym.envs.core.CoreEnv`) refuses an action outside its space
   with ValueError and the state unchanged, and sessions of random actions
@@ -117,6 +121,8 @@ def check_world(world, *, settings: dict | None = None, seeds=(0, 1), gym_ids: b
 
     if world.tools is not None:
         ran += _check_tools(world, load(world.tools), settings, seeds, mcp)
+    if world.tools is not None and world.play is not None:
+        ran += _check_policy_record(world, load(world.tools), settings, seeds)
     if world.core is not None:
         ran += _check_core(world, {k: v for k, v in settings.items() if k in config_fields}, seeds)
     if world.flat is not None:
@@ -310,6 +316,27 @@ def _check_tools(world: World, open_tools, settings: dict, seeds, mcp: bool) -> 
         with contextlib.suppress(ImportError):
             ran += _check_mcp(open_tools(seeds[0], **settings), script, results)
     return ran
+
+
+def _check_policy_record(world: World, open_tools, settings: dict, seeds) -> list[str]:
+    """A scripted policy's record (``World.play``) is written by the tool
+    session, as a model's is: its calls, replayed one by one through a fresh
+    tool session, give the same calls, results and scores."""
+    from luca_gym.harness.agents import make_runner
+    from luca_gym.protocol import POLICY, runner_kind
+
+    policies = [name for name, runner in world.baseline_policies().items() if runner_kind(runner) == POLICY]
+    if not policies:
+        return []
+    played = load(world.play)(make_runner(policies[0], world=world.name), seeds[0], **settings)
+    _check(len(played["calls"]) > 0, "policy-record", f"{policies[0]!r} made no call")
+    replayed = open_tools(seeds[0], **settings)
+    run_agent(ReplayAgent({"calls": played["calls"]}), replayed, retries=0)
+    entry = lambda c: (c["call"], c["arguments"], c["result"])  # noqa: E731
+    _check([entry(c) for c in replayed.transcript] == [entry(c) for c in played["calls"]], "policy-record",
+           f"{policies[0]!r}'s record, replayed through a tool session, gives other calls or results")
+    _check(replayed.scores == played["scores"], "policy-record", f"{policies[0]!r}'s record replays to other scores")
+    return ["policy-record"]
 
 
 def _check_mcp(session, script, results) -> list[str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from luca_gym import worlds
+from luca_gym.protocol import POLICY, runner_kind
 from luca_gym.testing import check_world
 
 pytestmark = pytest.mark.usefixtures("no_cache_writes")  # see tests/conftest.py
@@ -33,6 +34,9 @@ def expected_checks(world) -> set[str]:
         checks |= {"return-equals-headline", "refusals", "schemas", "replay", "sealed", "text-env", "mcp"}
         if "tools" not in world.host_side:
             checks.add("no-retrace")  # a pure tool session compiles once for every instance
+    if world.play is not None and world.tools is not None and any(
+            runner_kind(runner) == POLICY for runner in world.baseline_policies().values()):
+        checks.add("policy-record")  # a scripted policy's record is its tool session's transcript
     if world.core is not None:
         checks.add("core")
     if world.flat is not None:
