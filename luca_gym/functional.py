@@ -8,10 +8,11 @@ vmappable).
   (``make_env("easy", 20, "healthy", world="luca")``); the codec is the static
   settings of the env: the action is one of its K flat actions, the
   observation a float32 vector with a legal-action mask.
-* :class:`Pool` (:func:`make_pool`) -- training instances generated once on
+* :class:`Pool` (:func:`make_pool`) -- training instances opened once on
   the device, from seeds 10_000 up by default (:data:`TRAINING_SEED_START`),
-  disjoint from the evaluation seeds 0-19 (the pool of :mod:`luca_gym.pools`,
-  opened and drawn inside the jit).
+  disjoint from the evaluation seeds 0-19: the pool of the world's instance
+  source (:mod:`luca_gym.pools`; LUCA's organisms read from its disk store)
+  in its device form, drawn inside the jit.
 * :func:`reset`, :func:`step` -- one env; ``step`` autoresets on a new pool
   instance inside the jit and reports the ended episode's return and score.
   Each session drawn from the pool is renewed with an episode key of its
@@ -40,6 +41,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from luca_gym import worlds
+from luca_gym.pools import InstanceSource, codec_instances
 from luca_gym.protocol import FlatCodec
 from luca_gym.validate import DRAWN_SEED_LIMIT, check_positive_int, check_seed, short_repr
 
@@ -152,22 +154,45 @@ def training_seeds(size: int = DEFAULT_POOL_SIZE, start: int = TRAINING_SEED_STA
     return np.arange(start, start + check_positive_int(size, "size"), dtype=np.int64)
 
 
-def make_pool(env: FlatCodec, seeds=None) -> Pool:
-    """Generate the instances of ``seeds`` (``env.instances``: one batch on
-    the device) and open a session on each.
+def make_pool(env: FlatCodec, seeds=None, source: InstanceSource | None = None) -> Pool:
+    """Open a session on each instance of an instance source's pool
+    (:class:`luca_gym.pools.InstanceSource`, kind ``"pool"``): its
+    instances with their own noise keys (:meth:`~luca_gym.pools.InstanceSource.pool_instances`),
+    opened as one batch on the device.
 
-    ``seeds`` defaults to :func:`training_seeds` (10_000 .. 11_023), disjoint
-    from the evaluation seeds 0-19. Seeds must lie below 2**31 - 1 (they are
+    ``source`` defaults to the world's source for ``seeds``: the codec's
+    optional ``instance_source(seeds)`` (LUCA's organisms, read from its disk
+    store, so a second run opens at once:
+    :class:`~luca_gym.worlds.luca.pools.EpisodeOrganisms`), else a pool of
+    ``env.instances(seeds)`` built in one call. ``seeds`` defaults to the
+    source's, else :func:`training_seeds` (10_000 .. 11_023), disjoint from
+    the evaluation seeds 0-19. Seeds must lie below 2**31 - 1 (they are
     carried as int32 inside the jit, as drawn seeds are).
     """
     _check_env(env)
-    seeds = np.array([check_seed(s, "seeds") for s in (training_seeds() if seeds is None else seeds)], np.int64)
+    if source is not None:
+        if not isinstance(source, InstanceSource) or source.kind != "pool":
+            raise ValueError(f"source: {short_repr(source)} is not a pool; pass an InstanceSource of kind 'pool'")
+        if seeds is None:
+            seeds = source.seeds
+    seeds = _pool_seeds(training_seeds() if seeds is None else seeds)
+    if source is None:
+        make = getattr(env, "instance_source", None)
+        source = make(seeds) if make is not None else InstanceSource("pool", lambda s: (env.instances(s), None),
+                                                                     pool_seeds=seeds)
+    elif not np.array_equal(_pool_seeds(source.seeds), seeds):
+        raise ValueError(f"seeds: {short_repr(seeds.tolist())} are not the source's pool seeds; pass one or the other")
+    start, obs, mask = open_sessions(codec_instances(*source.pool_instances()), env)
+    return Pool(start=start, obs=obs, mask=mask, seeds=jnp.asarray(seeds, jnp.int32), env=env)
+
+
+def _pool_seeds(seeds) -> np.ndarray:
+    seeds = np.array([check_seed(s, "seeds") for s in seeds], np.int64)
     if seeds.size == 0:
         raise ValueError("seeds: empty; a pool needs at least one instance seed")
     if seeds.max() >= DRAWN_SEED_LIMIT:
         raise ValueError(f"seeds: {int(seeds.max())} out of range for a pool; allowed 0..{DRAWN_SEED_LIMIT - 1}")
-    start, obs, mask = open_sessions(env.instances(seeds), env)
-    return Pool(start=start, obs=obs, mask=mask, seeds=jnp.asarray(seeds, jnp.int32), env=env)
+    return seeds
 
 
 @partial(jax.jit, static_argnames=("env",))

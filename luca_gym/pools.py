@@ -25,9 +25,16 @@ episodes are a pure function of its seed. Two kinds:
 The vector envs (:class:`luca_gym.envs.core_vector.CoreVectorEnv`, LUCA's
 :class:`~luca_gym.worlds.luca.envs.LucaVectorEnv` through
 :class:`~luca_gym.worlds.luca.pools.EpisodeOrganisms`) and the SB3 vec envs
-(:class:`luca_gym.envs.sb3_vec.FlatSB3VecEnv`) draw from one. The functional
-env's :class:`luca_gym.functional.Pool` holds the same M instances by seed,
-opened as sessions on the device and drawn inside the jit by a JAX key.
+(:class:`luca_gym.envs.sb3_vec.FlatSB3VecEnv`, LUCA's
+:class:`~luca_gym.worlds.luca.envs.LucaSB3VecEnv`) draw from one. The
+functional env's :class:`luca_gym.functional.Pool` is a pool source's M
+instances in their device form (:func:`luca_gym.functional.make_pool` reads
+:meth:`InstanceSource.pool_instances`: LUCA's from its disk store), each
+opened once as the seed's own session and drawn inside the jit by a JAX key.
+
+A flat codec opens an instance in its own form (:func:`codec_instances`):
+the instance alone, or, for a world whose sessions take a noise key (LUCA's
+codec opens an organism with its key), the pair (instance, key).
 """
 
 from __future__ import annotations
@@ -54,6 +61,13 @@ def take(tree, rows):
     return jax.tree_util.tree_map(lambda x: x[rows], tree)
 
 
+def codec_instances(instances, keys):
+    """``instances`` in the form a flat codec's ``open`` takes: the instances
+    alone where ``keys`` is None, else the pair (instances, keys) (LUCA's
+    codec opens (organism, noise key))."""
+    return instances if keys is None else (instances, keys)
+
+
 def _concatenate(a, b):
     return jax.tree_util.tree_map(lambda x, y: np.concatenate([x, y]), a, b)
 
@@ -70,6 +84,12 @@ class InstanceSource:
         pool_seeds: the pool's seeds (int64 (M,); kind ``"pool"`` only).
         pool_build: ``(seeds) -> instances``: the pool's instances (default:
             ``build``'s, without keys); a world's disk store goes here.
+        pool_keys: ``(seeds) -> keys``: the pool instances' own noise keys,
+            as ``build`` gives them (uint32 (M, 2)), for a front end that
+            opens each pool instance once as the seed's own session
+            (:meth:`pool_instances`); default: ``build``'s (with ``pool_build``
+            given, that builds the instances again: a world with a store
+            passes its keys here).
         renew: a pool episode draws a fresh noise key (uint32 (2,)) from the
             RNG after its row (without: no key, the world has none).
         generation_batch: the fewest fresh instances built in one call.
@@ -78,7 +98,8 @@ class InstanceSource:
     """
 
     def __init__(self, kind: str, build: Callable, *, pool_seeds=None, pool_build: Callable | None = None,
-                 renew: bool = False, generation_batch: int = 16, low: int = 0, kind_name: str = "instances"):
+                 pool_keys: Callable | None = None, renew: bool = False, generation_batch: int = 16, low: int = 0,
+                 kind_name: str = "instances"):
         self.kind = check_kind(kind, kind_name)
         self.build = build
         self.generation_batch = check_positive_int(generation_batch, "generation_batch")
@@ -92,8 +113,9 @@ class InstanceSource:
             self.seeds = np.asarray(pool_seeds, np.int64)
         else:
             self.seeds = None
-        self._pool_build = pool_build if pool_build is not None else (lambda seeds: build(seeds)[0])
-        self._pool = None
+        self._pool_build = pool_build
+        self._pool_keys = pool_keys
+        self._pool = self._built_keys = None
         self.clear()
 
     @property
@@ -104,8 +126,27 @@ class InstanceSource:
     def pool(self):
         """The pool's instances (numpy, M leading), built (or read from the world's store) on first use."""
         if self._pool is None:
-            self._pool = self._pool_build(self.seeds)
+            if self.seeds is None:
+                raise ValueError("pool: a fresh source has no pool")
+            if self._pool_build is None:
+                self._pool, self._built_keys = self.build(self.seeds)
+            else:
+                self._pool = self._pool_build(self.seeds)
         return self._pool
+
+    def pool_instances(self):
+        """(instances, keys): the pool's instances (:attr:`pool`) and their
+        own noise keys (uint32 (M, 2), or None for a world without them),
+        the pool's seeds' instances exactly as ``build`` gives them: what a
+        front end opening each pool instance once as the seed's own session
+        opens (:func:`luca_gym.functional.make_pool`, through
+        :func:`codec_instances`)."""
+        instances = self.pool
+        if self._pool_keys is not None:
+            return instances, self._pool_keys(self.seeds)
+        if self._pool_build is None:
+            return instances, self._built_keys
+        return instances, self.build(self.seeds)[1]
 
     def clear(self) -> None:
         """Drop the fresh instances built ahead (a reseeded RNG replays its draws)."""
@@ -138,4 +179,4 @@ class InstanceSource:
         return seeds[:count], instances, keys
 
 
-__all__ = ["InstanceSource", "KINDS", "check_kind", "take"]
+__all__ = ["InstanceSource", "KINDS", "check_kind", "codec_instances", "take"]

@@ -59,6 +59,47 @@ def test_the_pool_replays_its_recorded_contents(case):
     assert pool_digest(build(case)) == recorded[case]
 
 
+def test_luca_pool_is_read_from_the_store_on_a_second_run(monkeypatch):
+    """A second process's pool opens from the disk store: no organism is generated."""
+    from luca_gym.worlds.luca import pools
+    from luca_gym.worlds.luca import generator
+
+    first = pool_digest(build("luca-easy-10-healthy"))  # stores the organisms (if not already there)
+    monkeypatch.setattr(pools, "_POOLS", {})  # a new process: nothing in memory
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("organisms generated again; the store holds them")
+
+    monkeypatch.setattr(generator, "generate", refuse)
+    assert pool_digest(build("luca-easy-10-healthy")) == first
+
+
+def test_a_given_source_gives_the_same_pool_and_bad_sources_are_refused():
+    from luca_gym.pools import InstanceSource
+    from luca_gym.worlds.luca.config import LucaConfig
+    from luca_gym.worlds.luca.pools import EpisodeOrganisms
+
+    with open(FIXTURE) as f:
+        recorded = json.load(f)["luca-easy-10-healthy"]
+    env = F.make_env(**CASES["luca-easy-10-healthy"])
+    source = EpisodeOrganisms("pool", LucaConfig(tier="easy", mode="healthy", n_genes=10), None, seeds=SEEDS)
+    assert pool_digest(F.make_pool(env, source=source)) == recorded
+    assert pool_digest(F.make_pool(env, SEEDS, source=source)) == recorded
+    for bad, words in [
+        (dict(source=EpisodeOrganisms("fresh", LucaConfig(tier="easy", mode="healthy", n_genes=10), None)), ["source", "pool"]),
+        (dict(source="pool"), ["source", "not a pool"]),
+        (dict(seeds=SEEDS[:-1], source=source), ["seeds", "source's pool seeds"]),
+    ]:
+        with pytest.raises(ValueError) as error:
+            F.make_pool(env, **bad)
+        assert all(w in str(error.value) for w in words), str(error.value)
+    fresh = InstanceSource("fresh", lambda seeds: (seeds, None))
+    with pytest.raises(ValueError, match="a fresh source has no pool"):
+        fresh.pool_instances()
+    with pytest.raises(ValueError, match="pool_size None"):
+        pytest.importorskip("luca_gym.envs.sb3_vec").FlatSB3VecEnv(env, 2, pool_size=4, source=source)
+
+
 if __name__ == "__main__" and "--record" in sys.argv:
     with open(FIXTURE, "w") as f:
         json.dump({case: pool_digest(build(case)) for case in CASES}, f, indent=1, sort_keys=True)

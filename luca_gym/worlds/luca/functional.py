@@ -228,6 +228,17 @@ class LucaFlatCodec:
         """(organism arrays, noise keys) of ``seeds``, B leading (host side: one generator batch)."""
         return organism_batch(seeds, self.tier, self.params.n_genes, self.mode)
 
+    def instance_source(self, seeds):
+        """The pool of ``seeds``'s organisms (:class:`~luca_gym.worlds.luca.pools.EpisodeOrganisms`):
+        read from LUCA's disk store where it holds them, else generated and
+        stored; with their own noise keys, bitwise :meth:`instances`'
+        (:func:`luca_gym.functional.make_pool`'s default source)."""
+        from luca_gym.worlds.luca.config import LucaConfig
+        from luca_gym.worlds.luca.pools import EpisodeOrganisms
+
+        return EpisodeOrganisms("pool", LucaConfig(tier=self.tier, mode=self.mode, n_genes=self.params.n_genes), None,
+                                seeds=seeds)
+
     def open(self, instance):
         """Open a session on (organism arrays, noise key): (state, vector, mask)."""
         organism, noise_key = instance

@@ -48,7 +48,7 @@ from luca_gym.pools import InstanceSource, check_kind
 from luca_gym.functional import DEFAULT_POOL_SIZE, TRAINING_SEED_START, training_seeds
 from luca_gym.validate import DRAWN_SEED_LIMIT, check_positive_int, is_integer, short_repr
 from luca_gym.worlds.luca import generator as world
-from luca_gym.worlds.luca import spec
+from luca_gym.worlds.luca import core, spec
 from luca_gym.worlds.luca.config import LucaConfig
 from luca_gym.worlds.luca.functional import organism_batch
 from luca_gym.worlds.luca.generator.organisms import _source_digest, check_seeds
@@ -159,23 +159,34 @@ class EpisodeOrganisms(InstanceSource):
             :class:`~luca_gym.worlds.luca.config.LucaConfig`; its budget is
             the sessions', not the organisms'). seal: None or a
             :class:`luca_gym.seal.Seal`.
+        seeds: the pool's seeds in place of ``pool_size`` consecutive ones
+            (any seeds below the drawn-seed limit, in any order; the
+            functional env's :func:`luca_gym.functional.make_pool`).
+        low: fresh seeds are drawn from ``[low, DRAWN_SEED_LIMIT)``.
 
     ``draw(rng, count)`` gives (seeds int64 (count,), organisms numpy
     (count leading), noise keys uint32 (count, 2)); ``draw_rows`` (pool) the
-    rows of :attr:`pool` in place of the organisms.
+    rows of :attr:`pool` in place of the organisms; ``pool_instances()``
+    the pool's organisms (from the store) with their seeds' own noise keys.
     """
 
-    def __init__(self, organisms: str, settings: LucaConfig, seal, *,
-                 pool_size: int = DEFAULT_POOL_SIZE, pool_start: int = TRAINING_SEED_START, generation_batch: int = 16):
+    def __init__(self, organisms: str, settings: LucaConfig, seal, *, pool_size: int = DEFAULT_POOL_SIZE,
+                 pool_start: int = TRAINING_SEED_START, generation_batch: int = 16, seeds=None, low: int = 0):
         organisms = check_kind(organisms, "organisms")
         if not isinstance(settings, LucaConfig):
             raise ValueError(f"settings: {short_repr(settings)} is not a LucaConfig")
         self.tier, self.n_genes, self.mode, self.backwards = settings.tier, settings.n_genes, settings.mode, settings.backwards
         self.seal = seal
-        pool_size = check_positive_int(pool_size, "pool_size")
-        seeds = pool_seeds(pool_size, pool_start) if organisms == "pool" else None
-        super().__init__(organisms, self._organisms, pool_seeds=seeds, pool_build=self._stored, renew=True,
-                         generation_batch=generation_batch, low=0, kind_name="organisms")
+        if seeds is None:
+            pool_size = check_positive_int(pool_size, "pool_size")
+            seeds = pool_seeds(pool_size, pool_start) if organisms == "pool" else None
+        else:
+            seeds = check_seeds(seeds)
+            if seeds.max() >= DRAWN_SEED_LIMIT:
+                raise ValueError(f"seeds: {int(seeds.max())} out of range for a pool; allowed 0..{DRAWN_SEED_LIMIT - 1}")
+            pool_size = int(seeds.size)
+        super().__init__(organisms, self._organisms, pool_seeds=seeds, pool_build=self._stored, pool_keys=self._keys,
+                         renew=True, generation_batch=generation_batch, low=low, kind_name="organisms")
         self.organisms = organisms
         self._pool_size = pool_size
 
@@ -187,6 +198,10 @@ class EpisodeOrganisms(InstanceSource):
     def _organisms(self, seeds: np.ndarray):
         """(organisms, their own noise keys) of ``seeds``, as numpy."""
         return jax.device_get(organism_batch(seeds, self.tier, self.n_genes, self.mode, self.backwards, sealed=self.seal))
+
+    def _keys(self, seeds: np.ndarray) -> np.ndarray:
+        """uint32 (B, 2): the sessions' own noise keys of ``seeds`` (as :meth:`_organisms` gives them)."""
+        return jax.device_get(core.noise_keys(seeds, self.tier, self.n_genes, self.seal))
 
     def _stored(self, seeds: np.ndarray) -> OrganismArrays:
         return stored_organisms(seeds, self.tier, self.n_genes, self.mode, self.backwards, sealed=self.seal)
