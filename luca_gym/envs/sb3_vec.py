@@ -16,8 +16,13 @@ draws its instance instead from a pool: the instances of the M seeds from
 ``min_instance_seed`` up, built once at the first reset; each session drawn
 from it is renewed with a key from the env's RNG, as the functional env's
 are (:func:`luca_gym.functional.renewed`), so an instance met twice is not
-met with the same noise. A world's subclass may draw from its
-own pool (by overriding ``_fresh``, which ``reset()`` and every autoreset call).
+met with the same noise. A world may pass its own instance source
+(``source``, a :class:`luca_gym.pools.InstanceSource`: LUCA's
+:class:`~luca_gym.worlds.luca.envs.LucaSB3VecEnv` passes its disk-stored
+organism pool, whose episodes draw their noise keys with the row); a source
+that draws keys hands the codec (instance, key) pairs
+(:func:`luca_gym.pools.codec_instances`) and its sessions are not renewed
+again.
 
 Training instances are drawn from ``[min_instance_seed, DRAWN_SEED_LIMIT)``,
 by default from 10 000 up, so that they never include the evaluation seeds
@@ -44,7 +49,7 @@ from gymnasium import spaces
 
 from luca_gym.boundary import check_flat_actions, reset_options
 from luca_gym.functional import TRAINING_SEED_START, open_sessions, renewed
-from luca_gym.pools import InstanceSource, take
+from luca_gym.pools import InstanceSource, codec_instances, take
 from luca_gym.protocol import FlatCodec
 from luca_gym.validate import DRAWN_SEED_LIMIT, check_positive_int, check_seed, short_repr
 
@@ -89,6 +94,13 @@ def _scores(state, codec):
     return jax.vmap(codec.score)(state)
 
 
+def check_min_seed(value, name: str) -> int:
+    """The lowest training seed: an integer in ``0 .. DRAWN_SEED_LIMIT - 1`` (ValueError naming ``name``)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or not 0 <= value < DRAWN_SEED_LIMIT:
+        raise ValueError(f"{name}: {short_repr(value)} not allowed; an integer in 0..{DRAWN_SEED_LIMIT - 1}")
+    return int(value)
+
+
 def _padded(values: np.ndarray, least: int) -> np.ndarray:
     """``values`` padded by repeating the first to a power of two no smaller
     than ``least``, so that ``_reopen`` compiles for a few batch sizes only."""
@@ -116,6 +128,10 @@ class FlatSB3VecEnv(VecEnv):
             at the first reset; many times faster where building an instance
             costs more than its episode (LUCA easy, 256 envs on a 2-core CPU:
             37,700 masked-random steps/s on a pool against 3,900 fresh).
+        source: each new episode's instance from this
+            :class:`~luca_gym.pools.InstanceSource` in place of the one
+            ``pool_size`` describes (a world's own: its kind, pool and
+            generation are the source's; ``pool_size`` must then be None).
 
     Observations float32 (B, D), actions int (B,) in [0, K),
     ``action_masks()`` bool (B, K). ``reset()`` and every step return numpy.
@@ -130,24 +146,22 @@ class FlatSB3VecEnv(VecEnv):
     its name) and ``instance_seed``. ``reset_infos[i]`` holds ``instance_seed``.
     """
 
-    # Sessions drawn from the pool are renewed (a subclass whose own pool
-    # draws fresh noise for each episode sets this False).
+    # Sessions drawn from the pool are renewed (unless the source draws each
+    # episode's noise key itself; a subclass may also set this False).
     renews_pool_sessions = True
 
     seed_name = "instance_seed"  # the key of an instance's seed in infos, options and get_attr
 
     def __init__(self, codec: FlatCodec, num_envs: int, *, min_instance_seed: int = TRAINING_SEED_LOW,
-                 generation_batch: int = GENERATION_BATCH, seed: int | None = None, pool_size: int | None = None):
+                 generation_batch: int = GENERATION_BATCH, seed: int | None = None, pool_size: int | None = None,
+                 source: InstanceSource | None = None):
         if not isinstance(codec, FlatCodec):
             raise ValueError(f"codec: {short_repr(codec)} is not a flat codec; make one with functional.make_env(world=...)")
         num_envs = check_positive_int(num_envs, "num_envs")
         self.codec = codec
         self.generation_batch = check_positive_int(generation_batch, "generation_batch")
         name = self._min_seed_name()
-        if (isinstance(min_instance_seed, (bool, np.bool_)) or not isinstance(min_instance_seed, (int, np.integer))
-                or not 0 <= min_instance_seed < DRAWN_SEED_LIMIT):
-            raise ValueError(f"{name}: {short_repr(min_instance_seed)} not allowed; an integer in 0..{DRAWN_SEED_LIMIT - 1}")
-        self.min_instance_seed = int(min_instance_seed)
+        self.min_instance_seed = check_min_seed(min_instance_seed, name)
         self.pool_size = None if pool_size is None else check_positive_int(pool_size, "pool_size")
         if self.pool_size is not None and self.min_instance_seed + self.pool_size > DRAWN_SEED_LIMIT:
             raise ValueError(f"pool_size: {self.pool_size} not allowed from {name} {self.min_instance_seed}; "
@@ -166,8 +180,12 @@ class FlatSB3VecEnv(VecEnv):
         # Each new episode's instance (luca_gym.pools): the pool's, built at the first reset, or fresh ones built ahead.
         seeds = None if self.pool_size is None else np.arange(self.min_instance_seed, self.min_instance_seed + self.pool_size,
                                                               dtype=np.int64)
-        self.source = InstanceSource("fresh" if seeds is None else "pool", lambda seeds: (self._instances(seeds), None),
-                                     pool_seeds=seeds, generation_batch=self.generation_batch, low=self.min_instance_seed)
+        if source is None:
+            source = InstanceSource("fresh" if seeds is None else "pool", lambda seeds: (self._instances(seeds), None),
+                                    pool_seeds=seeds, generation_batch=self.generation_batch, low=self.min_instance_seed)
+        elif not isinstance(source, InstanceSource) or self.pool_size is not None:
+            raise ValueError(f"source: {short_repr(source)} not allowed; an InstanceSource, with pool_size None")
+        self.source = source
         self._started = time.perf_counter()
 
     def _min_seed_name(self) -> str:
@@ -189,16 +207,17 @@ class FlatSB3VecEnv(VecEnv):
         """(seeds int64 (count,), instances as numpy) of ``count`` new
         episodes, from :attr:`source`: instances never used before (built
         ahead, ``generation_batch`` x a power of two at a time) or, with
-        ``pool_size``, drawn uniformly from the pool. A world's subclass may
-        draw from its own pool instead."""
-        seeds, instances, _ = self.source.draw(self.rng, count)
-        return seeds, instances
+        a pool, drawn uniformly from the pool; as the codec opens them
+        (:func:`luca_gym.pools.codec_instances`: with the keys the source
+        drew, where it draws them)."""
+        seeds, instances, keys = self.source.draw(self.rng, count)
+        return seeds, codec_instances(instances, keys)
 
     def _episode_keys(self, count: int) -> np.ndarray | None:
         """uint32 (count, 2): keys renewing sessions drawn from the pool
         (:func:`luca_gym.functional.renewed`); None without a pool (a fresh
         instance is never met twice)."""
-        if self.pool_size is None or not self.renews_pool_sessions:
+        if self.source.kind != "pool" or self.source.renew or not self.renews_pool_sessions:
             return None
         return self.rng.integers(0, 2**32, size=(count, 2), dtype=np.uint32)
 

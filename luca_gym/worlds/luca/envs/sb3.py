@@ -11,7 +11,9 @@ organisms of seeds ``min_organism_seed .. min_organism_seed + pool_size - 1``
 generated once and stored beside the compilation cache, with a fresh noise
 key per episode (:mod:`luca_gym.worlds.luca.pools`); ``organisms="fresh"``
 draws a new seed from ``[min_organism_seed, spec.DRAWN_SEED_LIMIT)`` per
-episode and generates its organism ahead of need.
+episode and generates its organism ahead of need. Both are LUCA's instance
+source (:class:`~luca_gym.worlds.luca.pools.EpisodeOrganisms`, the generic
+:class:`luca_gym.pools.InstanceSource`), which the generic env draws from.
 
 Needs the ``rl`` extra (``pip install 'luca-gym[rl]'``).
 """
@@ -23,7 +25,7 @@ from functools import partial
 import jax
 import numpy as np
 
-from luca_gym.envs.sb3_vec import GENERATION_BATCH, TRAINING_SEED_LOW, FlatSB3VecEnv
+from luca_gym.envs.sb3_vec import GENERATION_BATCH, TRAINING_SEED_LOW, FlatSB3VecEnv, check_min_seed
 from luca_gym import seal as seal_mod
 from luca_gym.worlds.luca import core, spec
 from luca_gym.worlds.luca.core import flat
@@ -108,19 +110,20 @@ class LucaSB3VecEnv(FlatSB3VecEnv):
             shaping_scale=shaping_scale, shaping_gamma=shaping_gamma,
         )
         self.backwards = spec.check_bool(backwards, "backwards")
-        super().__init__(LucaFlatCodec(self.params, tier, analyst), num_envs, min_instance_seed=min_organism_seed,
-                         generation_batch=generation_batch, seed=seed)
+        codec = LucaFlatCodec(self.params, tier, analyst)  # checks the analyst
+        generation_batch = spec.check_positive_int(generation_batch, "generation_batch")
+        low = check_min_seed(min_organism_seed, "min_organism_seed")
+        # Each new episode's organism (and noise key) from LUCA's instance source:
+        # the disk-stored pool, each episode with a fresh noise key, or fresh organisms with their own.
+        source = EpisodeOrganisms(organisms, LucaConfig(tier=tier, mode=mode, n_genes=n_genes, backwards=self.backwards),
+                                  self.seal, pool_size=pool_size, pool_start=low, generation_batch=generation_batch, low=low)
+        super().__init__(codec, num_envs, min_instance_seed=low, generation_batch=generation_batch, seed=seed,
+                         source=source)
         self.tier, self.mode, self.n_genes, self.analyst = tier, mode, n_genes, analyst
         self.layout = flat.layout(self.params)
-        self.episodes = EpisodeOrganisms(organisms, LucaConfig(tier=tier, mode=mode, n_genes=n_genes, backwards=self.backwards),
-                                         self.seal, pool_size=pool_size, pool_start=self.min_instance_seed)
-        self.organisms = self.episodes.organisms
-        # The base class's pool_size (a pool of codec instances that reuse their
-        # own noise keys) is not used here; say what this env draws from.
-        self.pool_size = self.episodes.pool_size if self.organisms == "pool" else None
-
-    # Its pool (EpisodeOrganisms) draws a fresh noise key for each episode already.
-    renews_pool_sessions = False
+        self.episodes = source
+        self.organisms = source.organisms
+        self.pool_size = source.pool_size if self.organisms == "pool" else None
 
     @property
     def min_organism_seed(self) -> int:
@@ -133,12 +136,6 @@ class LucaSB3VecEnv(FlatSB3VecEnv):
 
     def _instances(self, seeds: np.ndarray):
         return jax.device_get(organism_batch(seeds, self.tier, self.n_genes, self.mode, self.backwards, sealed=self.seal))
-
-    def _fresh(self, count: int):
-        if self.organisms == "fresh":
-            return super()._fresh(count)
-        seeds, organisms, keys = self.episodes.draw(self.rng, count)
-        return seeds, (organisms, keys)
 
     def _ended_info(self, state, rows: np.ndarray) -> list[dict]:
         scores = jax.device_get(_batched_scores(state, self.params))
