@@ -13,7 +13,11 @@ Each episode still gets a fresh noise key from the env's RNG: an organism met
 twice is measured with other noise. :class:`EpisodeOrganisms` is LUCA's
 configuration of the generic instance source (:class:`luca_gym.pools.InstanceSource`,
 what every world's vector env draws from): organisms as instances, this
-module's store as the pool's, a fresh noise key drawn per pool episode.
+module's store as the pool's, a fresh noise key drawn per pool episode. The
+functional env's pool (:func:`luca_gym.functional.make_pool`, PPO's training
+pool) is the same source's organisms, opened once each with their seeds' own
+noise keys (:meth:`~luca_gym.pools.InstanceSource.pool_instances`), so it
+too is read from the store after the first run.
 
 A pool is only a cache of :func:`luca_gym.worlds.luca.generator.generate`: an
 organism stays a pure function of its seed, and a stored pool reads back
