@@ -1,6 +1,7 @@
 """``LucaEnv``: the LUCA session as a ``gymnasium.Env``: the generic env over
 LUCA's core (:class:`luca_gym.envs.core.CoreEnv` with
-:mod:`luca_gym.worlds.luca.core.protocol`) under LUCA's signature; it
+:mod:`luca_gym.worlds.luca.core.protocol`) under LUCA's signature and with
+the host :class:`~luca_gym.worlds.luca.session.Session`'s names; it
 translates, the core decides.
 
 At the boundary (:mod:`luca_gym.worlds.luca.envs.spaces`, shared with the vector env):
@@ -16,12 +17,12 @@ from __future__ import annotations
 import gymnasium as gym
 import jax
 
-from luca_gym.envs.core import reset_seed
+from luca_gym.envs.core import CoreEnv, reset_seed
 from luca_gym.worlds.luca import core
 from luca_gym.worlds.luca.core import protocol
 from luca_gym.worlds.luca.core.protocol import RENDER_MODES
 from luca_gym.worlds.luca.render import RGB_SHAPE, render_rgb, render_text  # noqa: F401  (re-exported: their old home)
-from luca_gym.worlds.luca.session import Session, config_organism, ended_scores  # noqa: F401  (ended_scores: re-exported)
+from luca_gym.worlds.luca.session import LucaNames, config_organism, ended_scores  # noqa: F401  (ended_scores: re-exported)
 from luca_gym.worlds.luca.types import Organism
 
 
@@ -44,10 +45,12 @@ def open_organism(env: gym.Env, options) -> tuple[int, Organism, jax.Array]:
     return organism_seed, organism, core.noise_key(organism_seed, settings.tier, settings.n_genes, seal)
 
 
-class LucaEnv(Session):
-    """One LUCA session per episode: a :class:`~luca_gym.worlds.luca.session.Session`
-    (the generic :class:`~luca_gym.envs.core.CoreEnv` over LUCA's core) with
-    Gymnasium's signature: the settings positional, ``render_mode`` among them.
+class LucaEnv(LucaNames, CoreEnv):
+    """One LUCA session per episode: the generic :class:`~luca_gym.envs.core.CoreEnv`
+    over LUCA's core with Gymnasium's signature (the settings positional,
+    ``render_mode`` among them) and the names of the host
+    :class:`~luca_gym.worlds.luca.session.Session` (``params``, ``organism``,
+    ``organism_settings``, ...: :class:`~luca_gym.worlds.luca.session.LucaNames`).
 
     Args:
         tier: "easy", "medium" or "hard".
@@ -98,9 +101,10 @@ class LucaEnv(Session):
         sealed=None,
         vocabulary: str = "invented",
     ):
-        super().__init__(tier, mode, n_genes, backwards, max_steps=max_steps, dense_shaping=dense_shaping,
-                         shaping_scale=shaping_scale, shaping_gamma=shaping_gamma, budget=budget, sealed=sealed,
-                         vocabulary=vocabulary, render_mode=render_mode)
+        super().__init__("luca", render_mode, sealed=sealed, tier=tier, mode=mode, n_genes=n_genes,
+                         backwards=backwards, vocabulary=vocabulary, budget=budget, max_steps=max_steps,
+                         dense_shaping=dense_shaping, shaping_scale=shaping_scale, shaping_gamma=shaping_gamma)
+        self._name_settings(tier, mode, n_genes)
 
 
 def render_frame(env):
