@@ -56,7 +56,7 @@ def test_session_and_luca_env_play_alike(mode, max_steps):
     session = Session(tier="easy", mode=mode, n_genes=N, max_steps=max_steps)
     env = LucaEnv(tier="easy", mode=mode, n_genes=N, max_steps=max_steps)
     rng = np.random.default_rng(5)
-    endings = refused = 0
+    endings = refused = truncations = 0
     for episode in range(2):
         obs, info = env.reset(seed=episode)
         session_obs, session_info = session.open(info["organism_seed"])
@@ -70,9 +70,10 @@ def test_session_and_luca_env_play_alike(mode, max_steps):
             refused += stepped[4]["error_code"] != 0
             if stepped[2] or stepped[3]:
                 endings += 1
+                truncations += stepped[3]
                 assert session.scores() == env.scores() == stepped[4]["scores"]
                 break
-    assert refused and endings  # the sessions reached refusals and an ending
+    assert refused and endings and (truncations if max_steps else True)  # refusals, an ending, a truncation at a limit
     session.close()
     with pytest.raises(RuntimeError, match="no session is open"):
         session.step(_action(rng, session.params.n_signals))
