@@ -84,6 +84,22 @@ def test_sb3_vec_envs_replay_the_recorded_sessions(case):
     assert replay(case) == recorded[case]
 
 
+def test_luca_draws_from_its_instance_source_and_a_source_excludes_pool_size():
+    from luca_gym import functional
+    from luca_gym.envs.sb3_vec import FlatSB3VecEnv
+    from luca_gym.worlds.luca.envs import LucaSB3VecEnv
+    from luca_gym.worlds.luca.pools import EpisodeOrganisms
+
+    env = LucaSB3VecEnv(2, "easy", "healthy", 10, organisms="pool", pool_size=8, min_organism_seed=20_000)
+    assert isinstance(env.source, EpisodeOrganisms) and env.episodes is env.source
+    assert env.source.seeds.tolist() == list(range(20_000, 20_008)) and env.pool_size == 8
+    assert "_fresh" not in vars(LucaSB3VecEnv)  # the generic env's draw, from the source
+    codec = functional.make_env(world="dag", n_nodes=3, n_states=3)
+    for bad in ("pool", env.source):
+        with pytest.raises(ValueError, match="source: .* not allowed; an InstanceSource, with pool_size None"):
+            FlatSB3VecEnv(codec, 2, pool_size=4 if bad is env.source else None, source=bad)
+
+
 if __name__ == "__main__" and sys.argv[1:] == ["--record"]:
     with open(FIXTURE, "w") as f:
         json.dump({case: replay(case) for case in CASES}, f, indent=1)
