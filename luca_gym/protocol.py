@@ -83,6 +83,10 @@ class FlatCodec(Protocol):
         describe() -> str: a few words for titles and logs.
         instances(seeds) -> pytree: the instances of ``seeds`` (host side,
             batched, B leading); ``open`` takes one.
+        instance_source(seeds) -> :class:`luca_gym.pools.InstanceSource`
+            (optional): the pool of ``seeds`` the functional env opens
+            (``make_pool``'s default source: LUCA's organisms from its disk
+            store); without it the pool is ``instances(seeds)``.
         open(instance) -> (state, vector float32 (D,), mask bool (K,)).
         step(state, action int32 ()) -> (state, vector, mask, reward float32 (),
             terminated bool (), truncated bool (), error int32 ()): a refused
