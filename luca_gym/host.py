@@ -49,6 +49,18 @@ def _as_space(value, space):
     return np.asarray(value, space.dtype)
 
 
+def open_core(world: str, sealed, settings: dict, what: str) -> tuple:
+    """``(World, its core, the session's config, the seal)`` for ``world``'s
+    core under ``settings`` (the core's ``make_config`` where it has one,
+    else ``World.make_config``); ValueError for a world without a core,
+    naming ``what`` needs one."""
+    entry = worlds.get(world)
+    if entry.core is None:
+        raise ValueError(f"world: {entry.name!r} declares no core (World.core); {what} needs one")
+    core = load(entry.core)
+    return entry, core, getattr(core, "make_config", entry.make_config)(**settings), seal_mod.make_seal(sealed)
+
+
 class CoreSession:
     """One session of ``world``'s core at a time, on the host.
 
@@ -68,12 +80,7 @@ class CoreSession:
     """
 
     def __init__(self, world: str, *, sealed=None, **settings):
-        self.world = worlds.get(world)
-        if self.world.core is None:
-            raise ValueError(f"world: {self.world.name!r} declares no core (World.core); a core session needs one")
-        self.core = load(self.world.core)
-        self.config = getattr(self.core, "make_config", self.world.make_config)(**settings)
-        self.seal = seal_mod.make_seal(sealed)
+        self.world, self.core, self.config, self.seal = open_core(world, sealed, settings, "a core session")
         self.seed_option = getattr(self.core, "SEED_OPTION", "instance_seed")
         self.observation_space = self.core.observation_space(self.config)
         self.action_space = self.core.action_space(self.config)
@@ -132,4 +139,4 @@ class CoreSession:
         self.state = None
 
 
-__all__ = ["CoreSession"]
+__all__ = ["CoreSession", "open_core"]

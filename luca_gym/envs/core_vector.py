@@ -62,12 +62,10 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from luca_gym import seal as seal_mod
-from luca_gym import worlds
 from luca_gym.boundary import reset_options
 from luca_gym.functional import DEFAULT_POOL_SIZE, TRAINING_SEED_START, training_seeds
+from luca_gym.host import open_core
 from luca_gym.pools import InstanceSource, take
-from luca_gym.protocol import load
 from luca_gym.validate import check_bool, check_positive_int, check_seed, short_repr
 
 REOPEN_ROWS = 16  # the fewest rows one autoreset opens (padding), so few shapes compile
@@ -185,12 +183,7 @@ class CoreVectorEnv(gym.vector.VectorEnv):
     def __init__(self, num_envs: int, *, world: str, instances: str = "pool", pool_size: int = DEFAULT_POOL_SIZE,
                  generation_batch: int = 16, autoreset_mode: str = "next_step", numpy: bool = True, sealed=None,
                  **settings):
-        self.world = worlds.get(world)
-        if self.world.core is None:
-            raise ValueError(f"world: {self.world.name!r} declares no core (World.core); CoreVectorEnv needs one")
-        self.core = load(self.world.core)
-        self.config = getattr(self.core, "make_config", self.world.make_config)(**settings)
-        self.seal = seal_mod.make_seal(sealed)
+        self.world, self.core, self.config, self.seal = open_core(world, sealed, settings, "CoreVectorEnv")
         self.seed_name = getattr(self.core, "SEED_OPTION", self.seed_name)
         seeds = training_seeds(check_positive_int(pool_size, "pool_size")) if instances == "pool" else None
         low = getattr(self.core, "DRAWN_SEEDS", (TRAINING_SEED_START,))[0]
