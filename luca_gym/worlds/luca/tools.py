@@ -21,8 +21,6 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Annotated, Any, Literal, TypedDict
 
-import jax
-
 from luca_gym import seal as seal_mod
 from luca_gym.boundary import to_numpy_observation
 from luca_gym.tools.table import Field, Refusal, TableToolSession, per_session, tool, tool_table
@@ -34,8 +32,6 @@ from luca_gym.worlds.luca.spec import GENE_TYPES, HEALTHY_RANGE, MALFUNCTION_TYP
 
 MAX_HYPOTHESIS = 20_000  # characters of one hypothesis
 MAX_HYPOTHESES = 100  # hypotheses kept per session
-# What an answer reads, compiled once per config: run op by op, the observation costs more than the step.
-_public_view = jax.jit(protocol.public_view, static_argnums=1)
 
 
 # -- what an agent may send ------------------------------------------------------
@@ -218,7 +214,7 @@ class ToolSession(TableToolSession):
     @property
     def obs(self) -> dict:
         """The observation (the core's ``public_view``), numpy arrays, bools as int8."""
-        return to_numpy_observation(_public_view(self.state, self.config))
+        return to_numpy_observation(protocol.public_view(self.state, self.config))  # jitted there, once per config
 
     @property
     def organism_id(self) -> str:
